@@ -1,0 +1,13 @@
+"""llm-platform: a GPU platform for serving LLMs on AWS EKS, one stack per environment."""
+
+import pulumi
+
+from components.platform import Platform
+from components.settings import stack_settings
+
+platform = Platform("llm-platform", stack_settings())
+
+pulumi.export("clusterName", platform.cluster_name)
+pulumi.export("kubeconfig", platform.kubeconfig)
+pulumi.export("oidcProviderArn", platform.oidc_provider_arn)
+pulumi.export("nodeRoleArns", platform.node_role_arns)

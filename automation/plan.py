@@ -1,0 +1,220 @@
+"""Run the real program under Pulumi's mock runtime and record what the engine would receive.
+
+The recording monitor captures each ``RegisterResource`` request as the engine gets it: the inputs
+Struct converted to JSON (camelCase keys, secrets and resource references in their wire form), the
+parent, and whether the resource is custom. Mocks answer with realistic outputs so the program's
+``apply`` chains run exactly as in a deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import runpy
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.stack import run_pulumi_func
+
+PROJECT = "llm-platform"
+ROOT = Path(__file__).resolve().parent.parent
+ACCOUNT_ID = "123456789012"
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
+RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+@dataclass
+class PlannedResource:
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    provider: str = ""
+
+
+@dataclass
+class Plan:
+    project: str
+    stack: str
+    resources: list[PlannedResource] = field(default_factory=list)
+
+    def of_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, type_: str, name: str) -> PlannedResource:
+        matches = [r for r in self.resources if r.type == type_ and r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"expected one {type_} named {name!r}, found {len(matches)}")
+        return matches[0]
+
+    def children_of(self, urn: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.parent == urn]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+
+
+def _ints(value: Any) -> Any:
+    """Struct numbers are doubles on the wire; show integral ones as JSON integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+def _refs_to_urns(value: Any) -> Any:
+    """Resource references as plain URNs. The mock monitor would otherwise rehydrate each reference
+    as a resource on a worker thread's event loop, which deadlocks the program's own loop."""
+    if isinstance(value, dict):
+        if value.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
+            return value.get("urn", "")
+        return {k: _refs_to_urns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs_to_urns(v) for v in value]
+    return value
+
+
+def _fake_id(kind: str, name: str) -> str:
+    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:17]}"
+
+
+class PlatformMocks(Mocks):
+    """Outputs a real deployment would return, shaped per resource type; deterministic per name."""
+
+    def __init__(self, region: str):
+        self.region = region
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict]:
+        typ, name, inputs = args.typ, args.name, dict(args.inputs)
+        region, account = self.region, ACCOUNT_ID
+        outputs: dict[str, Any] = {}
+        if typ == "eks:index:Cluster":
+            cluster = inputs.get("name", name)
+            issuer = f"oidc.eks.{region}.amazonaws.com/id/{hashlib.sha256(cluster.encode()).hexdigest()[:32].upper()}"
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cluster, "cluster": {"server": f"https://{cluster}.eks.example"}}],
+                "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": "aws"}}],
+                "current-context": cluster,
+                "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"]}}}],
+            }
+            outputs = {
+                "kubeconfig": kubeconfig,
+                "kubeconfigJson": json.dumps(kubeconfig),
+                "oidcProviderArn": f"arn:aws:iam::{account}:oidc-provider/{issuer}",
+                "oidcProviderUrl": f"https://{issuer}",
+                "oidcIssuer": issuer,
+                "clusterSecurityGroupId": _fake_id("sg", f"{cluster}-cluster"),
+                "nodeSecurityGroupId": _fake_id("sg", f"{cluster}-node"),
+            }
+            return f"{cluster}-id", outputs
+        if typ == "aws:iam/role:Role":
+            outputs = {"arn": f"arn:aws:iam::{account}:role/{name}", "name": name, "uniqueId": _fake_id("AROA", name)}
+        elif typ == "aws:kms/key:Key":
+            key_id = hashlib.sha256(name.encode()).hexdigest()[:32]
+            outputs = {"arn": f"arn:aws:kms:{region}:{account}:key/{key_id}", "keyId": key_id}
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            outputs = {"latestVersion": 1, "arn": f"arn:aws:ec2:{region}:{account}:launch-template/{_fake_id('lt', name)}"}
+            return _fake_id("lt", name), {**inputs, **outputs}
+        elif typ.startswith("kubernetes:helm.sh/"):
+            outputs = {"status": {"status": "deployed", "version": inputs.get("version")}}
+        elif typ.startswith("aws:"):
+            outputs = {"arn": f"arn:aws:{typ.split(':')[1].split('/')[0]}:{region}:{account}:{name}"}
+        kind = typ.split(":")[-1].lower()[:8]
+        return _fake_id(kind, name), {**inputs, **outputs}
+
+    def call(self, args: MockCallArgs) -> dict:
+        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = [f"{self.region}{zone}" for zone in "abcdef"]
+            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(6)], "id": self.region}
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "id": ACCOUNT_ID}
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region}
+        raise NotImplementedError(f"offline mocks do not answer {args.token}; add it to PlatformMocks.call")
+
+
+class RecordingMonitor(MockMonitor):
+    """A mock monitor that keeps each registration in engine form, in registration order."""
+
+    def __init__(self, mocks: Mocks, plan: Plan):
+        super().__init__(mocks)
+        self.plan = plan
+
+    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        inputs = _ints(json_format.MessageToDict(request.object))
+        flattened = type(request)()
+        flattened.CopyFrom(request)
+        flattened.object.Clear()
+        flattened.object.update(_refs_to_urns(inputs))
+        response = super().RegisterResource(flattened)
+        if request.type != "pulumi:pulumi:Stack":
+            self.plan.resources.append(
+                PlannedResource(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent,
+                    custom=bool(request.custom),
+                    inputs=inputs,
+                    provider=request.provider,
+                )
+            )
+        return response
+
+
+@contextmanager
+def _environment(config: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")}
+    os.environ["PULUMI_CONFIG"] = json.dumps(dict(config))
+    os.environ["PULUMI_CONFIG_SECRET_KEYS"] = "[]"
+    added_path = str(ROOT) not in sys.path
+    if added_path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if added_path:
+            sys.path.remove(str(ROOT))
+
+
+def record_plan(stack: str, config: Mapping[str, str], *, region: str, program: Path = ROOT / "__main__.py") -> Plan:
+    """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks."""
+    plan = Plan(project=PROJECT, stack=stack)
+    mocks = PlatformMocks(region)
+    with _environment(config):
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            pulumi.runtime.set_mocks(
+                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan)
+            )
+            loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+        finally:
+            loop.close()
+            asyncio.set_event_loop(None)
+    return plan

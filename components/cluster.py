@@ -1,0 +1,138 @@
+"""Cluster: the EKS control plane with API access entries, KMS-encrypted Secrets and Pod Identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from . import versions
+
+TYPE = "llm-platform:index:Cluster"
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """Inputs of :class:`Cluster`.
+
+    The private endpoint is always on. ``public_access`` opens the public endpoint to
+    ``public_access_cidrs`` only (required when public access is on). ``admin_role_arns`` get
+    cluster-admin access entries; the creator of the stack gets none implicitly beyond EKS's own
+    bootstrap admin. ``kms_deletion_window_days`` (7-30) delays deletion of the Secrets key.
+    """
+
+    name: str
+    kubernetes_version: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    public_subnet_ids: pulumi.Input[list[str]]
+    public_access: bool = False
+    public_access_cidrs: list[str] = field(default_factory=list)
+    admin_role_arns: list[str] = field(default_factory=list)
+    control_plane_logs: list[str] = field(default_factory=list)
+    kms_deletion_window_days: int = 30
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class Cluster(pulumi.ComponentResource):
+    """An EKS cluster (pulumi-eks) with no default node group; node pools attach to :attr:`eks`."""
+
+    eks: eks.Cluster
+    provider: k8s.Provider
+    name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_provider_url: pulumi.Output[str]
+    secrets_key_arn: pulumi.Output[str]
+    node_security_group_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+
+        key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Encrypts Kubernetes Secrets of EKS cluster {args.name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=args.kms_deletion_window_days,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.kms.Alias(f"{name}-secrets", name=f"alias/{args.name}-secrets", target_key_id=key.key_id, opts=child)
+
+        admin_policy = pulumi.Output.concat(
+            "arn:", partition, ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+        )
+        access_entries = {
+            f"admin-{i}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                type=eks.AccessEntryType.STANDARD,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=admin_policy,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for i, arn in enumerate(args.admin_role_arns)
+        }
+
+        self.eks = eks.Cluster(
+            f"{name}-eks",
+            name=args.name,
+            version=args.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids,
+            node_associate_public_ip_address=False,
+            skip_default_node_group=True,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            endpoint_private_access=True,
+            endpoint_public_access=args.public_access,
+            public_access_cidrs=args.public_access_cidrs if args.public_access else None,
+            encryption_config_key_arn=key.arn,
+            create_oidc_provider=True,
+            enabled_cluster_log_types=args.control_plane_logs,
+            tags=args.tags,
+            opts=child,
+        )
+
+        aws.eks.Addon(
+            f"{name}-pod-identity-agent",
+            cluster_name=args.name,
+            addon_name="eks-pod-identity-agent",
+            addon_version=versions.POD_IDENTITY_AGENT_ADDON_VERSION,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
+        )
+
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.eks.kubeconfig_json,
+            enable_server_side_apply=True,
+            opts=child,
+        )
+
+        self.name = self.eks.kubeconfig_json.apply(lambda _: args.name)
+        self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
+        self.oidc_provider_arn = self.eks.oidc_provider_arn
+        self.oidc_provider_url = self.eks.oidc_provider_url
+        self.secrets_key_arn = key.arn
+        self.node_security_group_id = self.eks.node_security_group_id
+        self.register_outputs(
+            {
+                "name": self.name,
+                "kubeconfig": self.kubeconfig,
+                "oidc_provider_arn": self.oidc_provider_arn,
+                "oidc_provider_url": self.oidc_provider_url,
+                "secrets_key_arn": self.secrets_key_arn,
+                "node_security_group_id": self.node_security_group_id,
+            }
+        )

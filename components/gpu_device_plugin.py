@@ -1,0 +1,69 @@
+"""GpuDevicePlugin: the NVIDIA device plugin that advertises ``nvidia.com/gpu`` on GPU nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from . import contract, versions
+
+TYPE = "llm-platform:index:GpuDevicePlugin"
+
+
+@dataclass(frozen=True)
+class GpuDevicePluginArgs:
+    """Inputs of :class:`GpuDevicePlugin`.
+
+    Use it on AL2023 NVIDIA nodes (managed groups, Karpenter). Bottlerocket NVIDIA AMIs and EKS Auto
+    Mode ship their own device plugin, and the GPU Operator brings one: never install two.
+    ``namespace`` is created by the release.
+    """
+
+    namespace: str = "nvidia-device-plugin"
+
+
+def device_plugin_values() -> dict[str, object]:
+    """Chart values: tolerate the GPU taint, pin the image, bound the daemon's resources.
+
+    The chart's default node affinity only matches nodes labelled ``nvidia.com/gpu.present=true``
+    (or NFD's PCI/CPU labels); GPU pools carry that label through the contract.
+    """
+    image = versions.NVIDIA_DEVICE_PLUGIN_IMAGE
+    return {
+        "image": {"repository": image.repository, "tag": image.tag},
+        "tolerations": [contract.gpu_toleration(), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "priorityClassName": "system-node-critical",
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "gfd": {"enabled": False},
+        "failOnInitError": True,
+    }
+
+
+class GpuDevicePlugin(pulumi.ComponentResource):
+    """A pinned Helm release of ``nvidia-device-plugin`` as a DaemonSet on GPU nodes only."""
+
+    release_name: pulumi.Output[str]
+    namespace: str
+
+    def __init__(self, name: str, args: GpuDevicePluginArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        chart = versions.NVIDIA_DEVICE_PLUGIN
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="nvidia-device-plugin",
+            chart=chart.chart,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=args.namespace,
+            create_namespace=True,
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=600,
+            values=device_plugin_values(),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.release_name = release.name
+        self.namespace = args.namespace
+        self.register_outputs({"release_name": self.release_name, "namespace": self.namespace})

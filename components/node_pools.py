@@ -1,0 +1,232 @@
+"""Managed node groups: the untainted system pool and tainted GPU pools.
+
+Both are EKS managed node groups (pulumi-eks) with their own node role and a launch template that
+enforces IMDSv2 and an encrypted gp3 root volume. What differs is decided by the scheduling
+contract: the system pool carries no taint; a GPU pool carries the GPU taint and pool labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+
+from . import contract, versions
+from .catalog import load_catalog
+from .node_role import NodeRole, NodeRoleArgs
+from .tags import cluster_autoscaler_tags
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Node counts; ``min_size <= desired_size <= max_size`` (checked in settings)."""
+
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """Secure node defaults. ``metadata_hop_limit`` 1 keeps pods off IMDS (they use Pod Identity);
+    raise it to 2 only for an agent that must read IMDS from a pod network namespace."""
+
+    disk_size_gib: int
+    disk_throughput_mibps: int = 125
+    disk_iops: int = 3000
+    metadata_hop_limit: int = 1
+
+
+class _ManagedNodePool(pulumi.ComponentResource):
+    """Shared build of role, launch template and node group; subclasses decide labels and taints."""
+
+    node_role_arn: pulumi.Output[str]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    instance_types: list[str]
+    capacity_type: str
+    scaling: Scaling
+
+    def _build(
+        self,
+        name: str,
+        *,
+        cluster: eks.Cluster,
+        subnet_ids: pulumi.Input[list[str]],
+        ami_type: str,
+        instance_types: list[str],
+        capacity_type: str,
+        scaling: Scaling,
+        labels: dict[str, str],
+        taints: list[dict[str, str]],
+        launch: LaunchSettings,
+        role_description: str,
+        tags: dict[str, str],
+        node_group_tags: dict[str, str],
+    ) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        role = NodeRole(f"{name}-node", NodeRoleArgs(description=role_description, tags=tags), opts=child)
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"Node settings for pool {name}",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=launch.metadata_hop_limit,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=launch.disk_size_gib,
+                        volume_type="gp3",
+                        iops=launch.disk_iops,
+                        throughput=launch.disk_throughput_mibps,
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": name})
+                for kind in ("instance", "volume")
+            ],
+            tags=tags,
+            opts=child,
+        )
+        eks.ManagedNodeGroup(
+            name,
+            cluster=cluster,
+            node_role_arn=role.arn,
+            ami_type=ami_type,
+            instance_types=instance_types,
+            capacity_type=capacity_type,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=scaling.min_size, desired_size=scaling.desired_size, max_size=scaling.max_size
+            ),
+            ignore_scaling_changes=True,
+            subnet_ids=subnet_ids,
+            labels=labels,
+            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in taints],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            tags={**tags, **node_group_tags},
+            opts=child,
+        )
+        self.node_role_arn = role.arn
+        self.labels = labels
+        self.taints = taints
+        self.instance_types = instance_types
+        self.capacity_type = capacity_type
+        self.scaling = scaling
+        self.register_outputs(
+            {
+                "node_role_arn": self.node_role_arn,
+                "labels": labels,
+                "taints": taints,
+                "instance_types": instance_types,
+                "capacity_type": capacity_type,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class SystemNodePoolArgs:
+    """Inputs of :class:`SystemNodePool`: CPU instance types, on-demand, ``min_size >= 2``."""
+
+    cluster: eks.Cluster
+    subnet_ids: pulumi.Input[list[str]]
+    instance_types: list[str]
+    scaling: Scaling
+    launch: LaunchSettings
+    labels: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class SystemNodePool(_ManagedNodePool):
+    """On-demand CPU nodes with no taint: controllers, add-ons and the gateway run here."""
+
+    def __init__(self, name: str, args: SystemNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("llm-platform:index:SystemNodePool", name, None, opts)
+        self._build(
+            name,
+            cluster=args.cluster,
+            subnet_ids=args.subnet_ids,
+            ami_type=versions.SYSTEM_AMI_TYPE,
+            instance_types=args.instance_types,
+            capacity_type="ON_DEMAND",
+            scaling=args.scaling,
+            labels={**args.labels, **contract.system_pool_labels(name)},
+            taints=[],
+            launch=args.launch,
+            role_description="EKS system node pool",
+            tags=args.tags,
+            node_group_tags={},
+        )
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    """Inputs of :class:`GpuNodePool`.
+
+    ``instance_types`` share one GPU model (the pool's accelerator label); SPOT pools list at least
+    two. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
+    discovery tags.
+    """
+
+    cluster: eks.Cluster
+    cluster_name: str
+    subnet_ids: pulumi.Input[list[str]]
+    instance_types: list[str]
+    capacity_type: str
+    scaling: Scaling
+    launch: LaunchSettings
+    purpose: str = contract.GPU_INFERENCE_PURPOSE
+    labels: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class GpuNodePool(_ManagedNodePool):
+    """NVIDIA GPU nodes on the AL2023 NVIDIA AMI, tainted and labelled per the scheduling contract."""
+
+    accelerator: str
+    gpu_memory_mib: int
+    gpus_per_node: list[int]
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("llm-platform:index:GpuNodePool", name, None, opts)
+        catalog = load_catalog()
+        types = [catalog.instances[t] for t in args.instance_types]
+        self.accelerator = types[0].gpu_name or ""
+        self.gpu_memory_mib = types[0].gpu_memory_mib or 0
+        self.gpus_per_node = [t.gpus for t in types]
+        labels = {
+            **args.labels,
+            **contract.gpu_pool_labels(
+                name,
+                purpose=args.purpose,
+                accelerator=self.accelerator,
+                gpu_memory_mib=self.gpu_memory_mib,
+                capacity_type=args.capacity_type,
+            ),
+        }
+        taints = [contract.gpu_taint_eks()]
+        self._build(
+            name,
+            cluster=args.cluster,
+            subnet_ids=args.subnet_ids,
+            ami_type=versions.GPU_AMI_TYPE,
+            instance_types=args.instance_types,
+            capacity_type=args.capacity_type,
+            scaling=args.scaling,
+            labels=labels,
+            taints=taints,
+            launch=args.launch,
+            role_description=f"EKS GPU node pool {name}",
+            tags=args.tags,
+            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, min(self.gpus_per_node)),
+        )

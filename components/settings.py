@@ -1,0 +1,393 @@
+"""Stack settings: every ``llm-platform:*`` config key, parsed once into typed, validated values.
+
+Parsing is strict: an unknown key is an error, and every problem in a stack file is reported at once
+with the config key path, the value given and what is allowed. Nothing is registered with the engine
+until settings have passed, so bad input never leaves a half-built platform.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from . import contract, versions
+from .catalog import load_catalog
+
+NAMESPACE = "llm-platform"
+
+_REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+_POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, str_strip_whitespace=True
+    )
+
+
+def _check_labels(labels: dict[str, str]) -> dict[str, str]:
+    for key, value in labels.items():
+        if key in contract.RESERVED_LABEL_KEYS:
+            raise ValueError(f"label {key!r} is set by the scheduling contract and cannot be overridden")
+        if not _LABEL_KEY_RE.match(key):
+            raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+        if not _LABEL_VALUE_RE.match(value):
+            raise ValueError(f"label value {value!r} (key {key!r}) is not a valid Kubernetes label value")
+    return labels
+
+
+def _check_known_types(types: list[str]) -> list[str]:
+    catalog = load_catalog()
+    unknown = [t for t in types if catalog.get(t) is None]
+    if unknown:
+        raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; allowed: {', '.join(catalog.known())}")
+    if len(set(types)) != len(types):
+        raise ValueError("instance types must not repeat")
+    return types
+
+
+class Scaling(_Model):
+    """Node counts of a managed node group: ``minSize <= desiredSize <= maxSize``."""
+
+    min_size: int = Field(ge=0, le=1000)
+    desired_size: int = Field(ge=0, le=1000)
+    max_size: int = Field(ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scaling:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"need minSize <= desiredSize <= maxSize, got {self.min_size} <= {self.desired_size} <= {self.max_size}"
+            )
+        return self
+
+
+class SystemPool(_Model):
+    """The untainted CPU pool for controllers and add-ons: on-demand, at least two nodes, two AZs."""
+
+    instance_types: list[str] = Field(min_length=1, max_length=20)
+    capacity_type: Literal["ON_DEMAND"] = "ON_DEMAND"
+    scaling: Scaling
+    disk_size_gib: int = Field(default=50, ge=20, le=1000)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _cpu_types(cls, types: list[str]) -> list[str]:
+        _check_known_types(types)
+        gpu = [t for t in types if load_catalog().instances[t].is_gpu]
+        if gpu:
+            raise ValueError(f"{', '.join(gpu)} carry GPUs; the system pool takes CPU types only")
+        return types
+
+    @field_validator("scaling")
+    @classmethod
+    def _two_nodes(cls, scaling: Scaling) -> Scaling:
+        if scaling.min_size < 2:
+            raise ValueError(f"minSize is {scaling.min_size}; the system pool keeps at least 2 nodes in 2 AZs")
+        return scaling
+
+
+class GpuPool(_Model):
+    """A tainted GPU managed node group. ``name`` becomes the pool label and part of resource names."""
+
+    name: str
+    instance_types: list[str] = Field(min_length=1, max_length=20)
+    capacity_type: contract.CapacityType = "ON_DEMAND"
+    scaling: Scaling
+    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    disk_size_gib: int = Field(default=200, ge=50, le=4000)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_name(cls, name: str) -> str:
+        if not _POOL_NAME_RE.match(name):
+            raise ValueError(f"{name!r} must be 2-32 lowercase letters, digits or '-', starting with a letter")
+        return name
+
+    @field_validator("instance_types")
+    @classmethod
+    def _gpu_types_of_one_model(cls, types: list[str]) -> list[str]:
+        catalog = load_catalog()
+        _check_known_types(types)
+        cpu = [t for t in types if not catalog.instances[t].is_gpu]
+        if cpu:
+            raise ValueError(f"{', '.join(cpu)} have no GPU; allowed: {', '.join(catalog.gpu_types())}")
+        models = sorted({catalog.instances[t].gpu_name or "" for t in types})
+        if len(models) > 1:
+            raise ValueError(
+                f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true"
+            )
+        return types
+
+    @field_validator("scaling")
+    @classmethod
+    def _scale_to_zero(cls, scaling: Scaling) -> Scaling:
+        if scaling.min_size != 0:
+            raise ValueError(f"minSize is {scaling.min_size}; GPU pools scale to minSize 0")
+        return scaling
+
+    @model_validator(mode="after")
+    def _spot_diversity(self) -> GpuPool:
+        if self.capacity_type == "SPOT" and len(self.instance_types) < 2:
+            raise ValueError(
+                f"SPOT pool {self.name!r} lists {len(self.instance_types)} instance type; "
+                "list at least 2 types with the same GPU model so Spot can find capacity"
+            )
+        return self
+
+    @property
+    def accelerator(self) -> str:
+        return load_catalog().instances[self.instance_types[0]].gpu_name or ""
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        return load_catalog().instances[self.instance_types[0]].gpu_memory_mib or 0
+
+
+class Endpoint(_Model):
+    """API server access. The private endpoint is always on; public access is opt-in with CIDRs."""
+
+    public_access: bool = False
+    public_access_cidrs: list[str] = Field(default_factory=list)
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            try:
+                net = ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR such as 203.0.113.0/24 ({exc})") from None
+            if net.version != 4:
+                raise ValueError(f"{cidr!r} is not IPv4; EKS public access CIDRs are IPv4")
+        return cidrs
+
+    @model_validator(mode="after")
+    def _cidrs_with_public(self) -> Endpoint:
+        if self.public_access and not self.public_access_cidrs:
+            raise ValueError("publicAccess is true but publicAccessCidrs is empty; list the CIDRs allowed in")
+        if not self.public_access and self.public_access_cidrs:
+            raise ValueError("publicAccessCidrs is set but publicAccess is false; remove the CIDRs or enable access")
+        return self
+
+    @property
+    def open_to_world(self) -> bool:
+        return self.public_access and "0.0.0.0/0" in self.public_access_cidrs
+
+
+class Network(_Model):
+    """VPC layout: private node subnets (/prefix+3) and public subnets carved from the last block."""
+
+    vpc_cidr: str = "10.0.0.0/16"
+    az_count: int = Field(default=3, ge=2, le=6)
+    nat_gateways: Literal["single", "perAz"] = "single"
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _vpc_cidr(cls, cidr: str) -> str:
+        try:
+            net = ipaddress.ip_network(cidr, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{cidr!r} is not a network CIDR such as 10.0.0.0/16 ({exc})") from None
+        if net.version != 4 or not net.is_private or not 16 <= net.prefixlen <= 20:
+            raise ValueError(f"{cidr!r} must be a private IPv4 range with a prefix from /16 to /20")
+        return cidr
+
+
+class Settings(_Model):
+    """All of one stack's ``llm-platform:*`` configuration."""
+
+    environment: str = Field(pattern=r"^[a-z][a-z0-9-]{0,19}$")
+    production: bool = False
+    region: str
+    kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
+    network: Network = Field(default_factory=Network)
+    endpoint: Endpoint = Field(default_factory=Endpoint)
+    admin_role_arns: list[str] = Field(default_factory=list)
+    control_plane_logs: list[str] = Field(default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES))
+    kms_deletion_window_days: int = Field(default=30, ge=7, le=30)
+    system_pool: SystemPool
+    gpu_pools: list[GpuPool] = Field(min_length=1, max_length=10)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, region: str) -> str:
+        if not _REGION_RE.match(region):
+            raise ValueError(f"{region!r} is not an AWS region name such as us-east-1")
+        return region
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _k8s_version(cls, value: Any) -> str:
+        text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        if text not in versions.SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(f"{value!r} is not supported; allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
+        return text
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _role_arns(cls, arns: list[str]) -> list[str]:
+        bad = [a for a in arns if not _ROLE_ARN_RE.match(a)]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} not IAM role ARNs such as arn:aws:iam::123456789012:role/platform-admin")
+        return arns
+
+    @field_validator("control_plane_logs")
+    @classmethod
+    def _log_types(cls, logs: list[str]) -> list[str]:
+        bad = [log for log in logs if log not in CONTROL_PLANE_LOG_TYPES]
+        if bad:
+            raise ValueError(f"unknown log type(s) {', '.join(bad)}; allowed: {', '.join(CONTROL_PLANE_LOG_TYPES)}")
+        return logs
+
+    @field_validator("gpu_pools")
+    @classmethod
+    def _unique_pool_names(cls, pools: list[GpuPool]) -> list[GpuPool]:
+        names = [p.name for p in pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+        return pools
+
+    @model_validator(mode="after")
+    def _production_endpoint(self) -> Settings:
+        if self.production and self.endpoint.open_to_world:
+            raise ValueError(
+                "endpoint.publicAccessCidrs contains 0.0.0.0/0 in a production stack; "
+                "list your own CIDRs or set endpoint.publicAccess to false"
+            )
+        return self
+
+    @property
+    def cluster_name(self) -> str:
+        return f"{NAMESPACE}-{self.environment}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad setting: the config key path, the value given, and what is wrong or allowed."""
+
+    key: str
+    value: Any
+    reason: str
+
+    def __str__(self) -> str:
+        shown = "(missing)" if self.value is _MISSING else json.dumps(self.value, default=str)
+        return f"{self.key}: got {shown}: {self.reason}"
+
+
+class SettingsError(Exception):
+    """Every problem found in one stack's settings, reported together."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid stack settings ({len(problems)} problem(s)):\n{lines}")
+
+
+_MISSING = object()
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    path = f"{NAMESPACE}:{loc[0]}" if loc else NAMESPACE
+    for part in loc[1:]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _lookup(raw: Mapping[str, Any], loc: tuple[Any, ...]) -> Any:
+    node: Any = raw
+    for part in loc:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return node
+
+
+def _reason(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
+    if error["type"] == "extra_forbidden":
+        return f"unknown key; allowed keys here: {', '.join(_allowed_keys(loc[:-1]))}"
+    if error["type"] == "missing":
+        return "required key is missing"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
+    model: Any = Settings
+    for part in parent:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if f.alias == part or n == part), None)
+        if field is None:
+            return []
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))[0] if hasattr(annotation, "__args__") else annotation
+        model = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else annotation
+    return sorted(f.alias or n for n, f in model.model_fields.items())
+
+
+def _decode(value: Any) -> Any:
+    """Config arrives as strings (``PULUMI_CONFIG``); objects and lists arrive as JSON text."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def parse_settings(config: Mapping[str, Any]) -> Settings:
+    """Parse a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored)."""
+    prefix = f"{NAMESPACE}:"
+    raw = {k[len(prefix):]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            problems.append(Problem(_key_path(loc), _lookup(raw, loc), _reason(error, loc)))
+        raise SettingsError(problems) from None
+
+
+def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
+    """Turn a stack file's ``config:`` block into the string map the language host would pass."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, (dict, list)):
+            out[key] = json.dumps(value)
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    return out
+
+
+def stack_settings() -> Settings:
+    """Settings of the running stack, from the config the language host passes to the program."""
+    import pulumi
+
+    try:
+        return parse_settings(pulumi.runtime.get_config_env())
+    except SettingsError as exc:
+        raise pulumi.RunError(str(exc)) from None

@@ -1,0 +1,29 @@
+"""AWS tag conventions that other systems discover resources by (Karpenter, Cluster Autoscaler)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:
+    """Karpenter finds node subnets and security groups by this tag."""
+    return {"karpenter.sh/discovery": cluster_name}
+
+
+def cluster_autoscaler_tags(
+    cluster_name: str, labels: Mapping[str, str], taints: list[Mapping[str, str]], gpus_per_node: int
+) -> dict[str, str]:
+    """Auto-discovery tags plus node-template hints so Cluster Autoscaler can scale a pool up from zero."""
+    tags = {
+        "k8s.io/cluster-autoscaler/enabled": "true",
+        f"k8s.io/cluster-autoscaler/{cluster_name}": "owned",
+    }
+    tags.update({f"k8s.io/cluster-autoscaler/node-template/label/{k}": v for k, v in labels.items()})
+    for taint in taints:
+        effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+        tags[f"k8s.io/cluster-autoscaler/node-template/taint/{taint['key']}"] = (
+            f"{taint['value']}:{effect[taint['effect']]}"
+        )
+    if gpus_per_node:
+        tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node)
+    return tags

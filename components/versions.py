@@ -1,0 +1,49 @@
+"""Every chart, chart version, image, AMI type and add-on version the program emits.
+
+One place, exact values only: nothing here may float (no ``latest``, no ranges). Upgrading a
+component means changing one line here and reading its release notes; tests fail on a floating
+value anywhere in the emitted plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image pinned to an exact tag."""
+
+    repository: str
+    tag: str
+
+    def __str__(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """A Helm chart pinned to one exact version in one repository."""
+
+    chart: str
+    version: str
+    repository: str
+
+
+#: EKS versions this program is tested against. AL2 AMIs end with 1.32; every pool here runs AL2023.
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.32", "1.33", "1.34")
+DEFAULT_KUBERNETES_VERSION = "1.34"
+
+#: Managed node group AMI types. ``AL2_x86_64_GPU`` reached end of support on 2025-11-26: never emitted.
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+
+#: EKS add-on versions, per add-on, valid for every version in SUPPORTED_KUBERNETES_VERSIONS.
+POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.10-eksbuild.2"
+
+NVIDIA_DEVICE_PLUGIN = HelmChart(
+    chart="nvidia-device-plugin",
+    version="0.20.0",
+    repository="https://nvidia.github.io/k8s-device-plugin",
+)
+NVIDIA_DEVICE_PLUGIN_IMAGE = Image(repository="nvcr.io/nvidia/k8s-device-plugin", tag="v0.20.0")
