@@ -1,0 +1,28 @@
+# One command each, from a fresh clone: `make check` (offline check of dev) and `make test`.
+# Both create .venv with the pinned dependencies first; nothing else needs installing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+STAMP := $(VENV)/.installed
+STACK ?= dev
+
+.PHONY: venv check test bench clean
+
+$(STAMP): requirements.txt policies/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+check: $(STAMP)
+	$(VENV)/bin/python -m automation check --stack $(STACK)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/bench_check.py
+	$(VENV)/bin/python benchmarks/bench_policies.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,84 @@
+"""Command line of ``python -m automation``: one small declare/run pair per verb."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from components.settings import SettingsError
+
+from . import exit_codes
+from .stacks import StackFileError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _stdout() -> Console:
+    """Rich console for reports; wide enough for the pool table when stdout is a pipe or a CI log."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=160)
+
+
+def _declare_check(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "check",
+        help="offline check of a stack: settings, plan under mocks, manifests, cost summary",
+        description="Run the program for a stack under Pulumi's mock runtime (no cloud account, no CLI), "
+        "write DIR/plan.json and DIR/manifests/, and print a summary.",
+    )
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
+    parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
+    parser.add_argument("--out", type=Path, help="output directory (default: build/STACK)")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
+    parser.set_defaults(run=_run_check)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from .check import run_check
+    from .report import render
+
+    result = run_check(args.stack, args.out, stack_file=args.stack_file)
+    if args.output == "json":
+        print(json.dumps({"summary": result.summary.to_json(), "plan": str(result.plan_path)}, indent=2))
+    else:
+        console = _stdout()
+        render(result.summary, console)
+        console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
+                      f"{result.plan_path.parent / 'manifests'}")
+    return exit_codes.OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m automation",
+        description="Run llm-platform stacks: offline checks, previews and updates, self-service environments.",
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    _declare_check(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except SettingsError as exc:
+        err.print(f"error: stack {args.stack!r} has {len(exc.problems)} invalid setting(s):")
+        for problem in exc.problems:
+            err.print(f"  {problem}")
+        return exit_codes.USAGE
+    except StackFileError as exc:
+        err.print(f"error: {exc}")
+        return exit_codes.USAGE
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return exit_codes.FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
