@@ -50,6 +50,8 @@ class Plan:
     project: str
     stack: str
     resources: list[PlannedResource] = field(default_factory=list)
+    #: Component outputs as registered with ``register_outputs``, by URN (engine form).
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -92,6 +94,17 @@ def _refs_to_urns(value: Any) -> Any:
 
 def _fake_id(kind: str, name: str) -> str:
     return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:17]}"
+
+
+_ID_PREFIX = {
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/internetGateway:InternetGateway": "igw",
+    "aws:ec2/natGateway:NatGateway": "nat",
+    "aws:ec2/routeTable:RouteTable": "rtb",
+    "aws:ec2/eip:Eip": "eipalloc",
+    "aws:ec2/securityGroup:SecurityGroup": "sg",
+}
 
 
 class PlatformMocks(Mocks):
@@ -137,7 +150,7 @@ class PlatformMocks(Mocks):
             outputs = {"status": {"status": "deployed", "version": inputs.get("version")}}
         elif typ.startswith("aws:"):
             outputs = {"arn": f"arn:aws:{typ.split(':')[1].split('/')[0]}:{region}:{account}:{name}"}
-        kind = typ.split(":")[-1].lower()[:8]
+        kind = _ID_PREFIX.get(typ, typ.split(":")[-1].lower())
         return _fake_id(kind, name), {**inputs, **outputs}
 
     def call(self, args: MockCallArgs) -> dict:
@@ -182,6 +195,11 @@ class RecordingMonitor(MockMonitor):
         return response
 
 
+    def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
+        self.plan.outputs[request.urn] = _ints(json_format.MessageToDict(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
 @contextmanager
 def _environment(config: Mapping[str, str]) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")}
@@ -202,9 +220,20 @@ def _environment(config: Mapping[str, str]) -> Iterator[None]:
             sys.path.remove(str(ROOT))
 
 
-def record_plan(stack: str, config: Mapping[str, str], *, region: str, program: Path = ROOT / "__main__.py") -> Plan:
-    """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks."""
-    plan = Plan(project=PROJECT, stack=stack)
+def record_plan(
+    stack: str,
+    config: Mapping[str, str],
+    *,
+    region: str,
+    program: Path = ROOT / "__main__.py",
+    into: Plan | None = None,
+) -> Plan:
+    """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
+
+    Resources are recorded into ``into`` when given, so a caller can see what was registered
+    before the program failed.
+    """
+    plan = into if into is not None else Plan(project=PROJECT, stack=stack)
     mocks = PlatformMocks(region)
     with _environment(config):
         loop = asyncio.new_event_loop()

@@ -1,0 +1,66 @@
+"""Platform wiring: component tokens, parenting, one AWS provider, exported outputs."""
+
+from __future__ import annotations
+
+import re
+
+from automation.plan import SECRET_SIG, SPECIAL_SIG_KEY
+
+COMPONENTS = {
+    "llm-platform:index:Platform",
+    "llm-platform:index:Network",
+    "llm-platform:index:Cluster",
+    "llm-platform:index:SystemNodePool",
+    "llm-platform:index:GpuNodePool",
+    "llm-platform:index:NodeRole",
+    "llm-platform:index:GpuDevicePlugin",
+}
+
+
+def test_components_use_project_namespace(dev_plan):
+    own = {r.type for r in dev_plan.resources if not r.custom and r.type.startswith("llm-platform:")}
+    assert own == COMPONENTS
+
+
+def test_everything_is_parented_under_the_platform(stack_plan):
+    (platform,) = stack_plan.of_type("llm-platform:index:Platform")
+    by_urn = {r.urn: r for r in stack_plan.resources}
+    for resource in stack_plan.resources:
+        if resource is platform:
+            continue
+        node = resource
+        while node.parent in by_urn and node.parent != platform.urn:
+            node = by_urn[node.parent]
+        assert node.parent == platform.urn, resource.urn
+
+
+def test_aws_resources_use_the_regional_provider(stack_plan):
+    (provider,) = stack_plan.of_type("pulumi:providers:aws")
+    assert provider.inputs["region"] == "us-east-1"
+    for resource in stack_plan.resources:
+        if resource.custom and resource.type.startswith("aws:"):
+            assert resource.provider.startswith(provider.urn + "::"), resource.urn
+
+
+def test_platform_outputs(dev_plan):
+    (platform,) = dev_plan.of_type("llm-platform:index:Platform")
+    outputs = dev_plan.outputs[platform.urn]
+    assert outputs["cluster_name"] == "llm-platform-dev"
+    assert outputs["kubeconfig"][SPECIAL_SIG_KEY] == SECRET_SIG
+    assert re.match(r"arn:aws:iam::\d{12}:oidc-provider/oidc\.eks\.us-east-1\.amazonaws\.com/id/", outputs["oidc_provider_arn"])
+    assert set(outputs["node_role_arns"]) == {"system", "inference"}
+
+
+def test_every_component_registers_outputs(stack_plan):
+    components = [r for r in stack_plan.resources if r.type in COMPONENTS]
+    missing = [r.urn for r in components if r.urn not in stack_plan.outputs]
+    assert not missing
+
+
+def test_main_exports(dev_plan):
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parent.parent / "__main__.py").read_text()
+    exported = re.findall(r'pulumi\.export\("(\w+)"', source)
+    assert exported == ["clusterName", "kubeconfig", "oidcProviderArn", "nodeRoleArns"]
+    assert len([line for line in source.splitlines() if line.strip()]) <= 12

@@ -1,0 +1,282 @@
+"""Settings: each rule rejects bad input with the key, the value and what is allowed."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+from automation import exit_codes
+from automation.cli import main
+import pulumi
+
+from automation.plan import ROOT, Plan, record_plan
+from automation.stacks import read_stack_config
+from components.settings import SettingsError, config_strings, parse_settings
+
+DEV = read_stack_config("dev")
+PROD = read_stack_config("prod")
+
+
+def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``base`` with dotted paths under ``llm-platform:`` replaced (``gpuPools.0.scaling.minSize``)."""
+    config = copy.deepcopy(base)
+    for path, value in changes.items():
+        key, *rest = path.split("__")
+        if not rest:
+            config[f"llm-platform:{key}"] = value
+            continue
+        node = config[f"llm-platform:{key}"]
+        for part in rest[:-1]:
+            node = node[int(part)] if part.isdigit() else node[part]
+        last = rest[-1]
+        if value is _DELETE:
+            del node[last]
+        else:
+            node[int(last) if last.isdigit() else last] = value
+    return config
+
+
+_DELETE = object()
+
+
+def problems_of(config: dict[str, Any]) -> list[str]:
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config)
+    return [str(p) for p in caught.value.problems]
+
+
+def assert_rejected(config: dict[str, Any], key: str, *fragments: str) -> None:
+    problems = problems_of(config)
+    matching = [p for p in problems if p.startswith(f"{key}:")]
+    assert matching, f"no problem reported for {key}; got {problems}"
+    for fragment in fragments:
+        assert any(fragment in p for p in matching), f"{fragment!r} not in {matching}"
+
+
+def test_both_stacks_parse():
+    dev, prod = parse_settings(DEV), parse_settings(PROD)
+    assert (dev.production, prod.production) == (False, True)
+    assert dev.gpu_pools[0].capacity_type == "SPOT"
+    assert prod.network.nat_gateways == "perAz"
+
+
+@pytest.mark.parametrize(
+    "changes, key, fragments",
+    [
+        ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
+        ({"gpuPools__0__scaling__maxSize": 0}, "llm-platform:gpuPools[0].scaling.maxSize", ["greater than or equal to 1"]),
+        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling", ["0 <= 4 <= 3"]),
+    ],
+    ids=["system-desired-above-max", "gpu-max-zero", "gpu-desired-above-max"],
+)
+def test_scaling_is_ordered(changes, key, fragments):
+    assert_rejected(with_changes(DEV, **changes), key, *fragments)
+
+
+def test_gpu_pool_takes_only_gpu_types():
+    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge", "m7i.xlarge"])
+    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "m7i.xlarge have no GPU", "allowed: g5.12xlarge")
+
+
+def test_instance_types_must_be_in_the_catalog():
+    config = with_changes(DEV, systemPool__instanceTypes=["m9z.huge"])
+    assert_rejected(config, "llm-platform:systemPool.instanceTypes", "unknown instance type(s) m9z.huge", "allowed:")
+
+
+def test_gpu_pool_holds_one_gpu_model():
+    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge", "g6e.xlarge"])
+    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "mixes GPU models a10g, l40s")
+
+
+def test_spot_gpu_pool_needs_two_types():
+    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge"])
+    assert_rejected(config, "llm-platform:gpuPools[0]", "SPOT pool 'inference' lists 1 instance type", "at least 2")
+
+
+def test_on_demand_gpu_pool_may_have_one_type():
+    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge"], gpuPools__0__capacityType="ON_DEMAND")
+    assert parse_settings(config).gpu_pools[0].instance_types == ["g5.xlarge"]
+
+
+def test_gpu_pool_scales_to_zero():
+    config = with_changes(DEV, gpuPools__0__scaling__minSize=1, gpuPools__0__scaling__desiredSize=1)
+    assert_rejected(config, "llm-platform:gpuPools[0].scaling", "GPU pools scale to minSize 0")
+
+
+def test_capacity_type_is_an_eks_value():
+    config = with_changes(DEV, gpuPools__0__capacityType="spot")
+    assert_rejected(config, "llm-platform:gpuPools[0].capacityType", "'ON_DEMAND', 'SPOT' or 'CAPACITY_BLOCK'")
+
+
+def test_system_pool_keeps_two_nodes():
+    config = with_changes(DEV, systemPool__scaling={"minSize": 1, "desiredSize": 1, "maxSize": 3})
+    assert_rejected(config, "llm-platform:systemPool.scaling", "at least 2 nodes")
+
+
+def test_system_pool_is_on_demand():
+    config = with_changes(DEV, systemPool__capacityType="SPOT")
+    assert_rejected(config, "llm-platform:systemPool.capacityType", "'ON_DEMAND'")
+
+
+def test_system_pool_takes_cpu_types():
+    config = with_changes(DEV, systemPool__instanceTypes=["g5.xlarge"])
+    assert_rejected(config, "llm-platform:systemPool.instanceTypes", "CPU types only")
+
+
+def test_production_endpoint_not_open_to_the_world():
+    config = with_changes(PROD, endpoint={"publicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})
+    assert_rejected(config, "llm-platform", "0.0.0.0/0 in a production stack")
+
+
+def test_dev_may_open_endpoint_to_the_world():
+    config = with_changes(DEV, endpoint={"publicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})
+    assert parse_settings(config).endpoint.open_to_world
+
+
+@pytest.mark.parametrize(
+    "endpoint, fragment",
+    [
+        ({"publicAccess": True}, "publicAccessCidrs is empty"),
+        ({"publicAccess": False, "publicAccessCidrs": ["203.0.113.0/24"]}, "publicAccess is false"),
+        ({"publicAccess": True, "publicAccessCidrs": ["203.0.113.7/24"]}, "not an IPv4 CIDR"),
+        ({"privateAccess": False}, "unknown key; allowed keys here: publicAccess, publicAccessCidrs"),
+    ],
+    ids=["public-without-cidrs", "cidrs-without-public", "host-bits-set", "private-cannot-be-off"],
+)
+def test_endpoint_rules(endpoint, fragment):
+    problems = problems_of(with_changes(DEV, endpoint=endpoint))
+    assert any(p.startswith("llm-platform:endpoint") and fragment in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "network, key, fragment",
+    [
+        ({"vpcCidr": "10.0.0.0/24"}, "llm-platform:network.vpcCidr", "prefix from /16 to /20"),
+        ({"vpcCidr": "8.8.0.0/16"}, "llm-platform:network.vpcCidr", "private IPv4"),
+        ({"azCount": 1}, "llm-platform:network.azCount", "greater than or equal to 2"),
+        ({"natGateways": "two"}, "llm-platform:network.natGateways", "'single' or 'perAz'"),
+    ],
+)
+def test_network_rules(network, key, fragment):
+    assert_rejected(with_changes(DEV, network=network), key, fragment)
+
+
+def test_kubernetes_version_is_supported():
+    assert_rejected(with_changes(DEV, kubernetesVersion="1.29"), "llm-platform:kubernetesVersion", "allowed: 1.32, 1.33, 1.34")
+
+
+def test_region_name():
+    assert_rejected(with_changes(DEV, region="us-east"), "llm-platform:region", "not an AWS region name")
+
+
+def test_unknown_keys_are_errors_naming_allowed_keys():
+    config = with_changes(DEV, gpuPool=[])
+    config["llm-platform:systemPool"]["minsize"] = 2
+    problems = problems_of(config)
+    assert any(p.startswith("llm-platform:gpuPool:") and "allowed keys here: adminRoleArns" in p for p in problems)
+    assert any(p.startswith("llm-platform:systemPool.minsize:") and "diskSizeGib" in p for p in problems)
+
+
+def test_contract_labels_cannot_be_overridden():
+    config = with_changes(DEV, gpuPools__0__labels={"node.kubernetes.io/purpose": "cpu"})
+    assert_rejected(config, "llm-platform:gpuPools[0].labels", "set by the scheduling contract")
+
+
+def test_pool_names_unique_and_dns_safe():
+    pool = DEV["llm-platform:gpuPools"][0]
+    assert_rejected(with_changes(DEV, gpuPools=[pool, pool]), "llm-platform:gpuPools", "repeated: inference")
+    assert_rejected(with_changes(DEV, gpuPools__0__name="GPU_pool"), "llm-platform:gpuPools[0].name", "lowercase")
+
+
+def test_admin_role_arns_are_role_arns():
+    config = with_changes(DEV, adminRoleArns=["arn:aws:iam::123456789012:user/alice"])
+    assert_rejected(config, "llm-platform:adminRoleArns", "not IAM role ARNs")
+
+
+def test_missing_required_key():
+    config = copy.deepcopy(DEV)
+    del config["llm-platform:region"]
+    assert_rejected(config, "llm-platform:region", "required key is missing")
+
+
+def test_all_problems_reported_together():
+    config = with_changes(DEV, region="mars-1", network={"azCount": 9}, gpuPools__0__capacityType="CHEAP")
+    keys = {p.split(":", 2)[0] + ":" + p.split(":", 2)[1] for p in problems_of(config)}
+    assert {"llm-platform:region", "llm-platform:network.azCount", "llm-platform:gpuPools[0].capacityType"} <= keys
+
+
+def test_language_host_strings_parse_like_yaml():
+    """The program gets every value as a string (PULUMI_CONFIG); it must mean the same settings."""
+    assert parse_settings(config_strings(DEV)) == parse_settings(DEV)
+    assert parse_settings(config_strings(PROD)) == parse_settings(PROD)
+
+
+def test_program_refuses_bad_settings_before_registering_anything():
+    config = config_strings(with_changes(DEV, gpuPools__0__instanceTypes=["m7i.xlarge", "m7i.2xlarge"]))
+    plan = Plan(project="llm-platform", stack="dev")
+    with pytest.raises(pulumi.RunError, match=r"llm-platform:gpuPools\[0\]\.instanceTypes: .*have no GPU"):
+        record_plan("dev", config, region="us-east-1", into=plan)
+    assert plan.resources == []
+
+
+# --- every key of the dev stack, given a value of the wrong type, stops the check with exit 2 ---
+
+
+def _wrong(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "perhaps"
+    if isinstance(value, (int, float)):
+        return "many"
+    if isinstance(value, str):
+        return ["a", "list"]
+    if isinstance(value, list):
+        return "not-a-list"
+    return ["not", "a", "map"]
+
+
+def _leaf_paths(value: Any, path: str, key: tuple) -> list[tuple[str, tuple]]:
+    paths = [(path, key)]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            paths += _leaf_paths(v, f"{path}.{k}", (*key, k))
+    elif isinstance(value, list) and value and isinstance(value[0], dict):
+        paths += _leaf_paths(value[0], f"{path}[0]", (*key, 0))
+    return paths
+
+
+DEV_KEYS = [p for k, v in DEV.items() for p in _leaf_paths(v, k, (k,))]
+
+
+@pytest.mark.parametrize("path, key", DEV_KEYS, ids=[p for p, _ in DEV_KEYS])
+def test_every_dev_key_wrong_typed_exits_2_naming_it(path, key, tmp_path, capsys):
+    config = copy.deepcopy(DEV)
+    node = config
+    for part in key[:-1]:
+        node = node[part]
+    node[key[-1]] = _wrong(node[key[-1]])
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+
+    code = main(["check", "--stack", "dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "out")])
+
+    stderr = capsys.readouterr().err
+    assert code == exit_codes.USAGE
+    assert f"{path}:" in stderr, stderr
+    assert not (tmp_path / "out" / "plan.json").exists()
+
+
+def test_bad_settings_in_a_real_process_print_no_traceback(tmp_path):
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": with_changes(DEV, network={"azCount": "three"})}))
+    done = subprocess.run(
+        [sys.executable, "-m", "automation", "check", "--stack", "dev", "--stack-file", str(stack_file)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == exit_codes.USAGE
+    assert "llm-platform:network.azCount: got \"three\"" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

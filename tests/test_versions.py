@@ -1,0 +1,56 @@
+"""Nothing floats: every chart, image and AMI type in the plans is exact and comes from versions.py."""
+
+from __future__ import annotations
+
+import re
+
+from components import versions
+
+EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
+PINNED_CHARTS = {
+    (c.chart, c.version, c.repository)
+    for c in vars(versions).values()
+    if isinstance(c, versions.HelmChart)
+}
+PINNED_IMAGES = {(i.repository, i.tag) for i in vars(versions).values() if isinstance(i, versions.Image)}
+
+
+def _images(value):
+    if isinstance(value, dict):
+        if isinstance(value.get("image"), dict) and "repository" in value["image"]:
+            yield value["image"]["repository"], value["image"].get("tag", "")
+        for v in value.values():
+            yield from _images(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _images(v)
+
+
+def test_versions_module_has_only_exact_values():
+    for name, value in vars(versions).items():
+        if isinstance(value, versions.HelmChart):
+            assert EXACT_VERSION.match(value.version), name
+        if isinstance(value, versions.Image):
+            assert EXACT_VERSION.match(value.tag), name
+    assert EXACT_VERSION.match(versions.POD_IDENTITY_AGENT_ADDON_VERSION)
+
+
+def test_every_release_in_the_plan_is_pinned_from_versions(stack_plan):
+    releases = stack_plan.of_type("kubernetes:helm.sh/v3:Release")
+    assert releases
+    for release in releases:
+        key = (release.inputs["chart"], release.inputs["version"], release.inputs["repositoryOpts"]["repo"])
+        assert key in PINNED_CHARTS, release.urn
+
+
+def test_every_image_in_the_plan_is_pinned_from_versions(stack_plan):
+    images = [img for r in stack_plan.resources for img in _images(r.inputs)]
+    assert images
+    for image in images:
+        assert image in PINNED_IMAGES, image
+
+
+def test_ami_types_come_from_versions(stack_plan):
+    used = {r.inputs["amiType"] for r in stack_plan.of_type("eks:index:ManagedNodeGroup")}
+    assert used == {versions.SYSTEM_AMI_TYPE, versions.GPU_AMI_TYPE}
+
