@@ -1,0 +1,533 @@
+"""Drive the policy pack over gRPC exactly as the Pulumi CLI does, without the CLI.
+
+The CLI starts a Python pack as ``python -u __main__.py`` in the pack directory, reads the port the
+pack prints on its first stdout line, and talks to it through the ``Analyzer`` service:
+``GetAnalyzerInfo``, ``Configure`` (the ``--policy-pack-config`` file reconciled with each
+policy's schema defaults and validated against its schema), ``Analyze`` per resource and
+``AnalyzeStack`` once with every resource. Resource inputs are marshalled as the engine marshals
+them for analyzers: unknowns and secrets kept in wire form, resource references downgraded to
+their ID (or URN), internal ``__`` keys dropped.
+
+Typical use::
+
+    report = run_pack(load_plan("build/prod/plan.json"), "policies/config/prod.json")
+    if report.has_mandatory: ...
+
+or, to reuse one pack process::
+
+    with PolicyPackRunner() as pack:
+        pack.configure("policies/config/dev.json")
+        violations = pack.analyze(resource) + pack.analyze_stack(resources)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import jsonschema
+import yaml
+from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PACK_DIR = ROOT / "policies"
+
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+OUTPUT_VALUE_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+LEVELS = {
+    "advisory": analyzer_pb2.ADVISORY,
+    "mandatory": analyzer_pb2.MANDATORY,
+    "remediate": analyzer_pb2.REMEDIATE,
+    "disabled": analyzer_pb2.DISABLED,
+}
+LEVEL_NAMES = {v: k for k, v in LEVELS.items()}
+#: Same limit the pack's server and the CLI use (400 MiB), so large stacks fit one AnalyzeStack.
+MAX_MESSAGE = 400 * 1024 * 1024
+GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+
+
+class PolicyPackError(RuntimeError):
+    """The pack could not be started or answered with an error."""
+
+
+class PolicyConfigError(ValueError):
+    """A policy-pack config the CLI would refuse (or that names policies/properties that do not exist)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy_name: str
+    enforcement_level: str
+    message: str
+    description: str
+    urn: str
+
+    def __str__(self) -> str:
+        where = f" [{self.urn}]" if self.urn else " [stack]"
+        return f"{self.enforcement_level.upper()} {self.policy_name}{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    description: str
+    enforcement_level: str
+    kind: str  # "resource" or "stack"
+    config_schema: dict[str, Any]
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    name: str
+    version: str
+    policies: dict[str, PolicyInfo]
+    initial_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class PackReport:
+    """Every finding of one run, with the pack and config that produced them."""
+
+    pack: str
+    config: str | None
+    violations: list[Violation]
+
+    @property
+    def by_level(self) -> dict[str, list[Violation]]:
+        groups: dict[str, list[Violation]] = {}
+        for violation in self.violations:
+            groups.setdefault(violation.enforcement_level, []).append(violation)
+        return groups
+
+    @property
+    def mandatory(self) -> list[Violation]:
+        return self.by_level.get("mandatory", [])
+
+    @property
+    def advisory(self) -> list[Violation]:
+        return self.by_level.get("advisory", [])
+
+    @property
+    def has_mandatory(self) -> bool:
+        return bool(self.mandatory)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack,
+            "config": self.config,
+            "hasMandatory": self.has_mandatory,
+            "violations": [asdict(v) for v in self.violations],
+        }
+
+
+# --- engine marshalling ---------------------------------------------------------------------------
+
+
+def engine_value(value: Any) -> Any:
+    """One input value as the engine sends it to analyzers (KeepUnknowns, KeepSecrets, no resources)."""
+    if isinstance(value, Mapping):
+        sig = value.get(SIG_KEY)
+        if sig == RESOURCE_REF_SIG:
+            if "id" in value:
+                return value["id"] if value["id"] != "" else UNKNOWN_STRING
+            return value.get("urn", "")
+        if sig == OUTPUT_VALUE_SIG:
+            if "value" not in value:
+                return UNKNOWN_STRING
+            inner = engine_value(value["value"])
+            return {SIG_KEY: SECRET_SIG, "value": inner} if value.get("secret") else inner
+        if sig == SECRET_SIG:
+            return {SIG_KEY: SECRET_SIG, "value": engine_value(value.get("value"))}
+        if sig is not None:
+            return dict(value)
+        return {k: engine_value(v) for k, v in value.items() if not str(k).startswith("__")}
+    if isinstance(value, (list, tuple)):
+        return [engine_value(v) for v in value]
+    return value
+
+
+def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(engine_value(dict(inputs or {})))
+    return struct
+
+
+def _resource_dict(resource: Any) -> dict[str, Any]:
+    if isinstance(resource, Mapping):
+        return dict(resource)
+    if is_dataclass(resource):
+        return asdict(resource)
+    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
+
+
+def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Resources of a plan file: ``{"resources": [...]}`` (the offline check's output) or a bare list."""
+    data = json.loads(Path(path).read_text())
+    resources = data["resources"] if isinstance(data, dict) else data
+    if not isinstance(resources, list):
+        raise ValueError(f"{path}: expected a list of resources")
+    return resources
+
+
+# --- config, as the CLI reconciles it ---------------------------------------------------------------
+
+
+def parse_policy_config(raw: Mapping[str, Any]) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """``--policy-pack-config`` JSON: ``"all"`` or a policy name -> level string or ``{enforcementLevel, ...}``."""
+    parsed: dict[str, tuple[str | None, dict[str, Any]]] = {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            if value not in LEVELS:
+                raise PolicyConfigError(f"{name}: {value!r} is not a valid enforcement level ({', '.join(LEVELS)})")
+            parsed[name] = (value, {})
+        elif isinstance(value, Mapping):
+            props = dict(value)
+            level = props.pop("enforcementLevel", None)
+            if level is not None and level not in LEVELS:
+                raise PolicyConfigError(f"{name}: enforcementLevel {level!r} is not one of {', '.join(LEVELS)}")
+            if level is None and not props:
+                continue
+            parsed[name] = (level, props)
+        else:
+            raise PolicyConfigError(f"{name}: {value!r} is not a valid value; must be a string or object")
+    return parsed
+
+
+def reconcile_policy_config(
+    info: PackInfo, raw: Mapping[str, Any], *, strict: bool = True
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Schema defaults, then the pack's initial config, then ``raw``; validated per policy schema.
+
+    Mirrors the CLI (pkg/resource/analyzer/config.go). ``strict`` also rejects config for policies
+    the pack does not have and properties a policy's schema does not declare, which the CLI ignores
+    silently; a typo there would otherwise switch nothing on.
+    """
+    result: dict[str, tuple[str, dict[str, Any]]] = {}
+    for policy in info.policies.values():
+        defaults = {k: copy.deepcopy(v["default"]) for k, v in policy.config_schema.items() if "default" in v}
+        result[policy.name] = (policy.enforcement_level, defaults)
+    layers = [parse_policy_config(info.initial_config), parse_policy_config(raw)]
+    errors: list[str] = []
+    for layer in layers:
+        if "all" in layer and layer["all"][0]:
+            result = {name: (layer["all"][0], props) for name, (_, props) in result.items()}
+        for name, (level, props) in layer.items():
+            if strict and layer is layers[-1] and name != "all":
+                if name not in info.policies:
+                    errors.append(f"{name}: no such policy in pack {info.name}")
+                    continue
+                unknown = sorted(set(props) - set(info.policies[name].config_schema))
+                if unknown:
+                    errors.append(f"{name}: unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}")
+            current_level, current_props = result.get(name, ("advisory", {}))
+            result[name] = (level or current_level, {**current_props, **props})
+    for policy in info.policies.values():
+        schema = {"type": "object", "properties": policy.config_schema}
+        if policy.required:
+            schema["required"] = list(policy.required)
+        for error in jsonschema.Draft7Validator(schema).iter_errors(result[policy.name][1]):
+            path = ".".join(str(p) for p in error.absolute_path)
+            errors.append(f"{policy.name}: {path + ': ' if path else ''}{error.message}")
+    if errors:
+        raise PolicyConfigError("invalid policy pack config:\n  " + "\n  ".join(errors))
+    return result
+
+
+# --- the pack process -------------------------------------------------------------------------------
+
+
+def pack_python(pack_dir: Path) -> str:
+    """The interpreter PulumiPolicy.yaml names (``runtime.options.virtualenv``), else this one."""
+    project = pack_dir / "PulumiPolicy.yaml"
+    if project.exists():
+        runtime = (yaml.safe_load(project.read_text()) or {}).get("runtime")
+        venv = runtime.get("options", {}).get("virtualenv") if isinstance(runtime, dict) else None
+        if venv:
+            # No resolve(): a venv's python is a symlink, and following it would leave the venv.
+            candidate = os.path.abspath(pack_dir / venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
+            if os.path.exists(candidate):
+                return candidate
+    return sys.executable
+
+
+class PolicyPackRunner:
+    """One running pack process and a gRPC channel to it; use as a context manager."""
+
+    def __init__(
+        self,
+        pack_dir: str | os.PathLike[str] | None = None,
+        *,
+        python: str | None = None,
+        startup_timeout: float = 60.0,
+        call_timeout: float = 120.0,
+        strict: bool = True,
+    ) -> None:
+        self.pack_dir = Path(pack_dir or DEFAULT_PACK_DIR).resolve()
+        self.python = python or pack_python(self.pack_dir)
+        self.startup_timeout = startup_timeout
+        self.call_timeout = call_timeout
+        self.strict = strict
+        self.port: int | None = None
+        self.config_source: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._channel: grpc.Channel | None = None
+        self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
+        self._stderr: Any = None
+        self._info: PackInfo | None = None
+
+    # lifecycle
+
+    def __enter__(self) -> PolicyPackRunner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        main = self.pack_dir / "__main__.py"
+        if not main.exists():
+            raise PolicyPackError(f"no policy pack at {self.pack_dir} (missing __main__.py)")
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self._process = subprocess.Popen(
+                [self.python, "-u", str(main)],
+                cwd=self.pack_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+            )
+            self.port = self._read_port()
+            self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=GRPC_OPTIONS)
+            grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
+            self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
+        except BaseException:
+            self.close()
+            raise
+
+    def _read_port(self) -> int:
+        assert self._process is not None and self._process.stdout is not None
+        lines: queue.Queue[bytes] = queue.Queue()
+        stdout = self._process.stdout
+
+        def pump() -> None:
+            for line in iter(stdout.readline, b""):
+                lines.put(line)
+            lines.put(b"")
+
+        threading.Thread(target=pump, name="policy-pack-stdout", daemon=True).start()
+        try:
+            first = lines.get(timeout=self.startup_timeout)
+        except queue.Empty:
+            raise PolicyPackError(
+                f"policy pack at {self.pack_dir} printed no port within {self.startup_timeout:.0f}s{self._stderr_tail()}"
+            ) from None
+        text = first.decode(errors="replace").strip()
+        if not text.isdigit():
+            self._process.poll()
+            raise PolicyPackError(
+                f"policy pack at {self.pack_dir} did not start (exit code {self._process.returncode}, first line "
+                f"{text!r}){self._stderr_tail()}"
+            )
+        return int(text)
+
+    def _stderr_tail(self) -> str:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace")[-4000:].strip()
+        return f"; stderr:\n{tail}" if tail else ""
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                if process.poll() is None:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait(timeout=5)
+            finally:
+                if process.stdout is not None:
+                    process.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        self._stub = None
+
+    @property
+    def stub(self) -> analyzer_pb2_grpc.AnalyzerStub:
+        if self._stub is None:
+            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
+        return self._stub
+
+    def _call(self, method: str, request: Any) -> Any:
+        try:
+            return getattr(self.stub, method)(request, timeout=self.call_timeout)
+        except grpc.RpcError as error:
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+
+    # the Analyzer protocol
+
+    def info(self) -> PackInfo:
+        if self._info is None:
+            reply = self._call("GetAnalyzerInfo", empty_pb2.Empty())
+            policies = {}
+            for p in reply.policies:
+                policies[p.name] = PolicyInfo(
+                    name=p.name,
+                    description=p.description,
+                    enforcement_level=LEVEL_NAMES[p.enforcementLevel],
+                    kind="stack" if p.policy_type == analyzer_pb2.POLICY_TYPE_STACK else "resource",
+                    config_schema=json_format.MessageToDict(p.configSchema.properties),
+                    required=tuple(p.configSchema.required),
+                )
+            initial = {
+                k: {
+                    **({"enforcementLevel": LEVEL_NAMES[v.enforcementLevel]}),
+                    **json_format.MessageToDict(v.properties),
+                }
+                for k, v in reply.initialConfig.items()
+            }
+            self._info = PackInfo(reply.name, reply.version, policies, initial)
+        return self._info
+
+    def configure(self, config: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Send a policy-pack config (file path or parsed JSON); returns the effective config per policy."""
+        if config is None:
+            raw: Mapping[str, Any] = {}
+            self.config_source = None
+        elif isinstance(config, Mapping):
+            raw, self.config_source = config, "<dict>"
+        else:
+            path = Path(config)
+            try:
+                raw = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as error:
+                raise PolicyConfigError(f"cannot read policy pack config {path}: {error}") from error
+            if not isinstance(raw, dict):
+                raise PolicyConfigError(f"{path}: the policy pack config must be a JSON object")
+            self.config_source = str(path)
+        reconciled = reconcile_policy_config(self.info(), raw, strict=self.strict)
+        request = analyzer_pb2.ConfigureAnalyzerRequest()
+        for name, (level, props) in reconciled.items():
+            entry = request.policyConfig[name]
+            entry.enforcementLevel = LEVELS[level]
+            if props:
+                entry.properties.update(props)
+        self._call("Configure", request)
+        return {name: {"enforcementLevel": level, **props} for name, (level, props) in reconciled.items()}
+
+    def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
+        """``Analyze`` one plan resource; ``provider`` is its provider's plan resource, if known."""
+        r = _resource_dict(resource)
+        request = analyzer_pb2.AnalyzeRequest(
+            urn=r["urn"],
+            type=r["type"],
+            name=r.get("name", ""),
+            properties=to_struct(r.get("inputs") or {}),
+            options=_options(r),
+        )
+        if provider is not None:
+            request.provider.CopyFrom(_provider(provider))
+        reply = self._call("Analyze", request)
+        return [_violation(d, r["urn"]) for d in reply.diagnostics]
+
+    def analyze_stack(self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None) -> list[Violation]:
+        request = analyzer_pb2.AnalyzeStackRequest()
+        for resource in resources:
+            r = _resource_dict(resource)
+            item = request.resources.add(
+                urn=r["urn"],
+                type=r["type"],
+                name=r.get("name", ""),
+                properties=to_struct(r.get("inputs") or {}),
+                options=_options(r),
+                parent=r.get("parent") or "",
+                dependencies=list(r.get("dependencies") or []),
+            )
+            for key, urns in (r.get("propertyDependencies") or {}).items():
+                if urns:
+                    item.propertyDependencies[key].urns.extend(urns)
+            provider = (providers or {}).get(_provider_urn(r))
+            if provider is not None:
+                item.provider.CopyFrom(_provider(provider))
+        reply = self._call("AnalyzeStack", request)
+        return [_violation(d, "") for d in reply.diagnostics]
+
+    def analyze_plan(self, resources: Iterable[Any]) -> list[Violation]:
+        """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan."""
+        items = [_resource_dict(r) for r in resources]
+        by_urn = {r["urn"]: r for r in items}
+        violations = []
+        for r in items:
+            violations += self.analyze(r, by_urn.get(_provider_urn(r)))
+        return violations + self.analyze_stack(items, by_urn)
+
+
+def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
+    options = analyzer_pb2.AnalyzerResourceOptions(parent=r.get("parent") or "")
+    options.customTimeouts.SetInParent()
+    return options
+
+
+def _provider_urn(r: Mapping[str, Any]) -> str:
+    """A provider reference is ``<provider urn>::<provider id>``."""
+    ref = r.get("provider") or ""
+    return ref.rsplit("::", 1)[0] if "::" in ref else ref
+
+
+def _provider(provider: Any) -> analyzer_pb2.AnalyzerProviderResource:
+    p = _resource_dict(provider)
+    return analyzer_pb2.AnalyzerProviderResource(
+        urn=p["urn"], type=p["type"], name=p.get("name", ""), properties=to_struct(p.get("inputs") or {})
+    )
+
+
+def _violation(diagnostic: Any, default_urn: str) -> Violation:
+    return Violation(
+        policy_name=diagnostic.policyName,
+        enforcement_level=LEVEL_NAMES.get(diagnostic.enforcementLevel, "advisory"),
+        message=diagnostic.message,
+        description=diagnostic.description,
+        urn=diagnostic.urn or default_urn,
+    )
+
+
+def run_pack(
+    resources: Iterable[Any],
+    config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    pack_dir: str | os.PathLike[str] | None = None,
+) -> PackReport:
+    """Start the pack, configure it, analyze every resource and the stack, stop it."""
+    with PolicyPackRunner(pack_dir) as pack:
+        pack.configure(config_path)
+        violations = pack.analyze_plan(resources)
+        info = pack.info()
+        return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)

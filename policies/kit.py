@@ -1,0 +1,126 @@
+"""Small builders so every policy module declares only its checks.
+
+A check is a generator: resource checks yield messages, stack checks yield ``(message, urn)``.
+The builders turn inputs into plain data (see :mod:`shapes`), merge config defaults, filter by
+resource type, and attach the config schema, so no policy repeats that plumbing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from contract_config import contract_schema
+from shapes import Resource, has_ancestor_type, plain
+
+ResourceCheck = Callable[[Resource, dict[str, Any]], Iterable[str]]
+StackCheck = Callable[["Stack", dict[str, Any]], Iterable[tuple[str, str | None]]]
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+
+@dataclass
+class Stack:
+    """All resources of a stack in plain form, with parent links by URN."""
+
+    resources: list[Resource]
+
+    def __post_init__(self) -> None:
+        self.by_urn = {r.urn: r for r in self.resources}
+
+    def of_type(self, *types: str | Iterable[str]) -> list[Resource]:
+        wanted: set[str] = set()
+        for t in types:
+            wanted.update([t] if isinstance(t, str) else t)
+        return [r for r in self.resources if r.type in wanted]
+
+    def ancestors(self, resource: Resource) -> list[str]:
+        """URNs of the resource's ancestors present in the stack, nearest first."""
+        chain: list[str] = []
+        parent = resource.parent
+        while parent and parent in self.by_urn and parent not in chain:
+            chain.append(parent)
+            parent = self.by_urn[parent].parent
+        return chain
+
+    def has_ancestor(self, resource: Resource, type_: str) -> bool:
+        """Parent chain by URN, falling back to the type chain the URN encodes."""
+        if any(self.by_urn[urn].type == type_ for urn in self.ancestors(resource)):
+            return True
+        return has_ancestor_type(resource.urn, type_)
+
+
+def _schema(params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None):
+    properties = {**contract_schema(*contract), **(params or {})}
+    return PolicyConfigSchema(properties=properties, required=required) if properties else None
+
+
+def _config(schema: PolicyConfigSchema | None, given: Any) -> dict[str, Any]:
+    config = {k: v["default"] for k, v in (schema.properties if schema else {}).items() if "default" in v}
+    config.update(plain(given) or {})
+    return config
+
+
+def resource_policy(
+    *,
+    name: str,
+    description: str,
+    types: Iterable[str],
+    check: ResourceCheck,
+    enforcement: EnforcementLevel = MANDATORY,
+    params: dict[str, dict[str, Any]] | None = None,
+    contract: Iterable[str] = (),
+    required: list[str] | None = None,
+) -> ResourceValidationPolicy:
+    wanted = frozenset(types)
+    schema = _schema(params, contract, required)
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        if args.resource_type not in wanted:
+            return
+        resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
+        for message in check(resource, _config(schema, args.get_config())):
+            report(message, None)
+
+    return ResourceValidationPolicy(
+        name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
+    )
+
+
+def stack_policy(
+    *,
+    name: str,
+    description: str,
+    check: StackCheck,
+    enforcement: EnforcementLevel = MANDATORY,
+    params: dict[str, dict[str, Any]] | None = None,
+    contract: Iterable[str] = (),
+    required: list[str] | None = None,
+) -> StackValidationPolicy:
+    schema = _schema(params, contract, required)
+
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        stack = Stack(
+            [
+                Resource(r.resource_type, r.name, r.urn, plain(r.props), r.parent.urn if r.parent else r.opts.parent)
+                for r in args.resources
+            ]
+        )
+        for message, urn in check(stack, _config(schema, args.get_config())):
+            report(message, urn)
+
+    return StackValidationPolicy(
+        name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
+    )

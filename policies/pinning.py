@@ -1,0 +1,181 @@
+"""Everything the stack installs is pinned: chart versions, container images, Karpenter AMIs.
+
+A floating reference makes two previews of the same code deploy different software; for charts
+and images that is a silent upgrade, for a Karpenter ``@latest`` AMI alias it replaces every node
+on each AMI release.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from helm import chart_ref, is_exact_version, values
+from kit import ADVISORY, MANDATORY, resource_policy
+from shapes import EC2NODECLASS, HELM_TYPES, POD_TEMPLATE_PATHS, UNKNOWN, Resource, as_list, pod_template
+
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_RANGE = re.compile(r"[\^~<>=*|,\s]|(^|\.)[xX](\.|$)")
+
+
+def _version_problem(version: Any) -> str:
+    if version in (None, ""):
+        return "no version (Helm installs whatever is newest)"
+    text = str(version).strip()
+    if text.lower() == "latest":
+        return "version 'latest'"
+    if _RANGE.search(text):
+        return f"version '{text}', a range"
+    return f"version '{text}', which is not an exact X.Y.Z release"
+
+
+def _check_chart(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    ref = chart_ref(resource)
+    if ref.kind in ("local", "unknown") or ref.version is UNKNOWN:
+        return
+    if is_exact_version(ref.version):
+        return
+    if ref.version in (None, "") and is_exact_version(ref.embedded_version):
+        return
+    problem = _version_problem(ref.version if ref.version not in (None, "") else ref.embedded_version)
+    yield (
+        f"{resource.label} installs chart '{ref.name}' with {problem}, so each preview can resolve a different "
+        f"chart. Set version to an exact release (for example '1.2.3')."
+    )
+
+
+def image_problem(image: Any, require_digest: bool) -> str | None:
+    """Why an image reference floats, or ``None`` if it is pinned (or unknown)."""
+    if not isinstance(image, str) or not image.strip():
+        return None
+    if _DIGEST.search(image):
+        return None
+    if "@" in image:
+        return "has a malformed digest"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else None
+    if tag is None:
+        return "has no tag, so it means 'latest'"
+    if tag == "latest":
+        return "uses the 'latest' tag"
+    if require_digest:
+        return "is pinned by tag only and this stack requires a digest"
+    return None
+
+
+def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator[tuple[str, str, str]]:
+    """(values path, image, problem) for image fields in chart values, recursively."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _helm_image_problems(item, f"{path}[{i}]", require_digest)
+        return
+    if not isinstance(node, dict):
+        return
+    image = node.get("image")
+    if isinstance(image, dict):
+        yield from _structured_image(image, f"{path}.image", require_digest)
+    elif isinstance(image, str):
+        pinned_by = next((k for k in ("tag", "version", "digest") if k in node), None)
+        if pinned_by:
+            value = node[pinned_by]
+            if value == "latest":
+                yield f"{path}.{pinned_by}", f"{image}:{value}", "uses the 'latest' tag"
+        elif "repository" not in node:
+            problem = image_problem(image, require_digest)
+            if problem:
+                yield f"{path}.image", image, problem
+    for key, child in node.items():
+        if key != "image":
+            yield from _helm_image_problems(child, f"{path}.{key}", require_digest)
+
+
+def _structured_image(image: dict[str, Any], path: str, require_digest: bool) -> Iterator[tuple[str, str, str]]:
+    repository = image.get("repository") or image.get("repo") or image.get("name")
+    digest, tag = image.get("digest"), image.get("tag")
+    if UNKNOWN in (repository, digest, tag):
+        return
+    if isinstance(digest, str) and digest:
+        if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+            yield f"{path}.digest", str(repository), "has a malformed digest"
+        return
+    if isinstance(repository, str) and ("@" in repository or ":" in repository.rsplit("/", 1)[-1]):
+        problem = image_problem(repository, require_digest)
+        if problem:
+            yield f"{path}.repository", repository, problem
+        return
+    if tag == "latest":
+        yield f"{path}.tag", f"{repository}:latest", "uses the 'latest' tag"
+    elif require_digest and repository:
+        yield f"{path}.digest", f"{repository}:{tag or '<chart default>'}", "is pinned by tag only and this stack requires a digest"
+
+
+def _check_images(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    require_digest = bool(config["requireDigest"])
+    fix = "Pin it to an exact tag (e.g. ':v1.2.3') or a digest ('@sha256:...')."
+    if resource.type in HELM_TYPES:
+        vals = values(resource)
+        if vals is UNKNOWN:
+            return
+        for path, image, problem in _helm_image_problems(vals, "values", require_digest):
+            yield f"{resource.label} sets image '{image}' at {path}, which {problem}. {fix}"
+        return
+    template = pod_template(resource)
+    if template is None or template.spec is UNKNOWN:
+        return
+    for field_name in ("initContainers", "containers", "ephemeralContainers"):
+        for container in template.containers(field_name):
+            problem = image_problem(container.get("image"), require_digest)
+            if problem:
+                yield (
+                    f"{resource.label}: {field_name[:-1]} '{container.get('name', '?')}' image "
+                    f"'{container.get('image')}' {problem}. {fix}"
+                )
+
+
+def _check_ami_alias(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    terms = resource.get("spec", "amiSelectorTerms", default=[])
+    if terms is UNKNOWN:
+        return
+    for term in as_list(terms):
+        alias = term.get("alias") if isinstance(term, dict) else None
+        if not isinstance(alias, str) or "@" not in alias:
+            continue
+        family, version = alias.split("@", 1)
+        if version == "latest" and not family.startswith("windows"):
+            yield (
+                f"{resource.label} uses AMI alias '{alias}': every new AMI release drifts and replaces all its "
+                f"nodes. Pin a version, e.g. '{family}@v20251117'."
+            )
+
+
+POLICIES = [
+    resource_policy(
+        name="helm-chart-version-pinned",
+        description="Pin every Helm release and chart to an exact chart version (no empty, 'latest' or range).",
+        types=HELM_TYPES,
+        check=_check_chart,
+        enforcement=MANDATORY,
+    ),
+    resource_policy(
+        name="container-image-pinned",
+        description="Pin every container image, in pod templates and Helm values, to an exact tag or a digest.",
+        types=frozenset(POD_TEMPLATE_PATHS) | HELM_TYPES,
+        check=_check_images,
+        enforcement=MANDATORY,
+        params={
+            "requireDigest": {
+                "type": "boolean",
+                "default": False,
+                "description": "Require '@sha256:' digests instead of accepting exact tags.",
+            }
+        },
+    ),
+    resource_policy(
+        name="karpenter-ami-alias-pinned",
+        description="Pin EC2NodeClass AMI aliases to a version instead of '@latest'.",
+        types={EC2NODECLASS},
+        check=_check_ami_alias,
+        enforcement=ADVISORY,
+    ),
+]
