@@ -28,11 +28,22 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 SYSTEM_PURPOSE = "system"
 GPU_INFERENCE_PURPOSE = "gpu-inference"
+GPU_TRAINING_PURPOSE = "gpu-training"
+#: Pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
+GPU_DRA_PURPOSE = "gpu-dra"
+GPU_PURPOSES = (GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE, GPU_DRA_PURPOSE)
+
+#: Second taint that keeps everything but the pool's own workload class off training and DRA pools.
+WORKLOAD_TAINT_KEY = "llm-platform.io/workload"
+_PURPOSE_TAINT_VALUE = {GPU_TRAINING_PURPOSE: "training", GPU_DRA_PURPOSE: "dra"}
 
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-_CAPACITY_LABEL_VALUE = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
+_CAPACITY_LABEL_VALUE = {
+    "ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved",
+    "on-demand": "on-demand", "spot": "spot", "reserved": "reserved",
+}
 
 #: Label keys a stack may not override through ``labels`` settings: the contract owns them.
 RESERVED_LABEL_KEYS = frozenset(
@@ -55,6 +66,33 @@ def gpu_taint_k8s() -> dict[str, str]:
     return {"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": GPU_TAINT_EFFECT}
 
 
+def gpu_pool_taints_k8s(purpose: str) -> list[dict[str, str]]:
+    """Every taint a GPU pool of ``purpose`` carries, in Kubernetes spelling.
+
+    All GPU pools carry the GPU taint; training and DRA pools also carry a workload taint so that
+    inference pods, which tolerate only the GPU taint, never land there.
+    """
+    taints = [gpu_taint_k8s()]
+    if purpose in _PURPOSE_TAINT_VALUE:
+        taints.append({"key": WORKLOAD_TAINT_KEY, "value": _PURPOSE_TAINT_VALUE[purpose], "effect": "NoSchedule"})
+    return taints
+
+
+def gpu_pool_taints_eks(purpose: str) -> list[dict[str, str]]:
+    """:func:`gpu_pool_taints_k8s` in the EKS managed node group spelling."""
+    return [eks_taint(t["key"], t["value"], t["effect"]) for t in gpu_pool_taints_k8s(purpose)]
+
+
+def workload_tolerations(purpose: str) -> list[dict[str, str]]:
+    """Tolerations a workload needs to run on a GPU pool of ``purpose``."""
+    tolerations = [gpu_toleration()]
+    if purpose in _PURPOSE_TAINT_VALUE:
+        tolerations.append(
+            {"key": WORKLOAD_TAINT_KEY, "operator": "Equal", "value": _PURPOSE_TAINT_VALUE[purpose], "effect": "NoSchedule"}
+        )
+    return tolerations
+
+
 def gpu_toleration() -> dict[str, str]:
     """The toleration a GPU workload or GPU node agent carries: any value of the GPU taint key."""
     return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}
@@ -69,17 +107,23 @@ def system_pool_labels(pool: str) -> dict[str, str]:
 
 
 def gpu_pool_labels(
-    pool: str, *, purpose: str, accelerator: str, gpu_memory_mib: int, capacity_type: str
+    pool: str, *, purpose: str, accelerator: str, gpu_memory_mib: int, capacity_type: str | None
 ) -> dict[str, str]:
-    """Labels that say what a GPU pool is; workloads select pools by these."""
-    return {
+    """Labels that say what a GPU pool is; workloads select pools by these.
+
+    ``capacity_type`` is None for a Karpenter pool that mixes capacity types: its nodes carry
+    Karpenter's own ``karpenter.sh/capacity-type`` label instead.
+    """
+    labels = {
         PURPOSE_LABEL: purpose,
         POOL_LABEL: pool,
         ACCELERATOR_LABEL: accelerator,
         GPU_MEMORY_LABEL: str(gpu_memory_mib),
-        CAPACITY_TYPE_LABEL: capacity_label_value(capacity_type),
         GPU_PRESENT_LABEL: "true",
     }
+    if capacity_type is not None:
+        labels[CAPACITY_TYPE_LABEL] = capacity_label_value(capacity_type)
+    return labels
 
 
 def system_node_selector() -> dict[str, str]:

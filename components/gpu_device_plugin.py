@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from . import contract, versions
+from .helm import pinned_release
 
 TYPE = "llm-platform:index:GpuDevicePlugin"
 
@@ -49,18 +49,11 @@ class GpuDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuDevicePluginArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
-        chart = versions.NVIDIA_DEVICE_PLUGIN
-        release = k8s.helm.v3.Release(
+        release = pinned_release(
             f"{name}-release",
-            name="nvidia-device-plugin",
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            versions.NVIDIA_DEVICE_PLUGIN,
+            release_name="nvidia-device-plugin",
             namespace=args.namespace,
-            create_namespace=True,
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=600,
             values=device_plugin_values(),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -214,7 +214,7 @@ class GpuNodePool(_ManagedNodePool):
                 capacity_type=args.capacity_type,
             ),
         }
-        taints = [contract.gpu_taint_eks()]
+        taints = contract.gpu_pool_taints_eks(args.purpose)
         self._build(
             name,
             cluster=args.cluster,

@@ -47,6 +47,12 @@ def _check_labels(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
+def _dns_name(name: str) -> str:
+    if not _POOL_NAME_RE.match(name):
+        raise ValueError(f"{name!r} must be 2-32 lowercase letters, digits or '-', starting with a letter")
+    return name
+
+
 def _check_known_types(types: list[str]) -> list[str]:
     catalog = load_catalog()
     unknown = [t for t in types if catalog.get(t) is None]
@@ -108,18 +114,13 @@ class GpuPool(_Model):
     instance_types: list[str] = Field(min_length=1, max_length=20)
     capacity_type: contract.CapacityType = "ON_DEMAND"
     scaling: Scaling
-    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    purpose: Literal["gpu-inference", "gpu-training", "gpu-dra"] = contract.GPU_INFERENCE_PURPOSE
     disk_size_gib: int = Field(default=200, ge=50, le=4000)
     labels: dict[str, str] = Field(default_factory=dict)
 
     _labels = field_validator("labels")(_check_labels)
 
-    @field_validator("name")
-    @classmethod
-    def _dns_name(cls, name: str) -> str:
-        if not _POOL_NAME_RE.match(name):
-            raise ValueError(f"{name!r} must be 2-32 lowercase letters, digits or '-', starting with a letter")
-        return name
+    _name = field_validator("name")(lambda v: _dns_name(v))
 
     @field_validator("instance_types")
     @classmethod
@@ -211,6 +212,270 @@ class Network(_Model):
         return cidr
 
 
+# --- Karpenter: EC2NodeClasses and NodePools (karpenter.sh/v1, karpenter.k8s.aws/v1) ---
+
+_DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
+_BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
+_CRON_RE = re.compile(rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$")
+_AMI_ALIAS_RE = re.compile(r"^al2023@(v\d{8}|latest)$")
+EVICTION_SIGNALS = (
+    "memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"
+)
+
+
+def _gpu_families() -> dict[str, str]:
+    """GPU instance family -> GPU model, from the catalog."""
+    return {t.family: t.gpu_name or "" for t in load_catalog().instances.values() if t.is_gpu}
+
+
+class DisruptionBudget(_Model):
+    """At most ``nodes`` (``N`` or ``N%``) disrupted at once; during ``schedule`` (cron, UTC) for
+    ``duration`` when both are set (they go together), otherwise at all times."""
+
+    nodes: str
+    schedule: str | None = None
+    duration: str | None = None
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not _BUDGET_NODES_RE.match(value):
+            raise ValueError(f"{value!r} is not a node count like '2' or a percentage like '10%'")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and not _CRON_RE.match(value):
+            raise ValueError(f"{value!r} is not a cron schedule like '0 9 * * mon-fri' (UTC) or '@daily'")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None and not _BUDGET_DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a budget duration like '8h', '30m' or '15h30m'")
+        return value
+
+    @model_validator(mode="after")
+    def _together(self) -> DisruptionBudget:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("schedule and duration must be set together (or neither, for an always-on budget)")
+        return self
+
+
+class Consolidation(_Model):
+    """When Karpenter may remove or replace nodes: ``WhenEmpty`` or ``WhenEmptyOrUnderutilized``,
+    after ``after`` (a duration like ``30s``/``5m``, or ``Never``)."""
+
+    policy: str = "WhenEmptyOrUnderutilized"
+    after: str = "5m"
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        if value == "WhenUnderutilized":
+            raise ValueError(
+                "WhenUnderutilized is the v1beta1 value and is invalid in karpenter.sh/v1; use WhenEmptyOrUnderutilized"
+            )
+        if value not in ("WhenEmpty", "WhenEmptyOrUnderutilized"):
+            raise ValueError(f"{value!r} is not allowed; allowed: WhenEmpty, WhenEmptyOrUnderutilized")
+        return value
+
+    @field_validator("after")
+    @classmethod
+    def _after(cls, value: str) -> str:
+        if value != "Never" and not _DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a duration like '30s' or '5m', or 'Never'")
+        return value
+
+
+class RootVolume(_Model):
+    """Encrypted gp3 root volume sized for model images: 125-1000 MiB/s, 3000-16000 IOPS."""
+
+    size_gib: int = Field(default=200, ge=20, le=16384)
+    iops: int = Field(default=6000, ge=3000, le=16000)
+    throughput_mibps: int = Field(default=500, ge=125, le=1000)
+
+
+class Kubelet(_Model):
+    """Kubelet settings of an EC2NodeClass (in Karpenter v1 they live there, not on the NodePool)."""
+
+    max_pods: int = Field(default=110, ge=1, le=737)
+    eviction_hard: dict[str, str] = Field(
+        default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%", "imagefs.available": "10%"}
+    )
+    image_gc_high_threshold_percent: int = Field(default=85, ge=1, le=100)
+    image_gc_low_threshold_percent: int = Field(default=75, ge=0, le=99)
+
+    @field_validator("eviction_hard")
+    @classmethod
+    def _signals(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if k not in EVICTION_SIGNALS]
+        if bad:
+            raise ValueError(f"unknown eviction signal(s) {', '.join(bad)}; allowed: {', '.join(EVICTION_SIGNALS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _gc_order(self) -> Kubelet:
+        if self.image_gc_low_threshold_percent >= self.image_gc_high_threshold_percent:
+            raise ValueError(
+                f"imageGcLowThresholdPercent ({self.image_gc_low_threshold_percent}) must be below "
+                f"imageGcHighThresholdPercent ({self.image_gc_high_threshold_percent})"
+            )
+        return self
+
+
+class KarpenterNodeClass(_Model):
+    """An EC2NodeClass. ``amiAlias`` is ``al2023@vYYYYMMDD`` (pinned) or ``al2023@latest``, which drifts
+    every node on each AMI release and is allowed only where ``karpenter.allowLatestAmi`` is true."""
+
+    name: str
+    ami_alias: str
+    root_volume: RootVolume = Field(default_factory=RootVolume)
+    kubelet: Kubelet = Field(default_factory=Kubelet)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias(cls, value: str) -> str:
+        if not _AMI_ALIAS_RE.match(value):
+            raise ValueError(f"{value!r} is not an AL2023 alias like 'al2023@v20251117' or 'al2023@latest'")
+        return value
+
+
+class KarpenterNodePool(_Model):
+    """A GPU NodePool: one GPU model (its families share it, so the pool labels stay true), the
+    contract's taints and labels, a GPU limit, consolidation, expiry, weight and disruption budgets."""
+
+    name: str
+    node_class: str | None = None
+    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    instance_families: list[str] = Field(min_length=1)
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    gpu_limit: int = Field(ge=1, le=10000)
+    consolidation: Consolidation = Field(default_factory=Consolidation)
+    expire_after: str = "720h"
+    weight: int = Field(default=10, ge=1, le=100)
+    budgets: list[DisruptionBudget] = Field(default_factory=lambda: [DisruptionBudget(nodes="10%")], min_length=1)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("instance_families")
+    @classmethod
+    def _families(cls, families: list[str]) -> list[str]:
+        known = _gpu_families()
+        unknown = [f for f in families if f not in known]
+        if unknown:
+            raise ValueError(f"unknown GPU instance family {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        models = sorted({known[f] for f in families})
+        if len(models) > 1:
+            raise ValueError(f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true")
+        return families
+
+    @field_validator("expire_after")
+    @classmethod
+    def _expire(cls, value: str) -> str:
+        if value != "Never" and not _DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
+        return value
+
+    @property
+    def accelerator(self) -> str:
+        return _gpu_families()[self.instance_families[0]]
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        return next(
+            t.gpu_memory_mib or 0 for t in load_catalog().instances.values() if t.family == self.instance_families[0]
+        )
+
+
+class Karpenter(_Model):
+    """Karpenter controller and its GPU capacity. Off by default; ``nodePools`` name a ``nodeClass``."""
+
+    enabled: bool = False
+    allow_latest_ami: bool = False
+    replicas: int = Field(default=2, ge=1, le=5)
+    node_classes: list[KarpenterNodeClass] = Field(default_factory=list)
+    node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> Karpenter:
+        classes = [c.name for c in self.node_classes]
+        if len(set(classes)) != len(classes):
+            raise ValueError("nodeClasses names must be unique")
+        pools = [p.name for p in self.node_pools]
+        if len(set(pools)) != len(pools):
+            raise ValueError("nodePools names must be unique")
+        for pool in self.node_pools:
+            if pool.node_class not in classes:
+                raise ValueError(
+                    f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}"
+                )
+        latest = [c.name for c in self.node_classes if c.ami_alias.endswith("@latest")]
+        if latest and not self.allow_latest_ami:
+            raise ValueError(
+                f"nodeClasses {', '.join(latest)} use al2023@latest, which drifts every node on each AMI release; "
+                "pin a dated alias or set allowLatestAmi: true (never in production)"
+            )
+        if self.enabled and not self.node_pools:
+            raise ValueError("enabled is true but no nodePools are defined")
+        return self
+
+
+class AutoMode(_Model):
+    """EKS Auto Mode: AWS runs the node lifecycle (and its own GPU device plugin) on the built-in
+    NodeClass. ``gpuNodePools`` are NodePools on that NodeClass (``nodeClass`` is not used)."""
+
+    enabled: bool = False
+    gpu_node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _pools(self) -> AutoMode:
+        if self.gpu_node_pools and not self.enabled:
+            raise ValueError("gpuNodePools are set but enabled is false")
+        return self
+
+
+class HybridNodes(_Model):
+    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster; the GPU Operator installs their driver."""
+
+    enabled: bool = False
+    remote_node_networks: list[str] = Field(default_factory=list)
+    remote_pod_networks: list[str] = Field(default_factory=list)
+
+    @field_validator("remote_node_networks", "remote_pod_networks")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not a CIDR ({exc})") from None
+        return cidrs
+
+    @model_validator(mode="after")
+    def _networks(self) -> HybridNodes:
+        if self.enabled and not self.remote_node_networks:
+            raise ValueError("enabled is true but remoteNodeNetworks is empty; list the on-prem node CIDRs")
+        return self
+
+
+class GpuSoftware(_Model):
+    """What makes GPUs schedulable: ``device-plugin`` (NVIDIA device plugin, for AMIs that ship the
+    driver), ``gpu-operator`` (NVIDIA GPU Operator with per-node-type operands), or ``none``."""
+
+    provider: Literal["device-plugin", "gpu-operator", "none"] = "device-plugin"
+    dcgm_exporter: bool = True
+
+
 class Settings(_Model):
     """All of one stack's ``llm-platform:*`` configuration."""
 
@@ -224,7 +489,11 @@ class Settings(_Model):
     control_plane_logs: list[str] = Field(default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES))
     kms_deletion_window_days: int = Field(default=30, ge=7, le=30)
     system_pool: SystemPool
-    gpu_pools: list[GpuPool] = Field(min_length=1, max_length=10)
+    gpu_pools: list[GpuPool] = Field(default_factory=list, max_length=10)
+    gpu_software: GpuSoftware = Field(default_factory=GpuSoftware)
+    karpenter: Karpenter = Field(default_factory=Karpenter)
+    auto_mode: AutoMode = Field(default_factory=AutoMode)
+    hybrid_nodes: HybridNodes = Field(default_factory=HybridNodes)
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("region")
@@ -274,6 +543,32 @@ class Settings(_Model):
                 "endpoint.publicAccessCidrs contains 0.0.0.0/0 in a production stack; "
                 "list your own CIDRs or set endpoint.publicAccess to false"
             )
+        if self.production and self.karpenter.allow_latest_ami:
+            raise ValueError("karpenter.allowLatestAmi is true in a production stack; pin dated AMI aliases")
+        return self
+
+    @model_validator(mode="after")
+    def _gpu_capacity_and_software(self) -> Settings:
+        karpenter_pools = self.karpenter.node_pools if self.karpenter.enabled else []
+        if not (self.gpu_pools or karpenter_pools or self.auto_mode.gpu_node_pools or self.hybrid_nodes.enabled):
+            raise ValueError("no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools or hybridNodes")
+        provider = self.gpu_software.provider
+        if provider == "device-plugin" and self.hybrid_nodes.enabled:
+            raise ValueError(
+                "gpuSoftware.provider device-plugin with hybridNodes: on-prem GPU nodes need the GPU Operator "
+                "to install their driver; set gpuSoftware.provider to gpu-operator"
+            )
+        if provider == "device-plugin" and self.auto_mode.gpu_node_pools and not (self.gpu_pools or karpenter_pools):
+            raise ValueError(
+                "gpuSoftware.provider device-plugin with only Auto Mode GPU capacity: Auto Mode nodes already run "
+                "a device plugin, a second one would fight it; set gpuSoftware.provider to none"
+            )
+        overlap = [
+            cidr for cidr in self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
+            if ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(self.network.vpc_cidr))
+        ]
+        if overlap:
+            raise ValueError(f"hybridNodes networks {', '.join(overlap)} overlap network.vpcCidr {self.network.vpc_cidr}")
         return self
 
     @property

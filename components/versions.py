@@ -23,11 +23,20 @@ class Image:
 
 @dataclass(frozen=True)
 class HelmChart:
-    """A Helm chart pinned to one exact version in one repository."""
+    """A Helm chart pinned to one exact version in one repository (HTTPS index or ``oci://``)."""
 
     chart: str
     version: str
     repository: str
+
+    @property
+    def is_oci(self) -> bool:
+        return self.repository.startswith("oci://")
+
+    @property
+    def ref(self) -> str:
+        """What Helm's ``chart`` argument takes: the bare name, or the full reference for OCI."""
+        return f"{self.repository}/{self.chart}" if self.is_oci else self.chart
 
 
 #: EKS versions this program is tested against. AL2 AMIs end with 1.32; every pool here runs AL2023.

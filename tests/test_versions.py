@@ -39,8 +39,11 @@ def test_every_release_in_the_plan_is_pinned_from_versions(stack_plan):
     releases = stack_plan.of_type("kubernetes:helm.sh/v3:Release")
     assert releases
     for release in releases:
-        key = (release.inputs["chart"], release.inputs["version"], release.inputs["repositoryOpts"]["repo"])
-        assert key in PINNED_CHARTS, release.urn
+        inputs = release.inputs
+        repo = inputs.get("repositoryOpts", {}).get("repo")
+        chart = inputs["chart"] if repo else inputs["chart"].rsplit("/", 1)[1]
+        repo = repo or inputs["chart"].rsplit("/", 1)[0]
+        assert (chart, inputs["version"], repo) in PINNED_CHARTS, release.urn
 
 
 def test_every_image_in_the_plan_is_pinned_from_versions(stack_plan):
