@@ -382,6 +382,11 @@ class PolicyPackRunner:
         self._stub = None
 
     @property
+    def pid(self) -> int | None:
+        """The pack process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def stub(self) -> analyzer_pb2_grpc.AnalyzerStub:
         if self._stub is None:
             raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")

@@ -110,7 +110,7 @@ POLICIES = [
     ),
     resource_policy(
         name="vllm-metric-names-current",
-        description="Query vLLM metrics by their current colon names (vllm:kv_cache_usage_perc, not vllm_... or removed names).",
+        description="Query vLLM metrics by their current colon names (vllm:kv_cache_usage_perc, not vllm_-prefixed or removed names).",
         types={SCALED_OBJECT, PROMETHEUS_RULE},
         check=_check_metric_names,
         enforcement=MANDATORY,

@@ -1,0 +1,1 @@
+"""Tests of the policy pack, driven only through its gRPC Analyzer protocol."""
