@@ -18,6 +18,7 @@ from components.catalog import load_catalog
 from .plan import Plan
 
 NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")
+NODE_POOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 @dataclass
@@ -77,12 +78,38 @@ def _pool(resource_name: str, kind: str, inputs: dict[str, Any]) -> PoolSummary:
     )
 
 
+def _node_pool(resource_name: str, inputs: dict[str, Any]) -> PoolSummary:
+    """A Karpenter NodePool, bounded by its GPU limit and priced at its dearest GPU per hour."""
+    catalog = load_catalog()
+    spec = inputs.get("spec") or {}
+    template = (spec.get("template") or {}).get("spec") or {}
+    requirements = {r.get("key", "").rsplit("/", 1)[-1]: r.get("values", []) for r in template.get("requirements") or []}
+    families = requirements.get("instance-family", [])
+    gpu_types = [t for t in catalog.instances.values() if t.is_gpu and t.family in families]
+    gpu_limit = int(str((spec.get("limits") or {}).get("nvidia.com/gpu", 0)))
+    per_gpu = max((t.on_demand_hourly_usd / t.gpus for t in gpu_types), default=0.0)
+    return PoolSummary(
+        name=(inputs.get("metadata") or {}).get("name", resource_name),
+        kind="karpenter NodePool",
+        instance_types=[f"{f}.*" for f in families],
+        capacity_type=",".join(requirements.get("capacity-type", [])),
+        min_size=0,
+        desired_size=0,
+        max_size=0,
+        taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in template.get("taints") or []],
+        gpu_model=", ".join(sorted({t.gpu_name or "" for t in gpu_types})),
+        max_gpus_per_node=max((t.gpus for t in gpu_types), default=0),
+        worst_case_gpus=gpu_limit,
+        worst_case_hourly_usd=round(gpu_limit * per_gpu, 4),
+    )
+
+
 def summarize(plan: Plan) -> Summary:
     catalog = load_catalog()
     by_type = Counter(r.type for r in plan.resources)
     pools = [
         _pool(r.name, "managed node group", r.inputs) for r in plan.resources if r.type in NODE_GROUP_TYPES
-    ]
+    ] + [_node_pool(r.name, r.inputs) for r in plan.resources if r.type == NODE_POOL_TYPE]
     gpus = sum(p.worst_case_gpus for p in pools)
     hourly = round(sum(p.worst_case_hourly_usd for p in pools), 4)
     return Summary(
@@ -109,14 +136,15 @@ def render(summary: Summary, console: Console) -> None:
     console.print(types)
 
     pools = Table(title="Node pools", title_justify="left")
-    for column in ("pool", "instances", "capacity", "min/desired/max", "taints", "GPU", "max GPUs", "max $/h"):
+    for column in ("pool", "kind", "instances", "capacity", "min/desired/max", "taints", "GPU", "max GPUs", "max $/h"):
         pools.add_column(column)
     for p in summary.pools:
         pools.add_row(
             p.name,
+            p.kind,
             ", ".join(p.instance_types),
             p.capacity_type,
-            f"{p.min_size}/{p.desired_size}/{p.max_size}",
+            f"{p.min_size}/{p.desired_size}/{p.max_size}" if p.kind != "karpenter NodePool" else "GPU limit",
             ", ".join(p.taints) or "-",
             f"{p.max_gpus_per_node}x {p.gpu_model}" if p.max_gpus_per_node else "-",
             str(p.worst_case_gpus),

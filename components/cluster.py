@@ -10,6 +10,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from . import versions
+from .hybrid_nodes import remote_network_transform
 
 TYPE = "llm-platform:index:Cluster"
 
@@ -22,6 +23,8 @@ class ClusterArgs:
     ``public_access_cidrs`` only (required when public access is on). ``admin_role_arns`` get
     cluster-admin access entries; the creator of the stack gets none implicitly beyond EKS's own
     bootstrap admin. ``kms_deletion_window_days`` (7-30) delays deletion of the Secrets key.
+    ``auto_mode`` turns on EKS Auto Mode with its ``system`` node pool (our GPU NodePools are added
+    separately). ``remote_node_networks``/``remote_pod_networks`` enable EKS Hybrid Nodes.
     """
 
     name: str
@@ -34,6 +37,9 @@ class ClusterArgs:
     admin_role_arns: list[str] = field(default_factory=list)
     control_plane_logs: list[str] = field(default_factory=list)
     kms_deletion_window_days: int = 30
+    auto_mode: bool = False
+    remote_node_networks: list[str] = field(default_factory=list)
+    remote_pod_networks: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -47,6 +53,7 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_provider_url: pulumi.Output[str]
     secrets_key_arn: pulumi.Output[str]
+    #: The EKS-managed cluster security group: managed nodes and Karpenter nodes join it.
     node_security_group_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
@@ -90,6 +97,7 @@ class Cluster(pulumi.ComponentResource):
             public_subnet_ids=args.public_subnet_ids,
             node_associate_public_ip_address=False,
             skip_default_node_group=True,
+            skip_default_security_groups=True,
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
             endpoint_private_access=True,
@@ -98,8 +106,22 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=key.arn,
             create_oidc_provider=True,
             enabled_cluster_log_types=args.control_plane_logs,
+            auto_mode=(
+                eks.AutoModeOptionsArgs(
+                    enabled=True, compute_config=eks.ClusterComputeConfigArgs(node_pools=["system"])
+                )
+                if args.auto_mode
+                else None
+            ),
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                transforms=(
+                    [remote_network_transform(args.remote_node_networks, args.remote_pod_networks)]
+                    if args.remote_node_networks
+                    else None
+                ),
+            ),
         )
 
         aws.eks.Addon(

@@ -93,6 +93,12 @@ def workload_tolerations(purpose: str) -> list[dict[str, str]]:
     return tolerations
 
 
+def gpu_agent_tolerations() -> list[dict[str, str]]:
+    """GPU node agents (device plugin, operator operands, DCGM, NFD workers) tolerate every GPU
+    pool taint: the GPU taint and the workload taint of training and DRA pools."""
+    return [gpu_toleration(), {"key": WORKLOAD_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+
+
 def gpu_toleration() -> dict[str, str]:
     """The toleration a GPU workload or GPU node agent carries: any value of the GPU taint key."""
     return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}

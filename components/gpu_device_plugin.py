@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from . import contract, versions
+from .gpu_software import device_plugin_affinity
 from .helm import pinned_release
 
 TYPE = "llm-platform:index:GpuDevicePlugin"
@@ -25,15 +26,17 @@ class GpuDevicePluginArgs:
 
 
 def device_plugin_values() -> dict[str, object]:
-    """Chart values: tolerate the GPU taint, pin the image, bound the daemon's resources.
+    """Chart values: tolerate the GPU pools' taints, pin the image, bound the daemon's resources.
 
-    The chart's default node affinity only matches nodes labelled ``nvidia.com/gpu.present=true``
-    (or NFD's PCI/CPU labels); GPU pools carry that label through the contract.
+    The affinity replaces the chart's default (which matches ``nvidia.com/gpu.present=true`` or NFD's
+    PCI/CPU labels): GPU pools carry that label through the contract, and Auto Mode and DRA nodes
+    are excluded so no node ever runs two device plugins.
     """
     image = versions.NVIDIA_DEVICE_PLUGIN_IMAGE
     return {
         "image": {"repository": image.repository, "tag": image.tag},
-        "tolerations": [contract.gpu_toleration(), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "tolerations": [*contract.gpu_agent_tolerations(), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "affinity": device_plugin_affinity(),
         "priorityClassName": "system-node-critical",
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "gfd": {"enabled": False},

@@ -16,9 +16,10 @@ def pinned_release(
     *,
     release_name: str,
     namespace: str,
-    values: dict[str, Any],
+    values: pulumi.Input[dict[str, Any]],
     opts: pulumi.ResourceOptions,
     create_namespace: bool = True,
+    skip_crds: bool = False,
     timeout: int = 600,
 ) -> k8s.helm.v3.Release:
     """An atomic Helm release of ``chart`` at its pinned version; OCI charts need no repository."""
@@ -32,6 +33,7 @@ def pinned_release(
         create_namespace=create_namespace,
         atomic=True,
         cleanup_on_fail=True,
+        skip_crds=skip_crds,
         timeout=timeout,
         values=values,
         opts=opts,

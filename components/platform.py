@@ -6,7 +6,13 @@ import pulumi
 import pulumi_aws as aws
 
 from .cluster import Cluster, ClusterArgs
+from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
+from .gpu_operator import GpuOperator, GpuOperatorArgs
+from .gpu_software import operator_node_labels
+from .hybrid_nodes import HybridNodes, HybridNodesArgs
+from .karpenter import Karpenter, KarpenterArgs
+from .karpenter_node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
 from .network import Network, NetworkArgs
 from .node_pools import GpuNodePool, GpuNodePoolArgs, LaunchSettings, Scaling, SystemNodePool, SystemNodePoolArgs
 from .settings import Settings
@@ -19,10 +25,10 @@ def _scaling(s) -> Scaling:
 
 
 class Platform(pulumi.ComponentResource):
-    """Network, cluster, system pool, GPU pools and GPU software for one environment.
+    """Network, cluster, node pools of every configured type, and the GPU software for one environment.
 
     Every AWS resource goes through one explicit provider for ``settings.region``; Kubernetes
-    objects go through the cluster's provider, so nothing depends on ambient credentials' defaults.
+    objects go through the cluster's provider, so nothing depends on ambient defaults.
     """
 
     cluster_name: pulumi.Output[str]
@@ -31,6 +37,7 @@ class Platform(pulumi.ComponentResource):
     node_role_arns: pulumi.Output[dict[str, str]]
     system_pool: SystemNodePool
     gpu_pools: list[GpuNodePool]
+    karpenter: Karpenter | None
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
@@ -40,13 +47,15 @@ class Platform(pulumi.ComponentResource):
             "ManagedBy": "pulumi",
             **settings.tags,
         }
+        cluster_name = settings.cluster_name
+        software = settings.gpu_software.provider
         aws_provider = aws.Provider(f"{name}-aws", region=settings.region, opts=pulumi.ResourceOptions(parent=self))
         on_aws = pulumi.ResourceOptions(parent=self, providers=[aws_provider])
 
         network = Network(
             f"{name}-network",
             NetworkArgs(
-                cluster_name=settings.cluster_name,
+                cluster_name=cluster_name,
                 vpc_cidr=settings.network.vpc_cidr,
                 az_count=settings.network.az_count,
                 nat_gateways=settings.network.nat_gateways,
@@ -57,7 +66,7 @@ class Platform(pulumi.ComponentResource):
         cluster = Cluster(
             f"{name}-cluster",
             ClusterArgs(
-                name=settings.cluster_name,
+                name=cluster_name,
                 kubernetes_version=settings.kubernetes_version,
                 vpc_id=network.vpc_id,
                 private_subnet_ids=network.private_subnet_ids,
@@ -67,6 +76,9 @@ class Platform(pulumi.ComponentResource):
                 admin_role_arns=settings.admin_role_arns,
                 control_plane_logs=settings.control_plane_logs,
                 kms_deletion_window_days=settings.kms_deletion_window_days,
+                auto_mode=settings.auto_mode.enabled,
+                remote_node_networks=settings.hybrid_nodes.remote_node_networks if settings.hybrid_nodes.enabled else [],
+                remote_pod_networks=settings.hybrid_nodes.remote_pod_networks if settings.hybrid_nodes.enabled else [],
                 tags=tags,
             ),
             opts=on_aws,
@@ -90,33 +102,90 @@ class Platform(pulumi.ComponentResource):
                 pool.name,
                 GpuNodePoolArgs(
                     cluster=cluster.eks,
-                    cluster_name=settings.cluster_name,
+                    cluster_name=cluster_name,
                     subnet_ids=network.private_subnet_ids,
                     instance_types=pool.instance_types,
                     capacity_type=pool.capacity_type,
                     scaling=_scaling(pool.scaling),
                     launch=LaunchSettings(disk_size_gib=pool.disk_size_gib, disk_throughput_mibps=500, disk_iops=6000),
                     purpose=pool.purpose,
-                    labels=pool.labels,
+                    labels={**pool.labels, **operator_node_labels(software, "managed", pool.purpose)},
                     tags=tags,
                 ),
                 opts=on_aws,
             )
             for pool in settings.gpu_pools
         ]
-        GpuDevicePlugin(
-            "nvidia-device-plugin",
-            GpuDevicePluginArgs(),
-            opts=pulumi.ResourceOptions(parent=self, providers=[cluster.provider], depends_on=[self.system_pool]),
+
+        on_cluster = pulumi.ResourceOptions(
+            parent=self, providers=[aws_provider, cluster.provider], depends_on=[self.system_pool]
         )
+        self.karpenter = None
+        if settings.karpenter.enabled:
+            self.karpenter = Karpenter(
+                "karpenter",
+                KarpenterArgs(
+                    cluster_name=cluster_name,
+                    cluster_resource=cluster.eks,
+                    node_security_group_id=cluster.node_security_group_id,
+                    region=settings.region,
+                    replicas=settings.karpenter.replicas,
+                    tags=tags,
+                ),
+                opts=on_cluster,
+            )
+            KarpenterNodePools(
+                "karpenter-gpu",
+                KarpenterNodePoolsArgs(
+                    cluster_name=cluster_name,
+                    node_type="karpenter",
+                    node_pools=settings.karpenter.node_pools,
+                    node_classes=settings.karpenter.node_classes,
+                    node_role=self.karpenter.node_role_name,
+                    gpu_software=software,
+                    tags=tags,
+                ),
+                opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[self.karpenter])),
+            )
+        if settings.auto_mode.gpu_node_pools:
+            KarpenterNodePools(
+                "auto-mode-gpu",
+                KarpenterNodePoolsArgs(
+                    cluster_name=cluster_name,
+                    node_type="auto-mode",
+                    node_pools=settings.auto_mode.gpu_node_pools,
+                    gpu_software=software,
+                ),
+                opts=on_cluster,
+            )
+        if settings.hybrid_nodes.enabled:
+            HybridNodes(
+                "hybrid-nodes",
+                HybridNodesArgs(cluster_name=cluster_name, cluster_resource=cluster.eks, region=settings.region, tags=tags),
+                opts=on_aws,
+            )
+
+        if software == "device-plugin":
+            GpuDevicePlugin("nvidia-device-plugin", GpuDevicePluginArgs(), opts=on_cluster)
+            if settings.gpu_software.dcgm_exporter:
+                DcgmExporter("dcgm-exporter", DcgmExporterArgs(), opts=on_cluster)
+        elif software == "gpu-operator":
+            GpuOperator(
+                "gpu-operator",
+                GpuOperatorArgs(
+                    install_driver=settings.hybrid_nodes.enabled, dcgm_exporter=settings.gpu_software.dcgm_exporter
+                ),
+                opts=on_cluster,
+            )
 
         self.cluster_name = cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.oidc_provider_arn = cluster.oidc_provider_arn
-        pool_names = ["system", *[pool.name for pool in settings.gpu_pools]]
-        self.node_role_arns = pulumi.Output.all(*[p.node_role_arn for p in [self.system_pool, *self.gpu_pools]]).apply(
-            lambda arns: dict(zip(pool_names, arns))
-        )
+        roles = {"system": self.system_pool.node_role_arn}
+        roles.update({pool.name: group.node_role_arn for pool, group in zip(settings.gpu_pools, self.gpu_pools)})
+        if self.karpenter is not None:
+            roles["karpenter"] = self.karpenter.node_role_arn
+        self.node_role_arns = pulumi.Output.all(**roles)
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,

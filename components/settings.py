@@ -219,7 +219,7 @@ _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
 _CRON_RE = re.compile(rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$")
-_AMI_ALIAS_RE = re.compile(r"^al2023@(v\d{8}|latest)$")
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 EVICTION_SIGNALS = (
     "memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"
 )
@@ -270,8 +270,8 @@ class DisruptionBudget(_Model):
 
 
 class Consolidation(_Model):
-    """When Karpenter may remove or replace nodes: ``WhenEmpty`` or ``WhenEmptyOrUnderutilized``,
-    after ``after`` (a duration like ``30s``/``5m``, or ``Never``)."""
+    """When Karpenter may remove or replace nodes: ``WhenEmpty``, ``WhenEmptyOrUnderutilized`` or
+    ``Balanced`` (new in the v1.14 CRD), after ``after`` (a duration like ``30s``/``5m``, or ``Never``)."""
 
     policy: str = "WhenEmptyOrUnderutilized"
     after: str = "5m"
@@ -283,8 +283,8 @@ class Consolidation(_Model):
             raise ValueError(
                 "WhenUnderutilized is the v1beta1 value and is invalid in karpenter.sh/v1; use WhenEmptyOrUnderutilized"
             )
-        if value not in ("WhenEmpty", "WhenEmptyOrUnderutilized"):
-            raise ValueError(f"{value!r} is not allowed; allowed: WhenEmpty, WhenEmptyOrUnderutilized")
+        if value not in CONSOLIDATION_POLICIES:
+            raise ValueError(f"{value!r} is not allowed; allowed: {', '.join(CONSOLIDATION_POLICIES)}")
         return value
 
     @field_validator("after")
@@ -332,22 +332,19 @@ class Kubelet(_Model):
 
 
 class KarpenterNodeClass(_Model):
-    """An EC2NodeClass. ``amiAlias`` is ``al2023@vYYYYMMDD`` (pinned) or ``al2023@latest``, which drifts
-    every node on each AMI release and is allowed only where ``karpenter.allowLatestAmi`` is true."""
+    """An EC2NodeClass. ``ami`` is ``pinned`` (the dated AL2023 alias in versions.py) or ``latest``,
+    which drifts every node on each AMI release and is allowed only with ``karpenter.allowLatestAmi``."""
 
     name: str
-    ami_alias: str
+    ami: Literal["pinned", "latest"] = "pinned"
     root_volume: RootVolume = Field(default_factory=RootVolume)
     kubelet: Kubelet = Field(default_factory=Kubelet)
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
-    @field_validator("ami_alias")
-    @classmethod
-    def _alias(cls, value: str) -> str:
-        if not _AMI_ALIAS_RE.match(value):
-            raise ValueError(f"{value!r} is not an AL2023 alias like 'al2023@v20251117' or 'al2023@latest'")
-        return value
+    @property
+    def ami_alias(self) -> str:
+        return versions.KARPENTER_AMI_ALIAS if self.ami == "pinned" else versions.KARPENTER_LATEST_AMI_ALIAS
 
 
 class KarpenterNodePool(_Model):
@@ -419,11 +416,11 @@ class Karpenter(_Model):
                 raise ValueError(
                     f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}"
                 )
-        latest = [c.name for c in self.node_classes if c.ami_alias.endswith("@latest")]
+        latest = [c.name for c in self.node_classes if c.ami == "latest"]
         if latest and not self.allow_latest_ami:
             raise ValueError(
-                f"nodeClasses {', '.join(latest)} use al2023@latest, which drifts every node on each AMI release; "
-                "pin a dated alias or set allowLatestAmi: true (never in production)"
+                f"nodeClasses {', '.join(latest)} use ami: latest, which drifts every node on each AMI release; "
+                "use ami: pinned or set allowLatestAmi: true (never in production)"
             )
         if self.enabled and not self.node_pools:
             raise ValueError("enabled is true but no nodePools are defined")

@@ -56,3 +56,15 @@ NVIDIA_DEVICE_PLUGIN = HelmChart(
     repository="https://nvidia.github.io/k8s-device-plugin",
 )
 NVIDIA_DEVICE_PLUGIN_IMAGE = Image(repository="nvcr.io/nvidia/k8s-device-plugin", tag="v0.20.0")
+
+#: Karpenter: controller chart and its CRD chart, same version; install the CRD chart first.
+KARPENTER = HelmChart(chart="karpenter", version="1.14.1", repository="oci://public.ecr.aws/karpenter")
+KARPENTER_CRD = HelmChart(chart="karpenter-crd", version="1.14.1", repository="oci://public.ecr.aws/karpenter")
+#: AL2023 EKS AMI release (awslabs/amazon-eks-ami tag) for EC2NodeClasses; the alias also covers
+#: the NVIDIA variant. ``al2023@latest`` drifts every node on each release: only where a stack allows it.
+KARPENTER_AMI_ALIAS = "al2023@v20260724"
+KARPENTER_LATEST_AMI_ALIAS = "al2023@latest"
+
+NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", repository="https://helm.ngc.nvidia.com/nvidia")
+DCGM_EXPORTER = HelmChart(chart="dcgm-exporter", version="4.8.2", repository="https://nvidia.github.io/dcgm-exporter/helm-charts")
+DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="4.5.3-4.8.2")
