@@ -13,6 +13,7 @@ from rich.console import Console
 from components.settings import SettingsError
 
 from . import exit_codes
+from .commands import env, integration, stack_ops
 from .stacks import StackFileError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -60,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     _declare_check(verbs)
+    stack_ops.declare(verbs)
+    env.declare(verbs)
+    integration.declare(verbs)
     return parser
 
 

@@ -1,0 +1,142 @@
+"""What the CLI-driving verbs share: consoles, common flags, and one clear line per domain error."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from pulumi.automation.errors import (
+    CommandError,
+    ConcurrentUpdateError,
+    StackAlreadyExistsError,
+    StackNotFoundError,
+)
+from rich.console import Console
+
+from components.settings import Settings, SettingsError, parse_settings
+
+from .. import exit_codes
+from ..environments import EnvRequestError
+from ..postdeploy import KubectlError
+from ..stacks import StackFileError
+from ..workspace import WorkspaceError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class DriverError(Exception):
+    """A failure with a one-line explanation and the exit code it maps to."""
+
+    def __init__(self, message: str, code: int = exit_codes.FAILED):
+        super().__init__(message)
+        self.code = code
+
+
+class InvalidStackSettings(Exception):
+    """SettingsError for a stack the driver composed (env or test), named for the message."""
+
+    def __init__(self, stack: str, error: SettingsError):
+        super().__init__(str(error))
+        self.stack = stack
+        self.problems = error.problems
+
+
+def validate(stack: str, config: Mapping[str, Any]) -> Settings:
+    """Parse settings before any CLI call; a bad value stops the verb with exit 2."""
+    try:
+        return parse_settings(config)
+    except SettingsError as exc:
+        raise InvalidStackSettings(stack, exc) from None
+
+
+def stdout(json_mode: bool = False) -> Console:
+    console = Console(highlight=False, soft_wrap=True)
+    return console if console.is_terminal else Console(highlight=False, width=160, soft_wrap=True)
+
+
+def progress_writer(json_mode: bool) -> Callable[[str], None]:
+    """Streams the CLI's progress lines: stdout for people, stderr when stdout carries JSON."""
+    stream = sys.stderr if json_mode else sys.stdout
+
+    def write(line: str) -> None:
+        stream.write(line + "\n")
+        stream.flush()
+
+    return write
+
+
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
+    parser.add_argument("--json", dest="output", action="store_const", const="json", help="same as --output json")
+
+
+def add_secrets_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--secrets-provider",
+        help="passphrase (default; needs PULUMI_CONFIG_PASSPHRASE) or a KMS URL such as awskms://alias/NAME; "
+        "default from $LLM_PLATFORM_SECRETS_PROVIDER",
+    )
+
+
+_ERROR_LINE = re.compile(r"^\s*error:\s*(.+)$", re.IGNORECASE)
+
+
+def error_lines(exc: BaseException, limit: int = 3) -> list[str]:
+    """The CLI's ``error:`` lines from a CommandError, without its full stdout dump."""
+    lines: list[str] = []
+    for line in str(exc).splitlines():
+        match = _ERROR_LINE.match(line)
+        if match and match.group(1).strip() not in lines:
+            lines.append(match.group(1).strip())
+    if not lines:
+        tail = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        lines = tail[-1:]
+    return lines[-limit:]
+
+
+@contextmanager
+def translate_errors(stack: str, backend: str) -> Iterator[None]:
+    """Distinct outcomes for distinct CLI errors: missing stack, existing stack, a held lock."""
+    try:
+        yield
+    except StackNotFoundError:
+        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.USAGE) from None
+    except StackAlreadyExistsError:
+        raise DriverError(f"stack {stack!r} already exists in {backend}; pick another name", exit_codes.USAGE) from None
+    except ConcurrentUpdateError:
+        raise DriverError(
+            f"stack {stack!r} is locked by another update; wait for it to finish "
+            "(if its process died, clear the lock with `pulumi cancel`)"
+        ) from None
+    except CommandError as exc:
+        raise DriverError(f"pulumi failed on stack {stack!r}: {'; '.join(error_lines(exc))}") from None
+
+
+def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turns domain errors into one line on stderr and a named exit code, never a traceback."""
+
+    @functools.wraps(run)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except InvalidStackSettings as exc:
+            err.print(f"error: stack {exc.stack!r} has {len(exc.problems)} invalid setting(s):", markup=False)
+            for problem in exc.problems:
+                err.print(f"  {problem}", markup=False)
+            return exit_codes.USAGE
+        except (WorkspaceError, EnvRequestError, StackFileError) as exc:
+            err.print(f"error: {exc}", markup=False)
+            return exit_codes.USAGE
+        except KubectlError as exc:
+            err.print(f"error: {exc}", markup=False)
+            return exit_codes.FAILED
+        except DriverError as exc:
+            err.print(f"error: {exc}", markup=False)
+            return exc.code
+
+    return wrapper

@@ -1,0 +1,210 @@
+"""Running one Pulumi operation and summarising it: changes, policy violations, errors.
+
+The CLI's progress streams through ``on_output``; its structured engine events (summary, policy
+violations, error diagnostics) are collected through ``on_event`` for the final summary.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulumi.automation import EngineEvent, LocalWorkspace, Stack
+from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackNotFoundError
+from rich.console import Console
+from rich.markup import escape
+
+from ..environments import EnvMetadata
+from ._common import err, error_lines
+
+Progress = Callable[[str], None]
+#: How long cleanup waits for an interrupted update to release the stack lock.
+LOCK_WAIT_SECONDS = 1800.0
+LOCK_POLL_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class PolicyViolation:
+    pack: str
+    policy: str
+    level: str
+    message: str
+    urn: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"pack": self.pack, "policy": self.policy, "level": self.level, "message": self.message, "urn": self.urn}
+
+
+@dataclass
+class OperationReport:
+    stack: str
+    operation: str
+    succeeded: bool = True
+    changes: dict[str, int] = field(default_factory=dict)
+    violations: list[PolicyViolation] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mandatory(self) -> list[PolicyViolation]:
+        return [v for v in self.violations if v.level == "mandatory"]
+
+    @property
+    def ok(self) -> bool:
+        return self.succeeded and not self.mandatory
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "operation": self.operation,
+            "result": "succeeded" if self.ok else "failed",
+            "changes": self.changes,
+            "policyViolations": [v.to_json() for v in self.violations],
+            "errors": self.errors,
+            "outputs": sorted(self.outputs),
+        }
+
+
+class EventCollector:
+    """``on_event`` callback: keeps the summary, policy violations and error diagnostics."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.changes: dict[str, int] = {}
+        self.violations: list[PolicyViolation] = []
+        self.errors: list[str] = []
+
+    def __call__(self, event: EngineEvent) -> None:
+        with self._lock:
+            if event.summary_event:
+                self.changes = dict(event.summary_event.resource_changes or {})
+            if event.policy_event:
+                p = event.policy_event
+                violation = PolicyViolation(
+                    p.policy_pack_name, p.policy_name, p.enforcement_level, p.message.strip(), p.resource_urn or ""
+                )
+                if violation not in self.violations:
+                    self.violations.append(violation)
+            if event.diagnostic_event and event.diagnostic_event.severity == "error":
+                message = event.diagnostic_event.message.strip().removeprefix("error:").strip()
+                if message and message not in self.errors:
+                    self.errors.append(message)
+
+
+def run_operation(
+    stack: Stack,
+    operation: str,
+    *,
+    on_output: Progress,
+    policy: tuple[Path, Path] | None = None,
+) -> OperationReport:
+    """``preview``/``up`` (with the policy pack and its config), ``destroy`` or ``refresh``.
+
+    A failed CLI run becomes a failed report; a held lock or a missing stack is raised so the
+    caller can say which it was.
+    """
+    collector = EventCollector()
+    kwargs: dict[str, Any] = {"on_output": on_output, "on_error": on_output, "on_event": collector}
+    if policy is not None and operation in ("preview", "up"):
+        kwargs["policy_packs"] = [str(policy[0])]
+        kwargs["policy_pack_configs"] = [str(policy[1])]
+    report = OperationReport(stack=stack.name, operation=operation)
+    try:
+        result = getattr(stack, operation)(**kwargs)
+    except (ConcurrentUpdateError, StackNotFoundError):
+        raise
+    except CommandError as exc:
+        report.succeeded = False
+        report.errors = collector.errors or error_lines(exc)
+        report.changes = collector.changes
+    except RuntimeError as exc:  # the SDK's "summary event never found"
+        report.succeeded = False
+        report.errors = collector.errors or [str(exc)]
+    else:
+        summary = getattr(result, "summary", None)
+        report.changes = dict(getattr(result, "change_summary", None) or getattr(summary, "resource_changes", None)
+                              or collector.changes)
+        report.outputs = {k: v.value for k, v in (getattr(result, "outputs", None) or {}).items()}
+    report.violations = collector.violations
+    return report
+
+
+def render_report(report: OperationReport, console: Console) -> None:
+    verdict = "succeeded" if report.ok else "failed"
+    if report.succeeded and report.mandatory:
+        verdict = f"failed ({len(report.mandatory)} mandatory policy violation(s))"
+    console.print(f"\n{report.operation} {escape(report.stack)}: {verdict}")
+    changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
+    console.print(f"  changes: {escape(changes)}")
+    if not report.violations:
+        console.print("  policy violations: none")
+    else:
+        levels = sorted({v.level for v in report.violations})
+        counts = ", ".join(f"{sum(v.level == lv for v in report.violations)} {lv}" for lv in levels)
+        console.print(f"  policy violations: {counts}")
+        for v in sorted(report.violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn)):
+            console.print(f"    {v.level:<9} {escape(v.pack)}/{escape(v.policy)}  {escape(v.urn)}")
+            console.print(f"              {escape(v.message)}")
+    for line in report.errors:
+        console.print(f"  error: {escape(line)}")
+
+
+def destroy_and_remove(
+    stack: Stack,
+    *,
+    on_output: Progress,
+    lock_wait: float = LOCK_WAIT_SECONDS,
+    poll: float = LOCK_POLL_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> OperationReport:
+    """``pulumi destroy`` then ``pulumi stack rm``; waits out a lock held by an interrupted update.
+
+    The stack is removed only when destroy succeeded, so a failure leaves it (and its expiry tag)
+    for ``env reap`` to retry.
+    """
+    waited = 0.0
+    while True:
+        try:
+            report = run_operation(stack, "destroy", on_output=on_output)
+            break
+        except ConcurrentUpdateError:
+            if waited >= lock_wait:
+                raise
+            err.print(f"stack {stack.name} is locked (an interrupted update is still exiting); retrying in {poll:.0f}s")
+            sleep(poll)
+            waited += poll
+    if report.succeeded:
+        stack.workspace.remove_stack(stack.name)
+    return report
+
+
+@dataclass(frozen=True)
+class ManagedStack:
+    meta: EnvMetadata
+    updating: bool
+    resources: int | None
+
+    def status(self, now) -> str:
+        if self.updating:
+            return "updating"
+        return "expired" if self.meta.expired(now) else "active"
+
+
+def managed_stacks(workspace: LocalWorkspace) -> list[ManagedStack]:
+    """Every stack in the backend that carries this driver's env/test tags, by name."""
+    found: list[ManagedStack] = []
+    for summary in workspace.list_stacks():
+        name = summary.name.rsplit("/", 1)[-1]
+        try:
+            tags = workspace.list_tags(name)
+        except CommandError as exc:
+            err.print(f"warning: skipping stack {name}: cannot read its tags ({'; '.join(error_lines(exc))})")
+            continue
+        meta = EnvMetadata.from_tags(name, tags)
+        if meta is not None:
+            found.append(ManagedStack(meta, bool(summary.update_in_progress), summary.resource_count))
+    return sorted(found, key=lambda m: m.meta.stack)

@@ -1,0 +1,277 @@
+"""``test --from STACK``: an ephemeral integration run on a real cluster.
+
+A uniquely named stack (``test-<owner>-<UTC stamp>-<random>``) from the template's config, ``up``
+with the policy pack, post-deploy checks on the cluster, then -- in a ``finally`` that also runs on
+failure and on Ctrl-C -- LoadBalancer Services deleted, ``destroy``, and ``stack rm``. The stack is
+tagged to expire (3h) so that ``env reap`` removes it even if this process is killed outright.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulumi.automation import ConfigValue, LocalWorkspace, Stack
+from rich.markup import escape
+
+from components import contract
+from components.settings import Settings, config_strings
+
+from .. import exit_codes
+from ..environments import (
+    KIND_TEST,
+    TEST_TTL,
+    EnvMetadata,
+    EnvRequestError,
+    Override,
+    apply_override,
+    default_owner,
+    ephemeral_environment,
+    ephemeral_stack_name,
+    format_time,
+    merged_config,
+    new_metadata,
+    parse_duration,
+    parse_override,
+    tag_resources,
+    utcnow,
+)
+from ..postdeploy import (
+    CheckResult,
+    GpuTarget,
+    Kubectl,
+    KubectlCli,
+    KubectlError,
+    Poller,
+    delete_load_balancers,
+    kubeconfig_file,
+    run_checks,
+)
+from ..stacks import read_stack_config
+from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from ._common import (
+    add_output_flags,
+    add_secrets_flag,
+    err,
+    error_lines,
+    guarded,
+    progress_writer,
+    stdout,
+    translate_errors,
+    validate,
+)
+from ._engine import OperationReport, Progress, destroy_and_remove, render_report, run_operation
+
+KubectlFactory = Callable[[Path], Kubectl]
+
+
+def declare(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "test",
+        help="ephemeral integration run: up, post-deploy GPU checks, destroy",
+        description="Create a uniquely named stack from a template, `up` it, check the cluster (nodes Ready, "
+        "device plugin Ready on every GPU node, allocatable nvidia.com/gpu, an nvidia-smi Job under the "
+        "contract's toleration and selector), then always delete LoadBalancer Services, destroy and remove "
+        "the stack, also on failure and on Ctrl-C. Needs kubectl and AWS credentials.",
+    )
+    parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting (as in env create); repeatable")
+    parser.add_argument("--gpu-nodes", type=int, default=1,
+                        help="GPU nodes to start in the first GPU pool (its desiredSize; default 1)")
+    parser.add_argument("--timeout", default="30m", help="time allowed for all post-deploy checks (default 30m)")
+    parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
+    add_secrets_flag(parser)
+    add_output_flags(parser)
+    parser.set_defaults(run=_run_test)
+
+
+def gpu_target(settings: Settings, nodes: int) -> tuple[GpuTarget, int]:
+    """The first GPU pool a plain ``nvidia.com/gpu`` request can use (not a DRA pool), and its index."""
+    for index, pool in enumerate(settings.gpu_pools):
+        if pool.purpose != contract.GPU_DRA_PURPOSE:
+            return GpuTarget(pool=pool.name, purpose=pool.purpose, nodes=nodes), index
+    raise EnvRequestError("the template has no GPU pool outside DRA; the smoke Job needs one")
+
+
+def start_gpu_nodes(config: dict[str, Any], settings: Settings, index: int, nodes: int) -> None:
+    """Raise the pool's desired (and if needed max) size so GPU nodes exist without an autoscaler."""
+    if nodes < 1:
+        raise EnvRequestError("--gpu-nodes must be at least 1: the GPU checks need a GPU node")
+    scaling = settings.gpu_pools[index].scaling
+    for key, value in (("maxSize", max(scaling.max_size, nodes)), ("desiredSize", max(scaling.desired_size, nodes))):
+        text = f"gpuPools[{index}].scaling.{key}={value}"
+        apply_override(config, Override(text=text, path=("gpuPools", index, "scaling", key), value=value))
+
+
+@guarded
+def _run_test(args: argparse.Namespace) -> int:
+    project = Project()
+    owner = default_owner(args.owner)
+    stack_name = ephemeral_stack_name(owner, utcnow())
+    meta = new_metadata(stack_name, kind=KIND_TEST, owner=owner, ttl=TEST_TTL, template=args.template,
+                        purpose="integration test")
+    overrides = [parse_override(text) for text in args.overrides]
+    config = merged_config(read_stack_config(args.template, project.root), overrides,
+                           environment=ephemeral_environment(stack_name))
+    tag_resources(config, meta)
+    target, index = gpu_target(validate(stack_name, config), args.gpu_nodes)
+    start_gpu_nodes(config, validate(stack_name, config), index, args.gpu_nodes)
+    validate(stack_name, config)
+    poller = Poller(timeout=parse_duration(args.timeout, "--timeout").total_seconds())
+    policy = project.policy_args(args.template)
+    backend = resolve_backend(project, secrets_provider=args.secrets_provider)
+    command = pulumi_command()
+    json_mode = args.output == "json"
+
+    def kubectl_for(path: Path) -> Kubectl:
+        return KubectlCli(path, binary=args.kubectl)
+
+    with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
+        run = IntegrationRun(ws, meta, config, policy, target, kubectl_for, poller, progress_writer(json_mode))
+        report = run.execute()
+    if json_mode:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        report.render()
+    return exit_codes.OK if report.passed else exit_codes.FAILED
+
+
+@dataclass
+class Cleanup:
+    load_balancers: list[str] = field(default_factory=list)
+    destroy: OperationReport | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def removed(self) -> bool:
+        return self.destroy is not None and self.destroy.ok
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "loadBalancersDeleted": self.load_balancers,
+            "destroy": self.destroy.to_json() if self.destroy else None,
+            "removed": self.removed,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class IntegrationReport:
+    stack: str
+    expires_at: str
+    up: OperationReport | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    cleanup: Cleanup | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.up is not None and self.up.ok and bool(self.checks) and all(c.ok for c in self.checks)
+            and self.cleanup is not None and self.cleanup.removed
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "result": "passed" if self.passed else "failed",
+            "up": self.up.to_json() if self.up else None,
+            "checks": [c.to_json() for c in self.checks],
+            "cleanup": self.cleanup.to_json() if self.cleanup else None,
+        }
+
+    def render(self) -> None:
+        console = stdout()
+        if self.up:
+            render_report(self.up, console)
+        if self.checks:
+            console.print("\npost-deploy checks:")
+            for check in self.checks:
+                console.print(f"  {'PASS' if check.ok else 'FAIL'}  {escape(check.name)}: {escape(check.detail)}")
+        if self.cleanup:
+            if self.cleanup.load_balancers:
+                console.print(f"\ndeleted LoadBalancer Services: {escape(', '.join(self.cleanup.load_balancers))}")
+            if self.cleanup.destroy:
+                render_report(self.cleanup.destroy, console)
+            console.print(f"stack {escape(self.stack)}: " + ("destroyed and removed" if self.cleanup.removed else
+                          f"NOT removed; it expires at {self.expires_at} and `env reap` will retry"))
+        console.print(f"\ntest {escape(self.stack)}: {'PASSED' if self.passed else 'FAILED'}")
+
+
+class IntegrationRun:
+    """One run: ``execute`` creates the stack and guarantees the clean-up in ``finally``."""
+
+    def __init__(
+        self,
+        ws: LocalWorkspace,
+        meta: EnvMetadata,
+        config: dict[str, Any],
+        policy: tuple[Path, Path],
+        target: GpuTarget,
+        kubectl_for: KubectlFactory,
+        poller: Poller,
+        progress: Progress,
+    ):
+        self.ws, self.meta, self.config, self.policy = ws, meta, config, policy
+        self.target, self.kubectl_for, self.poller, self.progress = target, kubectl_for, poller, progress
+        self.report = IntegrationReport(stack=meta.stack, expires_at=format_time(meta.expires_at))
+
+    def execute(self) -> IntegrationReport:
+        stack = Stack.create(self.meta.stack, self.ws)
+        try:
+            for key, value in self.meta.to_tags().items():
+                stack.set_tag(key, value)
+            stack.set_all_config({k: ConfigValue(value=v) for k, v in config_strings(self.config).items()})
+            self.report.up = run_operation(stack, "up", on_output=self.progress, policy=self.policy)
+            if self.report.up.ok:
+                kubeconfig = self.report.up.outputs.get("kubeconfig")
+                if not kubeconfig:
+                    self.report.checks = [CheckResult("kubeconfig output", False, "the stack exported no kubeconfig")]
+                else:
+                    with kubeconfig_file(kubeconfig) as path:
+                        self.report.checks = run_checks(self.kubectl_for(path), self.target, self.poller)
+        finally:
+            self.report.cleanup = self._cleanup_shielded(stack)
+        return self.report
+
+    def _cleanup_shielded(self, stack: Stack) -> Cleanup:
+        """A first Ctrl-C during clean-up restarts it (the destroy must finish); a second abandons it."""
+        try:
+            return self._cleanup(stack)
+        except KeyboardInterrupt:
+            err.print("clean-up interrupted; restarting it so nothing is left running. Ctrl-C again abandons it.")
+        try:
+            return self._cleanup(stack)
+        except KeyboardInterrupt:
+            err.print(f"clean-up abandoned: stack {self.meta.stack} remains until it expires at "
+                      f"{format_time(self.meta.expires_at)}; `python -m automation env destroy {self.meta.stack}` "
+                      "removes it now", markup=False)
+            raise
+
+    def _cleanup(self, stack: Stack) -> Cleanup:
+        cleanup = Cleanup()
+        try:
+            kubeconfig = stack.outputs().get("kubeconfig")
+        except Exception as exc:  # noqa: BLE001 - any failure here must not stop the destroy
+            kubeconfig = None
+            cleanup.warnings.append(f"could not read outputs: {'; '.join(error_lines(exc))}")
+        if kubeconfig is not None and kubeconfig.value:
+            try:
+                with kubeconfig_file(kubeconfig.value) as path:
+                    cleanup.load_balancers = delete_load_balancers(self.kubectl_for(path))
+            except (KubectlError, ValueError) as exc:
+                cleanup.warnings.append(f"could not delete LoadBalancer Services ({exc}); destroying anyway")
+        for warning in cleanup.warnings:
+            err.print(f"warning: {warning}", markup=False)
+        try:
+            cleanup.destroy = destroy_and_remove(stack, on_output=self.progress)
+        except Exception as exc:  # noqa: BLE001 - report, keep the original outcome
+            reason = "; ".join(error_lines(exc))
+            cleanup.warnings.append(f"destroy failed: {reason}")
+            err.print(f"error: destroy of {stack.name} failed: {reason}", markup=False)
+        return cleanup
