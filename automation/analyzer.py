@@ -279,12 +279,14 @@ class PolicyPackRunner:
         startup_timeout: float = 60.0,
         call_timeout: float = 120.0,
         strict: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.pack_dir = Path(pack_dir or DEFAULT_PACK_DIR).resolve()
         self.python = python or pack_python(self.pack_dir)
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
         self.strict = strict
+        self.env = {**os.environ, **(env or {})}
         self.port: int | None = None
         self.config_source: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -314,6 +316,7 @@ class PolicyPackRunner:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
+                env=self.env,
             )
             self.port = self._read_port()
             self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=GRPC_OPTIONS)

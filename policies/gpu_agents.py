@@ -2,10 +2,11 @@
 
 The device plugin, the GPU Operator's operands, the DCGM exporter and NFD workers are DaemonSets
 installed by Helm; if their tolerations (often in nested chart values) do not cover a GPU pool's
-taints they silently run zero pods there, and GPUs are never advertised or monitored. Chart
-defaults are modelled where they matter: the device plugin tolerates ``nvidia.com/gpu`` by default,
-while NFD in the device-plugin chart tolerates only ``nvidia.com/gpu=present`` and dcgm-exporter
-tolerates nothing.
+taints, or their nodeSelector/affinity excludes the pool's labels, they silently run zero pods
+there, and GPUs are never advertised or monitored. Chart defaults are modelled where they matter:
+the device plugin tolerates ``nvidia.com/gpu`` by default but only lands on nodes labelled by
+NFD/GFD or ``nvidia.com/gpu.present=true``; NFD in the device-plugin chart tolerates only
+``nvidia.com/gpu=present``; dcgm-exporter and standalone NFD tolerate nothing.
 """
 
 from __future__ import annotations
@@ -17,12 +18,30 @@ from typing import Any
 from gpu_workloads import tolerates_gpu_key
 from helm import chart_name, values
 from kit import MANDATORY, Stack, stack_policy
-from pools import Pool, stack_pools
-from shapes import HELM_TYPES, UNKNOWN, Constraint, Resource, dig, tolerates_all
+from pools import Pool, labels_match, stack_pools
+from shapes import HELM_TYPES, UNKNOWN, Resource, dig, node_selection, tolerates_all
 
 GPU_EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 MASTER_EQUAL = {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
 CONTROL_PLANE_EQUAL = {**MASTER_EQUAL, "key": "node-role.kubernetes.io/control-plane"}
+
+
+def _term(key: str, value: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+
+
+#: The device plugin chart's default required node affinity: any one of these labels.
+DEVICE_PLUGIN_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                _term("feature.node.kubernetes.io/pci-10de.present", "true"),
+                _term("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                _term("nvidia.com/gpu.present", "true"),
+            ]
+        }
+    }
+}
 
 
 def _flag(path: tuple[str, ...], default: bool) -> Callable[[Any], bool | None]:
@@ -48,20 +67,25 @@ def ALWAYS(_values: Any) -> bool:  # noqa: N802 - reads as a constant in the tab
 
 @dataclass(frozen=True)
 class Component:
-    """One DaemonSet a chart runs on GPU nodes, where its tolerations live and their default."""
+    """One DaemonSet a chart runs on GPU nodes: where its tolerations live in the values (its
+    nodeSelector and affinity sit beside them), and the chart's defaults."""
 
     title: str
     path: tuple[str, ...]
     default: list[dict[str, str]]
     enabled: Callable[[Any], bool | None]
     device_plugin: bool = False
+    default_affinity: dict[str, Any] | None = None
+
+    def where(self, field_name: str) -> str:
+        return "values." + ".".join((*self.path[:-1], field_name))
 
 
 AGENT_COMPONENTS: dict[str, list[Component]] = {
     "nvidia-device-plugin": [
         Component(
             "device plugin", ("tolerations",), [{"key": "CriticalAddonsOnly", "operator": "Exists"}, GPU_EXISTS],
-            ALWAYS, device_plugin=True,
+            ALWAYS, device_plugin=True, default_affinity=DEVICE_PLUGIN_AFFINITY,
         ),
         Component(
             "node-feature-discovery worker", ("nfd", "worker", "tolerations"),
@@ -82,13 +106,6 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
     ],
 }
 
-#: The device plugin's default required node affinity: any one of these labels.
-DEVICE_PLUGIN_NODE_LABELS = {
-    "feature.node.kubernetes.io/pci-10de.present": "true",
-    "feature.node.kubernetes.io/cpu-model.vendor_id": "NVIDIA",
-    "nvidia.com/gpu.present": "true",
-}
-
 
 def _show(tolerations: Any) -> str:
     if not tolerations:
@@ -101,13 +118,6 @@ def _show(tolerations: Any) -> str:
         value = f"={t.get('value')}" if op == "Equal" and t.get("value") is not None else ""
         parts.append(f"{t.get('key') or '*'} {op}{value}{':' + t['effect'] if t.get('effect') else ''}")
     return "[" + ", ".join(parts) + "]"
-
-
-def _always_has(pool: Pool, key: str, value: str) -> bool | None:
-    offered = pool.constraint(key)
-    if offered is None:
-        return None
-    return offered.values is not None and offered.candidates() == {value} and (offered & Constraint.fixed(value)).satisfiable()
 
 
 def _nfd_in_stack(releases: list[tuple[Resource, str, Any]]) -> bool:
@@ -124,65 +134,93 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
     wanted = set(config["agentCharts"]) & set(AGENT_COMPONENTS)
     releases = [(r, chart_name(r), values(r)) for r in stack.of_type(HELM_TYPES)]
     releases = [(r, name, vals) for r, name, vals in releases if name in wanted]
-    gpu_pools = [p for p in stack_pools(stack) if p.is_gpu]
+    pools = stack_pools(stack)
+    gpu_pools = [p for p in pools if p.is_gpu]
+    undecided = any(p.is_gpu is None for p in pools)
     for release, name, vals in releases:
         if vals is UNKNOWN:
             continue
         for component in AGENT_COMPONENTS[name]:
             if component.enabled(vals) is not True:
                 continue
-            given = dig(vals, *component.path)
-            if given is UNKNOWN:
-                continue
-            tolerations = component.default if given is None else given
-            where = f"values.{'.'.join(component.path)}" + (" (chart default)" if given is None else "")
-            subject = f"{release.label} (chart {name}): the {component.title}"
-            fix = f"Add {{key: {key}, operator: Exists, effect: NoSchedule}} to values.{'.'.join(component.path)}"
-            if not gpu_pools:
-                verdicts = [tolerates_gpu_key(t, key) for t in tolerations if isinstance(t, dict)]
-                if not any(verdicts) and None not in verdicts:
-                    yield (
-                        f"{subject} does not tolerate the GPU taint '{key}' ({where}: {_show(tolerations)}), so "
-                        f"it will not run on GPU nodes. {fix}.",
-                        release.urn,
-                    )
-                continue
-            for pool in gpu_pools:
-                if component.device_plugin and pool.bottlerocket:
-                    continue
-                for taint in pool.hard_taints or []:
-                    if tolerates_all(tolerations, taint) is False:
-                        yield (
-                            f"{subject} does not tolerate taint {taint} of {pool.label} ({where}: "
-                            f"{_show(tolerations)}), so it runs no pods on that pool. {fix}"
-                            f"{' (an Equal toleration must carry the taint value exactly)' if taint.key == key else ''}.",
-                            release.urn,
-                        )
-        if name == "nvidia-device-plugin":
-            yield from _device_plugin_affinity(release, vals, gpu_pools, releases)
+            yield from _tolerations(release, name, vals, component, key, gpu_pools, undecided)
+            yield from _node_selection(release, name, vals, component, gpu_pools, releases)
 
 
-def _device_plugin_affinity(
-    release: Resource, vals: Any, gpu_pools: list[Pool], releases: list[tuple[Resource, str, Any]]
+def _tolerations(
+    release: Resource, name: str, vals: Any, component: Component, key: str, gpu_pools: list[Pool], undecided: bool
 ) -> Iterator[tuple[str, str | None]]:
-    """Without GFD/NFD labels the chart's default affinity needs ``nvidia.com/gpu.present=true``."""
-    if dig(vals, "affinity") is not None or _flag(("gfd", "enabled"), False)(vals) is not False:
+    given = dig(vals, *component.path)
+    if given is UNKNOWN:
         return
-    if _device_plugin_nfd(vals) is not False or _nfd_in_stack(releases):
+    tolerations = component.default if given is None else given
+    where = f"values.{'.'.join(component.path)}" + (" (chart default)" if given is None else "")
+    subject = f"{release.label} (chart {name}): the {component.title}"
+    fix = f"Add {{key: {key}, operator: Exists, effect: NoSchedule}} to values.{'.'.join(component.path)}"
+    if not gpu_pools:
+        if undecided:
+            return
+        verdicts = [tolerates_gpu_key(t, key) for t in tolerations if isinstance(t, dict)]
+        if not any(verdicts) and None not in verdicts:
+            yield (
+                f"{subject} does not tolerate the GPU taint '{key}' ({where}: {_show(tolerations)}), so it will not "
+                f"run on GPU nodes. {fix}.",
+                release.urn,
+            )
         return
     for pool in gpu_pools:
-        if pool.bottlerocket:
+        if component.device_plugin and pool.bottlerocket:
             continue
-        verdicts = [_always_has(pool, k, v) for k, v in DEVICE_PLUGIN_NODE_LABELS.items()]
-        if any(verdicts) or None in verdicts:
+        for taint in pool.hard_taints or []:
+            if tolerates_all(tolerations, taint) is False:
+                yield (
+                    f"{subject} does not tolerate taint {taint} of {pool.label} ({where}: {_show(tolerations)}), so "
+                    f"it runs no pods on that pool. {fix}"
+                    f"{' (an Equal toleration must carry the taint value exactly)' if taint.key == key else ''}.",
+                    release.urn,
+                )
+
+
+def _node_selection(
+    release: Resource,
+    name: str,
+    vals: Any,
+    component: Component,
+    gpu_pools: list[Pool],
+    releases: list[tuple[Resource, str, Any]],
+) -> Iterator[tuple[str, str | None]]:
+    """The component's nodeSelector/affinity (or the chart's default affinity) must admit every GPU pool.
+
+    GFD and NFD put the labels the device plugin's default affinity asks for on GPU nodes, so that
+    default is judged only when neither runs.
+    """
+    parent = component.path[:-1]
+    selector, affinity = dig(vals, *parent, "nodeSelector"), dig(vals, *parent, "affinity")
+    where = f"{component.where('nodeSelector')}/{component.where('affinity').rsplit('.', 1)[-1]}"
+    default = selector is None and affinity is None
+    if default:
+        if component.default_affinity is None:
+            return
+        labelled = (_flag(("gfd", "enabled"), False)(vals), _device_plugin_nfd(vals))
+        if any(v is not False for v in labelled) or _nfd_in_stack(releases):
+            return
+        affinity, where = component.default_affinity, "the chart's default node affinity"
+    alternatives = node_selection({"nodeSelector": selector or {}, "affinity": affinity})
+    if alternatives is None:
+        return
+    hint = ('Label the pool nvidia.com/gpu.present: "true" or enable gfd' if default
+            else "Widen the selector or fix the pool's labels")
+    for pool in gpu_pools:
+        if component.device_plugin and pool.bottlerocket:
             continue
-        yield (
-            f"{release.label} (chart nvidia-device-plugin) will run no pods on {pool.label}: the chart's default "
-            f"node affinity only matches nodes labelled nvidia.com/gpu.present=true (or NFD's pci-10de / "
-            f"vendor labels) and the pool has none. Label the pool nvidia.com/gpu.present: \"true\" or enable "
-            f"gfd in the release values.",
-            release.urn,
-        )
+        matches, why = labels_match(pool, alternatives)
+        if matches is False:
+            wanted = " or ".join(a.describe() for a in alternatives)
+            yield (
+                f"{release.label} (chart {name}): the {component.title} runs no pods on {pool.label}: {where} "
+                f"requires {wanted} and {why}. {hint}.",
+                release.urn,
+            )
 
 
 POLICIES = [
@@ -190,7 +228,7 @@ POLICIES = [
         name="gpu-agents-reach-gpu-nodes",
         description=(
             "Make the device plugin, GPU Operator, DCGM exporter and NFD worker tolerate every GPU pool's taints "
-            "(nested chart values included) and match the GPU nodes' labels."
+            "and select its labels (nested chart values included)."
         ),
         check=_check,
         enforcement=MANDATORY,

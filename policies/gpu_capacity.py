@@ -104,9 +104,10 @@ def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
         return Item(pool, count * per_node, count * price * hours,
                     f"{pool.label}: {count} static nodes x {per_node} GPUs at ${price:.3f}/h")
     limit = gpu_limit(resource, gpu_resource)
-    nodes = quantity(as_dict(resource.get("spec", "limits", default={})).get("nodes"))
-    if limit is UNKNOWN:
+    limits = resource.get("spec", "limits", default={})
+    if limit is UNKNOWN or limits is UNKNOWN:
         return None
+    nodes = quantity(as_dict(limits).get("nodes"))
     if limit is None and nodes is not None and per_node:
         limit = nodes * per_node
     elif limit is not None and nodes is not None and per_node:

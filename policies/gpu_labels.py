@@ -43,6 +43,11 @@ def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
         return
     keys = [config[k] for k in ("purposeLabel", "acceleratorLabel", "gpuMemoryLabel", "capacityTypeLabel")]
     found = {key: _label(pool, key) for key in keys}
+    capacity = _capacity(pool)
+    if pool.karpenter and capacity is None:
+        # Mixed Spot/on-demand NodePool: no single label value is true; workloads select on
+        # karpenter.sh/capacity-type, which Karpenter sets per node.
+        found.pop(config["capacityTypeLabel"])
     missing = [key for key, value in found.items() if value is None]
     where = "spec.template.metadata.labels" if pool.karpenter else "labels"
     if missing:
@@ -58,7 +63,7 @@ def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     sizes = {t.gpu_memory_mib for t in types if t.gpus}
     if isinstance(memory, str) and sizes and {str(s) for s in sizes} != {memory}:
         problems.append(f"{config['gpuMemoryLabel']}={memory} but its instance types have {', '.join(map(str, sorted(sizes)))} MiB per GPU")
-    capacity_label, capacity = found[config["capacityTypeLabel"]], _capacity(pool)
+    capacity_label = found.get(config["capacityTypeLabel"])
     if isinstance(capacity_label, str) and isinstance(capacity, str) and capacity_label != capacity:
         problems.append(f"{config['capacityTypeLabel']}={capacity_label} but it runs {capacity} capacity")
     if problems:

@@ -7,6 +7,7 @@ resource type, and attach the config schema, so no policy repeats that plumbing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,10 @@ from pulumi_policy import (
 )
 
 from contract_config import contract_schema
-from shapes import Resource, has_ancestor_type, plain
+from shapes import Resource, contains_unknown, has_ancestor_type, plain
+
+#: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
+STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
 
 ResourceCheck = Callable[[Resource, dict[str, Any]], Iterable[str]]
 StackCheck = Callable[["Stack", dict[str, Any]], Iterable[tuple[str, str | None]]]
@@ -62,6 +66,24 @@ class Stack:
         return has_ancestor_type(resource.urn, type_)
 
 
+def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], report: ReportViolation) -> list[Any]:
+    """Run a check; a crash on inputs with unknowns is "can't judge", any other crash a finding.
+
+    A pack that raises fails the whole preview with a stack trace; a finding names the policy and
+    the error, and never blocks a preview merely because values are not known yet.
+    """
+    try:
+        return produce()
+    except Exception as error:  # noqa: BLE001 - see docstring
+        if os.environ.get(STRICT_ENV) == "1":
+            raise
+        if any(contains_unknown(p) for p in props):
+            return []
+        report(f"Policy {name} could not evaluate this input ({type(error).__name__}: {error}); "
+               f"report it to the platform team with the resource definition.", None)
+        return []
+
+
 def _schema(params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None):
     properties = {**contract_schema(*contract), **(params or {})}
     return PolicyConfigSchema(properties=properties, required=required) if properties else None
@@ -91,7 +113,8 @@ def resource_policy(
         if args.resource_type not in wanted:
             return
         resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
-        for message in check(resource, _config(schema, args.get_config())):
+        config = _config(schema, args.get_config())
+        for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
             report(message, None)
 
     return ResourceValidationPolicy(
@@ -118,7 +141,9 @@ def stack_policy(
                 for r in args.resources
             ]
         )
-        for message, urn in check(stack, _config(schema, args.get_config())):
+        config = _config(schema, args.get_config())
+        props = [r.props for r in stack.resources]
+        for message, urn in _run(name, lambda: list(check(stack, config)), props, report):
             report(message, urn)
 
     return StackValidationPolicy(

@@ -360,10 +360,11 @@ def labels_match(pool: Pool, alternatives: list[SelectorTerm]) -> tuple[bool | N
         else:
             return True, ""
         if failed:
-            reasons.append(f"its nodes cannot satisfy '{failed}'")
+            reasons.append(f"'{failed}'")
     if undecided:
         return None, ""
-    return False, "; ".join(dict.fromkeys(reasons)) or "no selector term matches"
+    keys = list(dict.fromkeys(reasons))
+    return False, f"its nodes cannot satisfy {' nor '.join(keys)}" if keys else "no selector term matches"
 
 
 def untolerated_taints(pool: Pool, tolerations: Any) -> list[Taint] | None:

@@ -79,14 +79,13 @@ def _steps(path: str) -> list[str | int]:
 
 def patch(res: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``res`` with ``inputs`` paths ("spec.template.spec.taints", "taints.0.effect") set,
-    or removed with :data:`DELETE`. Paths may contain dots inside keys when written as tuples."""
+    or removed with :data:`DELETE`; a path naming a key that contains dots is written as a tuple.
+    Intermediate keys must exist, so a mistyped path fails instead of adding an unrelated field."""
     out = copy.deepcopy(res)
     for path, value in changes.items():
         steps = list(path) if isinstance(path, tuple) else _steps(path)
         node = out["inputs"]
         for step in steps[:-1]:
-            if isinstance(step, str) and step not in node:
-                node[step] = {}
             node = node[step]
         if value is DELETE:
             if isinstance(node, dict):

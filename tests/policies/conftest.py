@@ -43,7 +43,7 @@ class Pack:
 
 @pytest.fixture(scope="session")
 def _runner() -> Iterator[PolicyPackRunner]:
-    with PolicyPackRunner() as runner:
+    with PolicyPackRunner(env={"LLM_PLATFORM_POLICY_STRICT": "1"}) as runner:
         runner.configure(BASELINE)
         yield runner
 

@@ -1,0 +1,161 @@
+"""gpu-agents-reach-gpu-nodes: agent charts' (nested) tolerations against the stack's GPU pools."""
+
+from __future__ import annotations
+
+import pytest
+
+from .builders import (
+    GPU_TOLERATION,
+    NODE_GROUP_SHAPES,
+    UNKNOWN,
+    gpu_node_group,
+    helm_chart_v4,
+    helm_release,
+    nodepool,
+    patch,
+    system_node_group,
+)
+from .conftest import one
+
+POLICY = "gpu-agents-reach-gpu-nodes"
+PRESENT_EQUAL = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+
+
+def stack(*extra, pool=None):
+    return [pool or gpu_node_group(), system_node_group(), *extra]
+
+
+def gpu_operator(values=None):
+    return helm_release("gpu-operator", "v25.10.0", values or {"driver": {"enabled": False}}, "https://helm.ngc.nvidia.com/nvidia")
+
+
+def dcgm(values=None):
+    return helm_release("dcgm-exporter", "4.4.1", values or {}, "https://nvidia.github.io/dcgm-exporter/helm-charts")
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        helm_release(),
+        helm_release(values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"}}),
+        helm_release(values={"gfd": {"enabled": True}, "nfd": {"worker": {"tolerations": [GPU_TOLERATION]}}}),
+        gpu_operator(),
+        gpu_operator({"nfd": {"enabled": False}, "node-feature-discovery": {"worker": {"tolerations": [PRESENT_EQUAL]}}}),
+        dcgm({"tolerations": [GPU_TOLERATION]}),
+        helm_release("node-feature-discovery", "0.18.1", {"worker": {"tolerations": [{"operator": "Exists"}]}}),
+    ],
+    ids=["device-plugin", "chart-default-tolerations", "nfd-override", "gpu-operator", "nfd-disabled", "dcgm", "nfd"],
+)
+@pytest.mark.parametrize("shape", NODE_GROUP_SHAPES)
+def test_agents_that_reach_gpu_nodes(pack, release, shape):
+    assert pack.stack_messages(stack(release, pool=gpu_node_group(shape)), POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "release, fragments",
+    [
+        (helm_release(values={"tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}]}),
+         ["the device plugin does not tolerate taint nvidia.com/gpu=true:NoSchedule", "values.tolerations:"]),
+        (helm_release(values={"tolerations": [PRESENT_EQUAL]}),
+         ["the device plugin", "nvidia.com/gpu Equal=present:NoSchedule", "must carry the taint value exactly"]),
+        (helm_release(values={"gfd": {"enabled": True}}),
+         ["the node-feature-discovery worker", "values.nfd.worker.tolerations (chart default)"]),
+        (gpu_operator({"daemonsets": {"tolerations": []}}), ["the operands", "values.daemonsets.tolerations: none"]),
+        (gpu_operator({"node-feature-discovery": {"worker": {"tolerations": [PRESENT_EQUAL]}}}),
+         ["node-feature-discovery worker", "values.node-feature-discovery.worker.tolerations"]),
+        (dcgm(), ["chart dcgm-exporter", "the exporter", "values.tolerations (chart default): none"]),
+        (helm_release("node-feature-discovery", "0.18.1", {}), ["the worker", "values.worker.tolerations (chart default)"]),
+        (helm_chart_v4("oci://ghcr.io/nvidia/dcgm-exporter", "4.4.1"), ["Chart 'chart' (chart dcgm-exporter)"]),
+    ],
+    ids=["device-plugin-override", "equal-present", "device-plugin-nfd", "operands", "operator-nfd", "dcgm", "nfd", "v4-chart"],
+)
+def test_agents_that_miss_gpu_nodes(pack, release, fragments):
+    one(pack.stack_messages(stack(release), POLICY), *fragments, "of managed node group 'inference'")
+
+
+def test_extra_pool_taints_must_be_tolerated_too(pack):
+    team = {"key": "team", "value": "ml", "effect": "NO_SCHEDULE"}
+    pool = patch(gpu_node_group(), {"taints": [*gpu_node_group()["inputs"]["taints"], team]})
+    one(pack.stack_messages(stack(helm_release(), pool=pool), POLICY), "does not tolerate taint team=ml:NoSchedule")
+
+
+def test_karpenter_pools_count(pack):
+    one(pack.stack_messages([nodepool(), dcgm()], POLICY), "of Karpenter NodePool 'gpu-inference'")
+
+
+def test_bottlerocket_pools_bring_their_own_device_plugin(pack):
+    pool = patch(gpu_node_group(), {"amiType": "BOTTLEROCKET_x86_64_NVIDIA"})
+    override = helm_release(values={"tolerations": []})
+    assert pack.stack_messages(stack(override, pool=pool), POLICY) == []
+
+
+def test_without_pools_agents_must_tolerate_the_contract_key(pack):
+    one(pack.stack_messages([dcgm()], POLICY), "does not tolerate the GPU taint 'nvidia.com/gpu'")
+    assert pack.stack_messages([helm_release()], POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "labels, extra, finding",
+    [
+        ({"nvidia.com/gpu.present": None}, [], True),
+        ({"nvidia.com/gpu.present": "false"}, [], True),
+        ({"nvidia.com/gpu.present": None, "feature.node.kubernetes.io/pci-10de.present": "true"}, [], False),
+        ({"nvidia.com/gpu.present": None}, [helm_release("node-feature-discovery", "0.18.1", {"worker": {"tolerations": [GPU_TOLERATION]}})], False),
+    ],
+    ids=["missing", "false", "nfd-label", "nfd-in-stack"],
+)
+def test_device_plugin_affinity_needs_a_gpu_label(pack, labels, extra, finding):
+    pool_labels = {k: v for k, v in {**gpu_node_group()["inputs"]["labels"], **labels}.items() if v is not None}
+    pool = patch(gpu_node_group(), {"labels": pool_labels})
+    messages = pack.stack_messages(stack(helm_release(), *extra, pool=pool), POLICY)
+    if finding:
+        one(messages, "the device plugin runs no pods on managed node group 'inference'",
+            "the chart's default node affinity requires", "cannot satisfy 'feature.node.kubernetes.io/pci-10de.present' nor",
+            "Label the pool nvidia.com/gpu.present: \"true\"")
+    else:
+        assert messages == []
+
+
+@pytest.mark.parametrize(
+    "release, where",
+    [
+        (dcgm({"tolerations": [GPU_TOLERATION], "nodeSelector": {"llm-platform.io/accelerator": "h100"}}),
+         "values.nodeSelector/affinity requires llm-platform.io/accelerator in (h100)"),
+        (helm_release(values={"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/purpose", "operator": "In", "values": ["system"]}]}]}}}}),
+         "requires node.kubernetes.io/purpose in (system)"),
+        (gpu_operator({"node-feature-discovery": {"worker": {"nodeSelector": {"kubernetes.io/arch": "arm64"}}}}),
+         "values.node-feature-discovery.worker.nodeSelector/affinity requires kubernetes.io/arch in (arm64)"),
+    ],
+    ids=["dcgm-selector", "device-plugin-affinity", "operator-nfd-selector"],
+)
+def test_agent_selection_that_excludes_gpu_pools(pack, release, where):
+    one(pack.stack_messages(stack(release), POLICY), "runs no pods on managed node group 'inference'", where,
+        "Widen the selector or fix the pool's labels")
+
+
+def test_agent_selection_that_matches_gpu_pools(pack):
+    release = dcgm({"tolerations": [GPU_TOLERATION], "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]}]}]}}}})
+    assert pack.stack_messages(stack(release), POLICY) == []
+
+
+def test_agent_charts_are_configurable(pack):
+    pack.configure({POLICY: {"agentCharts": ["nvidia-device-plugin"]}})
+    assert pack.stack_messages(stack(dcgm()), POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        stack(helm_release(values=UNKNOWN)),
+        stack(helm_release(values={"tolerations": UNKNOWN})),
+        stack(helm_release(values={"tolerations": [UNKNOWN]})),
+        stack(dcgm(), pool=patch(gpu_node_group(), {"taints": UNKNOWN})),
+        stack(dcgm(), pool=patch(gpu_node_group(), {"amiType": UNKNOWN, "instanceTypes": UNKNOWN})),
+    ],
+    ids=["values", "tolerations", "one-toleration", "pool-taints", "pool-kind"],
+)
+def test_unknown_values_are_not_judged(pack, resources):
+    assert pack.stack_messages(resources, POLICY) == []

@@ -1,0 +1,120 @@
+"""gpu-workload-contract and gpu-toleration-without-gpu across every pod-template kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from .builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, template_path, workload
+from .conftest import one
+
+CONTRACT, WASTE = "gpu-workload-contract", "gpu-toleration-without-gpu"
+KINDS = list(WORKLOAD_KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compliant_gpu_workload_passes_every_policy(pack, kind):
+    assert pack.analyze(workload(kind)) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cpu_workload_without_toleration_passes(pack, kind):
+    assert pack.analyze(workload(kind, gpus=None, tolerate=False, selector={})) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gpu_request_only_in_requests(pack, kind):
+    spec = template_path(kind)
+    res = patch(workload(kind), {
+        f"{spec}.containers.0.resources.limits": {"memory": "32Gi"},
+        f"{spec}.containers.0.resources.requests": {GPU: 1},
+    })
+    one(pack.messages(res, CONTRACT), "container 'vllm' requests nvidia.com/gpu only in resources.requests",
+        "'nvidia.com/gpu: 1' under limits")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gpu_without_toleration(pack, kind):
+    one(pack.messages(workload(kind, tolerate=False), CONTRACT),
+        "requests nvidia.com/gpu but does not tolerate the GPU taint 'nvidia.com/gpu'")
+
+
+def test_request_must_equal_limit(pack):
+    res = patch(workload(), {("spec", "template", "spec", "containers", 0, "resources", "requests", GPU): 2})
+    one(pack.messages(res, CONTRACT), "request 2 but limit 1")
+
+
+def test_init_container_gpu_counts(pack):
+    spec = template_path("Job")
+    res = patch(workload("Job", gpus=None, tolerate=False), {
+        f"{spec}.initContainers": [{"name": "warmup", "image": "x:1", "resources": {"limits": {GPU: 1}}}],
+    })
+    one(pack.messages(res, CONTRACT), "does not tolerate the GPU taint")
+
+
+@pytest.mark.parametrize(
+    "toleration",
+    [
+        {"operator": "Exists"},
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+        {"key": "nvidia.com/gpu", "operator": "Exists"},
+    ],
+    ids=["blanket", "equal", "any-effect"],
+)
+def test_other_tolerations_that_cover_the_taint(pack, toleration):
+    res = patch(workload(), {f"{template_path('Deployment')}.tolerations": [toleration]})
+    assert pack.messages(res, CONTRACT) == []
+
+
+@pytest.mark.parametrize(
+    "toleration",
+    [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "other", "operator": "Exists"},
+        {"operator": "Equal", "value": "x"},
+    ],
+    ids=["wrong-effect", "other-key", "keyless-equal"],
+)
+def test_tolerations_that_miss_the_taint(pack, toleration):
+    res = patch(workload(), {f"{template_path('Deployment')}.tolerations": [toleration]})
+    one(pack.messages(res, CONTRACT), "does not tolerate the GPU taint")
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "DaemonSet"])
+def test_toleration_without_gpu_wastes_a_node(pack, kind):
+    one(pack.messages(workload(kind, gpus=None), WASTE),
+        "tolerates the GPU taint 'nvidia.com/gpu' but requests no nvidia.com/gpu", "Remove the toleration")
+
+
+def test_blanket_toleration_without_gpu(pack):
+    res = patch(workload(gpus=None), {f"{template_path('Deployment')}.tolerations": [{"operator": "Exists"}]})
+    one(pack.messages(res, WASTE), "tolerates every taint (operator: Exists without a key)")
+
+
+def test_daemonset_agents_may_tolerate(pack):
+    assert pack.messages(workload("DaemonSet", gpus=None), WASTE) == []
+
+
+def test_exempt_kinds_are_configurable(pack):
+    pack.configure({WASTE: {"exemptKinds": []}})
+    one(pack.messages(workload("DaemonSet", gpus=None), WASTE))
+
+
+def test_dra_claims_count_as_asking_for_a_device(pack):
+    res = patch(workload(gpus=None), {f"{template_path('Deployment')}.resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]})
+    assert pack.messages(res, WASTE) == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"spec.template": UNKNOWN},
+        {"spec.template.spec.tolerations": UNKNOWN},
+        {"spec.template.spec.containers.0.resources": UNKNOWN},
+        {"spec.template.spec.containers.0.resources.limits": UNKNOWN, "spec.template.spec.containers.0.resources.requests": {GPU: 1}},
+    ],
+    ids=["template", "tolerations", "resources", "limits"],
+)
+@pytest.mark.parametrize("gpus", [1, None])
+def test_unknown_values_are_not_judged(pack, changes, gpus):
+    res = patch(workload(gpus=gpus, tolerate=gpus is None), changes)
+    assert pack.messages(res, CONTRACT) == [] and pack.messages(res, WASTE) == []
