@@ -137,7 +137,7 @@ def render(summary: Summary, console: Console) -> None:
 
     pools = Table(title="Node pools", title_justify="left")
     for column in ("pool", "kind", "instances", "capacity", "min/desired/max", "taints", "GPU", "max GPUs", "max $/h"):
-        pools.add_column(column)
+        pools.add_column(column, overflow="fold")
     for p in summary.pools:
         pools.add_row(
             p.name,

@@ -57,8 +57,13 @@ def _find(value: celpy.celtypes.StringType, pattern: celpy.celtypes.StringType) 
     return celpy.celtypes.StringType(match.group(0) if match else "")
 
 
+def _split(value: celpy.celtypes.StringType, separator: celpy.celtypes.StringType) -> celpy.celtypes.ListType:
+    """Kubernetes' CEL string extension ``split``."""
+    return celpy.celtypes.ListType([celpy.celtypes.StringType(p) for p in str(value).split(str(separator))])
+
+
 _ENV = celpy.Environment()
-_FUNCTIONS = {"find": _find}
+_FUNCTIONS = {"find": _find, "split": _split}
 
 
 @lru_cache(maxsize=None)

@@ -14,8 +14,8 @@ from automation.plan import ROOT
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (49, 3, "$3,557/month"),
-    "prod": (62, 10, "$13,660/month"),
+    "dev": (82, 15, "$23,107/month"),
+    "prod": (93, 50, "$81,389/month"),
 }
 
 
@@ -57,18 +57,21 @@ def test_plan_json_is_engine_form(checked):
 
 def test_manifests_are_written(checked):
     _, out, _ = checked
-    (helm,) = list((out / "manifests").glob("*.yaml"))
-    document = yaml.safe_load(helm.read_text())
-    assert (document["chart"], document["version"]) == ("nvidia-device-plugin", "0.20.0")
+    documents = [yaml.safe_load(p.read_text()) for p in (out / "manifests").glob("*.yaml")]
+    charts = {d["chart"]: d["version"] for d in documents if "helmRelease" in d}
+    assert charts["oci://public.ecr.aws/karpenter/karpenter"] == "1.14.1"
+    kinds = sorted(d["kind"] for d in documents if "kind" in d)
+    assert kinds == ["EC2NodeClass", "NodePool", "NodePool"]
 
 
 def test_json_output_for_scripts(tmp_path):
     done = run_check("--stack", "dev", "--out", str(tmp_path), "--output", "json")
     assert done.returncode == exit_codes.OK, done.stderr
     summary = json.loads(done.stdout)["summary"]
-    assert summary["worst_case_gpus"] == 3
-    assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(3 * 1.624)
-    assert {p["name"] for p in summary["pools"]} == {"system", "inference"}
+    assert summary["worst_case_gpus"] == 3 + 8 + 4
+    # managed pool: 3 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour (g5.48xlarge, g6e.12xlarge)
+    assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(3 * 1.624 + 8 * 16.288 / 8 + 4 * 10.493 / 4)
+    assert {p["name"] for p in summary["pools"]} == {"system", "inference", "gpu-inference", "gpu-training"}
 
 
 def test_unknown_stack_is_a_usage_error():

@@ -6,12 +6,12 @@ from components import contract, versions
 
 
 def release(plan):
-    (rel,) = plan.of_type("kubernetes:helm.sh/v3:Release")
+    (rel,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "nvidia-device-plugin"]
     return rel
 
 
-def test_release_is_pinned_from_versions(stack_plan):
-    inputs = release(stack_plan).inputs
+def test_release_is_pinned_from_versions(dev_plan):
+    inputs = release(dev_plan).inputs
     assert (inputs["chart"], inputs["version"]) == ("nvidia-device-plugin", "0.20.0")
     assert inputs["version"] == versions.NVIDIA_DEVICE_PLUGIN.version
     assert inputs["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}

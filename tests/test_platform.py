@@ -14,12 +14,17 @@ COMPONENTS = {
     "llm-platform:index:GpuNodePool",
     "llm-platform:index:NodeRole",
     "llm-platform:index:GpuDevicePlugin",
+    "llm-platform:index:DcgmExporter",
+    "llm-platform:index:GpuOperator",
+    "llm-platform:index:Karpenter",
+    "llm-platform:index:InterruptionQueue",
+    "llm-platform:index:KarpenterNodePools",
 }
 
 
-def test_components_use_project_namespace(dev_plan):
-    own = {r.type for r in dev_plan.resources if not r.custom and r.type.startswith("llm-platform:")}
-    assert own == COMPONENTS
+def test_components_use_project_namespace(dev_plan, prod_plan):
+    own = {r.type for plan in (dev_plan, prod_plan) for r in plan.resources if not r.custom}
+    assert own - {"eks:index:Cluster", "eks:index:ManagedNodeGroup"} == COMPONENTS
 
 
 def test_everything_is_parented_under_the_platform(stack_plan):
@@ -48,7 +53,7 @@ def test_platform_outputs(dev_plan):
     assert outputs["cluster_name"] == "llm-platform-dev"
     assert outputs["kubeconfig"][SPECIAL_SIG_KEY] == SECRET_SIG
     assert re.match(r"arn:aws:iam::\d{12}:oidc-provider/oidc\.eks\.us-east-1\.amazonaws\.com/id/", outputs["oidc_provider_arn"])
-    assert set(outputs["node_role_arns"]) == {"system", "inference"}
+    assert set(outputs["node_role_arns"]) == {"system", "inference", "karpenter"}
 
 
 def test_every_component_registers_outputs(stack_plan):

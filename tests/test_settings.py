@@ -280,3 +280,63 @@ def test_bad_settings_in_a_real_process_print_no_traceback(tmp_path):
     assert done.returncode == exit_codes.USAGE
     assert "llm-platform:network.azCount: got \"three\"" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+# --- Karpenter settings ---
+
+KARPENTER = DEV["llm-platform:karpenter"]
+
+
+def karpenter_with(**changes):
+    return with_changes(DEV, **{f"karpenter__{k}": v for k, v in changes.items()})
+
+
+def test_v1beta1_consolidation_policy_is_rejected():
+    config = karpenter_with(nodePools__0__consolidation={"policy": "WhenUnderutilized", "after": "5m"})
+    assert_rejected(config, "llm-platform:karpenter.nodePools[0].consolidation.policy", "v1beta1 value", "WhenEmptyOrUnderutilized")
+
+
+def test_budget_schedule_needs_duration():
+    config = karpenter_with(nodePools__0__budgets=[{"nodes": "10%", "schedule": "0 8 * * mon-fri"}])
+    assert_rejected(config, "llm-platform:karpenter.nodePools[0].budgets[0]", "schedule and duration must be set together")
+
+
+@pytest.mark.parametrize("nodes", ["ten", "101%", "-1"])
+def test_budget_nodes_format(nodes):
+    config = karpenter_with(nodePools__0__budgets=[{"nodes": nodes}])
+    assert_rejected(config, "llm-platform:karpenter.nodePools[0].budgets[0].nodes", "percentage like '10%'")
+
+
+def test_consolidate_after_format():
+    config = karpenter_with(nodePools__0__consolidation={"policy": "WhenEmpty", "after": "soon"})
+    assert_rejected(config, "llm-platform:karpenter.nodePools[0].consolidation.after", "'30s' or '5m', or 'Never'")
+
+
+def test_node_pool_weight_range():
+    assert_rejected(karpenter_with(nodePools__0__weight=101), "llm-platform:karpenter.nodePools[0].weight", "less than or equal to 100")
+
+
+def test_node_pool_one_gpu_model():
+    config = karpenter_with(nodePools__0__instanceFamilies=["g5", "p5"])
+    assert_rejected(config, "llm-platform:karpenter.nodePools[0].instanceFamilies", "mixes GPU models a10g, h100")
+
+
+def test_node_pool_names_a_defined_node_class():
+    assert_rejected(karpenter_with(nodePools__0__nodeClass="cpu"), "llm-platform:karpenter", "names nodeClass 'cpu'; defined: gpu")
+
+
+def test_latest_ami_needs_explicit_allowance_and_never_in_production():
+    assert_rejected(karpenter_with(nodeClasses__0__ami="latest"), "llm-platform:karpenter", "use ami: latest")
+    assert parse_settings(karpenter_with(nodeClasses__0__ami="latest", allowLatestAmi=True)).karpenter.allow_latest_ami
+    prod = with_changes(PROD, karpenter__allowLatestAmi=True)
+    assert_rejected(prod, "llm-platform", "allowLatestAmi is true in a production stack")
+
+
+def test_kubelet_gc_thresholds_ordered():
+    config = karpenter_with(nodeClasses__0__kubelet={"imageGcHighThresholdPercent": 70, "imageGcLowThresholdPercent": 80})
+    assert_rejected(config, "llm-platform:karpenter.nodeClasses[0].kubelet", "must be below")
+
+
+def test_no_gpu_capacity_is_an_error():
+    config = with_changes(DEV, gpuPools=[], karpenter__enabled=False)
+    assert_rejected(config, "llm-platform", "no GPU capacity")

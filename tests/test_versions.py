@@ -46,9 +46,9 @@ def test_every_release_in_the_plan_is_pinned_from_versions(stack_plan):
         assert (chart, inputs["version"], repo) in PINNED_CHARTS, release.urn
 
 
-def test_every_image_in_the_plan_is_pinned_from_versions(stack_plan):
-    images = [img for r in stack_plan.resources for img in _images(r.inputs)]
-    assert images
+def test_every_image_in_the_plan_is_pinned_from_versions(dev_plan, prod_plan):
+    images = [img for plan in (dev_plan, prod_plan) for r in plan.resources for img in _images(r.inputs)]
+    assert len(images) >= 2
     for image in images:
         assert image in PINNED_IMAGES, image
 
