@@ -29,6 +29,7 @@ def controller_policy(scope: PolicyScope) -> str:
     created = ["fleet/*", "instance/*", "volume/*", "network-interface/*", "launch-template/*", "spot-instances-request/*"]
     created_arns = [f"{ec2}:*:{kind}" for kind in created]
     profile_arn = f"arn:{p}:iam::{acct}:instance-profile/*"
+    cluster_arn = f"arn:{p}:eks:{r}:{acct}:cluster/{cluster}"
     request_tags = {
         f"aws:RequestTag/{owned}": "owned",
         "aws:RequestTag/eks:eks-cluster-name": cluster,
@@ -182,7 +183,14 @@ def controller_policy(scope: PolicyScope) -> str:
             "Sid": "AllowAPIServerEndpointDiscovery",
             "Effect": "Allow",
             "Action": "eks:DescribeCluster",
-            "Resource": f"arn:{p}:eks:{r}:{acct}:cluster/{cluster}",
+            "Resource": cluster_arn,
+        },
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Action": "arc-zonal-shift:GetManagedResource",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
         },
     ]
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
