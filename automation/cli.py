@@ -22,7 +22,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def _stdout() -> Console:
     """Rich console for reports; wide enough for the pool table when stdout is a pipe or a CI log."""
     console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=160)
+    return console if console.is_terminal else Console(highlight=False, width=220)
 
 
 def _declare_check(verbs: argparse._SubParsersAction) -> None:

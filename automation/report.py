@@ -145,7 +145,7 @@ def render(summary: Summary, console: Console) -> None:
             ", ".join(p.instance_types),
             p.capacity_type,
             f"{p.min_size}/{p.desired_size}/{p.max_size}" if p.kind != "karpenter NodePool" else "GPU limit",
-            ", ".join(p.taints) or "-",
+            "\n".join(p.taints) or "-",
             f"{p.max_gpus_per_node}x {p.gpu_model}" if p.max_gpus_per_node else "-",
             str(p.worst_case_gpus),
             f"{p.worst_case_hourly_usd:.2f}" if p.max_gpus_per_node else "-",
