@@ -8,10 +8,18 @@ from pathlib import Path
 
 from components.settings import config_strings
 
+from .analyzer import PackReport, run_pack
 from .manifests import redact_secrets, write_manifests
 from .plan import ROOT, Plan, record_plan
 from .report import Summary, summarize
 from .stacks import load_stack
+
+
+POLICY_PACK_DIR = ROOT / "policies"
+
+
+class PolicyConfigMissing(Exception):
+    """No ``policies/config/<stack>.json`` and no ``--policy-config`` given."""
 
 
 @dataclass
@@ -20,18 +28,35 @@ class CheckResult:
     summary: Summary
     plan_path: Path
     manifest_paths: list[Path]
+    policies: PackReport
+
+    @property
+    def passed(self) -> bool:
+        return not self.policies.has_mandatory
 
 
 def default_out_dir(stack: str) -> Path:
     return ROOT / "build" / stack
 
 
-def run_check(stack: str, out_dir: Path | None = None, *, stack_file: Path | None = None) -> CheckResult:
-    """Validate the stack's settings, record its plan and write ``plan.json`` and ``manifests/``.
+def policy_config_for(stack: str, override: Path | None = None) -> Path:
+    path = override or POLICY_PACK_DIR / "config" / f"{stack}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (POLICY_PACK_DIR / "config").glob("*.json")))
+        raise PolicyConfigMissing(f"no policy config {path}; configs here: {known}; pass --policy-config FILE")
+    return path
 
-    Raises StackFileError or SettingsError before any resource is registered.
+
+def run_check(
+    stack: str, out_dir: Path | None = None, *, stack_file: Path | None = None, policy_config: Path | None = None
+) -> CheckResult:
+    """Validate the stack's settings, record its plan, write ``plan.json`` and ``manifests/``, and
+    run the policy pack over the plan the way ``pulumi preview --policy-pack`` would.
+
+    Raises StackFileError, SettingsError or PolicyConfigMissing before any resource is registered.
     """
     config, settings = load_stack(stack, path=stack_file)
+    config_path = policy_config_for(stack, policy_config)
     plan = record_plan(stack, config_strings(config), region=settings.region)
     plan.resources.sort(key=lambda r: r.urn)
     out = out_dir or default_out_dir(stack)
@@ -39,4 +64,8 @@ def run_check(stack: str, out_dir: Path | None = None, *, stack_file: Path | Non
     plan_path = out / "plan.json"
     plan_path.write_text(json.dumps(redact_secrets(plan.to_json()), indent=2) + "\n")
     manifests = write_manifests(plan, out / "manifests")
-    return CheckResult(plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests)
+    policies = run_pack(plan.resources, config_path, POLICY_PACK_DIR)
+    (out / "policy-report.json").write_text(json.dumps(policies.to_json(), indent=2) + "\n")
+    return CheckResult(
+        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
+    )

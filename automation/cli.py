@@ -14,6 +14,8 @@ from components.settings import SettingsError
 
 from . import exit_codes
 from .commands import env, integration, stack_ops
+from .analyzer import PolicyConfigError, PolicyPackError
+from .check import PolicyConfigMissing
 from .stacks import StackFileError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -35,23 +37,30 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
     parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
     parser.add_argument("--out", type=Path, help="output directory (default: build/STACK)")
+    parser.add_argument(
+        "--policy-config", type=Path, help="policy pack config (default: policies/config/STACK.json)"
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
     parser.set_defaults(run=_run_check)
 
 
 def _run_check(args: argparse.Namespace) -> int:
     from .check import run_check
-    from .report import render
+    from .report import render, render_policies
 
-    result = run_check(args.stack, args.out, stack_file=args.stack_file)
+    result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
     if args.output == "json":
-        print(json.dumps({"summary": result.summary.to_json(), "plan": str(result.plan_path)}, indent=2))
+        print(json.dumps(
+            {"summary": result.summary.to_json(), "policies": result.policies.to_json(), "plan": str(result.plan_path)},
+            indent=2,
+        ))
     else:
         console = _stdout()
         render(result.summary, console)
+        render_policies(result.policies, console)
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
                       f"{result.plan_path.parent / 'manifests'}")
-    return exit_codes.OK
+    return exit_codes.OK if result.passed else exit_codes.FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,13 +81,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except SettingsError as exc:
-        err.print(f"error: stack {args.stack!r} has {len(exc.problems)} invalid setting(s):")
+        stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"
+        err.print(f"error: stack {stack!r} has {len(exc.problems)} invalid setting(s):")
         for problem in exc.problems:
             err.print(f"  {problem}")
         return exit_codes.USAGE
-    except StackFileError as exc:
+    except (StackFileError, PolicyConfigMissing, PolicyConfigError) as exc:
         err.print(f"error: {exc}")
         return exit_codes.USAGE
+    except PolicyPackError as exc:
+        err.print(f"error: the policy pack failed: {exc}")
+        return exit_codes.FAILED
     except KeyboardInterrupt:
         err.print("interrupted")
         return exit_codes.FAILED

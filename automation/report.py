@@ -11,10 +11,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from components.catalog import load_catalog
 
+from .analyzer import PackReport
 from .plan import Plan
 
 NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")
@@ -156,3 +158,21 @@ def render(summary: Summary, console: Console) -> None:
         f"GPU cost at on-demand prices: [bold]${summary.worst_case_gpu_hourly_usd:,.2f}/h[/bold], "
         f"[bold]${summary.worst_case_gpu_monthly_usd:,.0f}/month[/bold] ({summary.hours_per_month} h)"
     )
+
+
+def render_policies(report: PackReport, console: Console) -> None:
+    """Violations grouped by enforcement level, each with the resource and how to fix it."""
+    levels = report.by_level
+    if not report.violations:
+        console.print(f"Policy pack [bold]{report.pack}[/bold] ({report.config}): no violations")
+        return
+    console.print(f"Policy pack [bold]{report.pack}[/bold] ({report.config}):")
+    for level in ("mandatory", "remediate", "advisory"):
+        for violation in levels.get(level, []):
+            console.print(escape(f"  [{level}] {violation.policy_name}: {violation.urn or '(stack)'}"))
+            for line in violation.message.splitlines():
+                console.print(escape(f"      {line}"))
+            if violation.description and violation.description not in violation.message:
+                console.print(escape(f"      fix: {violation.description}"))
+    counts = ", ".join(f"{len(v)} {k}" for k, v in levels.items() if v)
+    console.print(f"Policy violations: {counts}")

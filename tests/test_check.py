@@ -79,3 +79,29 @@ def test_unknown_stack_is_a_usage_error():
     assert done.returncode == exit_codes.USAGE
     assert "no stack file Pulumi.staging.yaml" in done.stderr and "dev, prod" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_check_runs_the_pack_and_writes_its_report(checked):
+    stack, out, done = checked
+    assert "Policy pack llm-platform-gpu" in done.stdout and "no violations" in done.stdout
+    report = json.loads((out / "policy-report.json").read_text())
+    assert report["violations"] == []
+
+
+def test_mandatory_violation_fails_the_check_with_the_fix(tmp_path):
+    config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
+    config["gpu-capacity-cap"] = {**config["gpu-capacity-cap"], "enforcementLevel": "mandatory", "maxGpus": 4}
+    policy_config = tmp_path / "tight.json"
+    policy_config.write_text(json.dumps(config))
+    done = run_check("--stack", "dev", "--out", str(tmp_path / "out"), "--policy-config", str(policy_config))
+    assert done.returncode == exit_codes.FAILED, done.stdout + done.stderr
+    assert "[mandatory] gpu-capacity-cap" in done.stdout
+    finding = done.stdout.split("[mandatory] gpu-capacity-cap: (stack)", 1)[1]
+    assert "Worst-case GPU count is 15, above the cap of 4" in finding
+    assert "raise maxGpus" in finding
+
+
+def test_missing_policy_config_is_a_usage_error(tmp_path):
+    done = run_check("--stack", "dev", "--out", str(tmp_path), "--policy-config", str(tmp_path / "none.json"))
+    assert done.returncode == exit_codes.USAGE
+    assert "no policy config" in done.stderr and "Traceback" not in done.stderr
