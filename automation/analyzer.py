@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -254,11 +255,16 @@ def reconcile_policy_config(
 # --- the pack process -------------------------------------------------------------------------------
 
 
+def pack_project(pack_dir: Path) -> dict[str, Any]:
+    """``PulumiPolicy.yaml`` of the pack, ``{}`` if it has none."""
+    project = pack_dir / "PulumiPolicy.yaml"
+    return (yaml.safe_load(project.read_text()) or {}) if project.exists() else {}
+
+
 def pack_python(pack_dir: Path) -> str:
     """The interpreter PulumiPolicy.yaml names (``runtime.options.virtualenv``), else this one."""
-    project = pack_dir / "PulumiPolicy.yaml"
-    if project.exists():
-        runtime = (yaml.safe_load(project.read_text()) or {}).get("runtime")
+    runtime = pack_project(pack_dir).get("runtime")
+    if runtime is not None:
         venv = runtime.get("options", {}).get("virtualenv") if isinstance(runtime, dict) else None
         if venv:
             # No resolve(): a venv's python is a symlink, and following it would leave the venv.
@@ -294,6 +300,8 @@ class PolicyPackRunner:
         self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
         self._stderr: Any = None
         self._info: PackInfo | None = None
+        #: Seconds from process start until the port was printed and until the channel was ready.
+        self.timings: dict[str, float] = {}
 
     # lifecycle
 
@@ -309,6 +317,7 @@ class PolicyPackRunner:
         if not main.exists():
             raise PolicyPackError(f"no policy pack at {self.pack_dir} (missing __main__.py)")
         self._stderr = tempfile.TemporaryFile()
+        started = time.perf_counter()
         try:
             self._process = subprocess.Popen(
                 [self.python, "-u", str(main)],
@@ -319,8 +328,10 @@ class PolicyPackRunner:
                 env=self.env,
             )
             self.port = self._read_port()
+            self.timings["port_printed"] = time.perf_counter() - started
             self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=GRPC_OPTIONS)
             grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
+            self.timings["channel_ready"] = time.perf_counter() - started
             self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
         except BaseException:
             self.close()
@@ -423,7 +434,9 @@ class PolicyPackRunner:
                 }
                 for k, v in reply.initialConfig.items()
             }
-            self._info = PackInfo(reply.name, reply.version, policies, initial)
+            # Like the CLI, PulumiPolicy.yaml's version wins over the one the pack reports.
+            version = str(pack_project(self.pack_dir).get("version") or reply.version)
+            self._info = PackInfo(reply.name, version, policies, initial)
         return self._info
 
     def configure(self, config: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
