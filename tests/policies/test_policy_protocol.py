@@ -22,6 +22,7 @@ from components.contract import policy_contract
 
 from .builders import (
     DELETE,
+    SIG,
     UNKNOWN,
     eks_cluster,
     gpu_node_group,
@@ -126,6 +127,13 @@ def test_resource_references_are_downgraded_like_the_engine():
     assert engine_value({"cluster": reference(cluster, "c-123")}) == {"cluster": "c-123"}
     assert engine_value({"cluster": reference(cluster, "")}) == {"cluster": UNKNOWN}
     assert engine_value({"__defaults": [], "a": {"__x": 1, "b": 2}}) == {"a": {"b": 2}}
+
+
+def test_output_values_are_marshalled_like_the_engine():
+    output = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+    assert engine_value({"a": {SIG: output, "value": "x", "dependencies": ["urn:x"]}}) == {"a": "x"}
+    assert engine_value({"a": {SIG: output, "value": "x", "secret": True}}) == {"a": secret("x")}
+    assert engine_value({"a": {SIG: output, "dependencies": []}}) == {"a": UNKNOWN}
 
 
 def test_reference_inputs_do_not_break_policies(pack):
