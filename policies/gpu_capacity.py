@@ -70,7 +70,7 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
         if not pool.is_gpu:
             continue
         if pool.uncatalogued:
-            missing = ", ".join(pool.uncatalogued)
+            missing = ", ".join(map(str, pool.uncatalogued))
             items.append(Item(pool, None, None, "", f"instance type(s) {missing} are not in instance_catalog.json"))
             continue
         if pool.instance_types is None:

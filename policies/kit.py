@@ -23,7 +23,7 @@ from pulumi_policy import (
 )
 
 from contract_config import contract_schema
-from shapes import Resource, contains_unknown, has_ancestor_type, plain
+from shapes import Resource, contains_unknown, plain
 
 #: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
 STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
@@ -58,12 +58,6 @@ class Stack:
             chain.append(parent)
             parent = self.by_urn[parent].parent
         return chain
-
-    def has_ancestor(self, resource: Resource, type_: str) -> bool:
-        """Parent chain by URN, falling back to the type chain the URN encodes."""
-        if any(self.by_urn[urn].type == type_ for urn in self.ancestors(resource)):
-            return True
-        return has_ancestor_type(resource.urn, type_)
 
 
 def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], report: ReportViolation) -> list[Any]:

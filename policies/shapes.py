@@ -49,10 +49,6 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
-def is_unknown(value: Any) -> bool:
-    return value is UNKNOWN
-
-
 def plain(value: Any) -> Any:
     """Plain dicts/lists from the SDK's proxies, with :data:`UNKNOWN` for unknown values."""
     if isinstance(value, str):
@@ -147,19 +143,6 @@ def quantity(value: Any) -> float | None:
     if not match or match.group(2) not in _SUFFIX:
         return None
     return float(match.group(1)) * _SUFFIX[match.group(2)]
-
-
-# --- URNs -----------------------------------------------------------------------------------
-
-
-def urn_type_chain(urn: str) -> list[str]:
-    """Types from the root ancestor to the resource, as encoded in ``urn:pulumi:s::p::A$B::name``."""
-    parts = urn.split("::", 3)
-    return parts[2].split("$") if len(parts) == 4 else []
-
-
-def has_ancestor_type(urn: str, type_: str) -> bool:
-    return type_ in urn_type_chain(urn)[:-1]
 
 
 # --- Resources --------------------------------------------------------------------------------
