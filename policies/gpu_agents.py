@@ -18,8 +18,8 @@ from typing import Any
 from gpu_workloads import tolerates_gpu_key
 from helm import chart_name, values
 from kit import MANDATORY, Stack, stack_policy
-from pools import Pool, labels_match, stack_pools
-from shapes import HELM_TYPES, UNKNOWN, Resource, dig, node_selection, tolerates_all
+from pools import Pool, labels_match, stack_pools, untolerated_taints
+from shapes import DAEMONSET, HELM_TYPES, UNKNOWN, Resource, dig, node_selection, pod_template, tolerates_all
 
 GPU_EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 MASTER_EQUAL = {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
@@ -145,6 +145,33 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
                 continue
             yield from _tolerations(release, name, vals, component, key, gpu_pools, undecided)
             yield from _node_selection(release, name, vals, component, gpu_pools, releases)
+    yield from _daemonsets(stack, gpu_pools)
+
+
+def _daemonsets(stack: Stack, gpu_pools: list[Pool]) -> Iterator[tuple[str, str | None]]:
+    """DaemonSets that select GPU nodes must tolerate those pools' taints.
+
+    This is how agents look in a real preview of a helm.sh/v4 Chart (rendered children, while the
+    Chart component itself shows only outputs) and how hand-written agents look. A DaemonSet with
+    no node selection is meant for every node and may well skip tainted ones, so it is not judged.
+    """
+    for resource in stack.of_type(DAEMONSET):
+        template = pod_template(resource)
+        if template is None or not isinstance(template.spec, dict):
+            continue
+        alternatives = node_selection(template.spec)
+        if alternatives is None or not any(a.constraints for a in alternatives):
+            continue
+        for pool in gpu_pools:
+            if labels_match(pool, alternatives)[0] is not True:
+                continue
+            missing = untolerated_taints(pool, template.tolerations)
+            if missing:
+                yield (
+                    f"{resource.label} selects the nodes of {pool.label} but does not tolerate its taint "
+                    f"{', '.join(map(str, missing))}, so it runs no pods there. Add a toleration for it.",
+                    resource.urn,
+                )
 
 
 def _tolerations(

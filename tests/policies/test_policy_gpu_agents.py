@@ -14,6 +14,7 @@ from .builders import (
     nodepool,
     patch,
     system_node_group,
+    workload,
 )
 from .conftest import one
 
@@ -159,3 +160,23 @@ def test_agent_charts_are_configurable(pack):
 )
 def test_unknown_values_are_not_judged(pack, resources):
     assert pack.stack_messages(resources, POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "selector, tolerate, finding",
+    [
+        ({"nvidia.com/gpu.present": "true"}, False, True),
+        ({"nvidia.com/gpu.present": "true"}, True, False),
+        ({}, False, False),
+        ({"node.kubernetes.io/purpose": "system"}, False, False),
+    ],
+    ids=["gpu-selector-untolerated", "gpu-selector-tolerated", "every-node", "system-only"],
+)
+def test_daemonsets_that_select_gpu_nodes(pack, selector, tolerate, finding):
+    agent = workload("DaemonSet", "dcgm-exporter", gpus=None, tolerate=tolerate, selector=selector)
+    messages = pack.stack_messages(stack(agent), POLICY)
+    if finding:
+        one(messages, "DaemonSet 'dcgm-exporter' selects the nodes of managed node group 'inference'",
+            "does not tolerate its taint nvidia.com/gpu=true:NoSchedule")
+    else:
+        assert messages == []
