@@ -6,7 +6,10 @@ pack prints on its first stdout line, and talks to it through the ``Analyzer`` s
 policy's schema defaults and validated against its schema), ``Analyze`` per resource and
 ``AnalyzeStack`` once with every resource. Resource inputs are marshalled as the engine marshals
 them for analyzers: unknowns and secrets kept in wire form, resource references downgraded to
-their ID (or URN), internal ``__`` keys dropped.
+their ID (or URN), internal ``__`` keys dropped. One difference is unavoidable: for
+``AnalyzeStack`` the engine sends each resource's outputs, while a plan holds inputs, so inputs are
+sent (a custom resource's preview outputs echo its inputs; the pack's stack policies read
+components by their inputs and prefer their custom children when a real preview has them).
 
 Typical use::
 
