@@ -38,6 +38,8 @@ SECRETS_PROVIDER_ENV = "LLM_PLATFORM_SECRETS_PROVIDER"
 STATE_DIR = ".pulumi-state"
 SECRETS_PROVIDER_SCHEMES = ("awskms://", "azurekeyvault://", "gcpkms://", "hashivault://")
 INSTALL_URL = "https://www.pulumi.com/docs/iac/download-install/"
+#: The project the verbs run (tests point it at a copy).
+PROJECT_ROOT = ROOT
 
 
 class WorkspaceError(Exception):
@@ -48,7 +50,7 @@ class WorkspaceError(Exception):
 class Project:
     """The Pulumi project on disk: program, stack files and the policy pack."""
 
-    root: Path = ROOT
+    root: Path = field(default_factory=lambda: PROJECT_ROOT)
 
     @property
     def name(self) -> str:

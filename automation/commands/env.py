@@ -18,7 +18,7 @@ from rich.text import Text
 
 from components.settings import config_strings
 
-from .. import exit_codes, operator
+from .. import environments, exit_codes, operator
 from ..environments import (
     KIND_ENV,
     EnvMetadata,
@@ -33,7 +33,6 @@ from ..environments import (
     parse_ttl,
     select_expired,
     tag_resources,
-    utcnow,
 )
 from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
@@ -130,7 +129,7 @@ def _run_create(args: argparse.Namespace) -> int:
         stack.set_all_config({key: ConfigValue(value=value) for key, value in config_strings(config).items()})
         report = run_operation(stack, "up", on_output=progress_writer(json_mode), policy=policy)
     if json_mode:
-        print(json.dumps({"environment": meta.to_json(utcnow(), status="active"), "up": report.to_json()}, indent=2))
+        print(json.dumps({"environment": meta.to_json(environments.utcnow(), status="active"), "up": report.to_json()}, indent=2))
     else:
         render_report(report, stdout())
     if not report.ok:
@@ -186,7 +185,7 @@ def _run_list(args: argparse.Namespace) -> int:
     backend = resolve_backend(project, needs_secrets=False)
     with isolated_workspace(project, backend, pulumi_command()) as ws, translate_errors("(list)", backend.url):
         found = managed_stacks(ws)
-    now = utcnow()
+    now = environments.utcnow()
     if args.output == "json":
         print(json.dumps([m.meta.to_json(now, status=m.status(now)) for m in found], indent=2))
         return exit_codes.OK
@@ -270,7 +269,7 @@ def _run_reap(args: argparse.Namespace) -> int:
     backend = resolve_backend(project, secrets_provider=args.secrets_provider, needs_secrets=not args.dry_run)
     json_mode = args.output == "json"
     progress = progress_writer(json_mode)
-    now = utcnow()
+    now = environments.utcnow()
     results: list[dict] = []
     with isolated_workspace(project, backend, pulumi_command()) as ws:
         with translate_errors("(list)", backend.url):

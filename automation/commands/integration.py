@@ -21,7 +21,7 @@ from rich.markup import escape
 from components import contract
 from components.settings import Settings, config_strings
 
-from .. import exit_codes
+from .. import environments, exit_codes
 from ..environments import (
     KIND_TEST,
     TEST_TTL,
@@ -38,7 +38,6 @@ from ..environments import (
     parse_duration,
     parse_override,
     tag_resources,
-    utcnow,
 )
 from ..postdeploy import (
     CheckResult,
@@ -113,7 +112,7 @@ def start_gpu_nodes(config: dict[str, Any], settings: Settings, index: int, node
 def _run_test(args: argparse.Namespace) -> int:
     project = Project()
     owner = default_owner(args.owner)
-    stack_name = ephemeral_stack_name(owner, utcnow())
+    stack_name = ephemeral_stack_name(owner, environments.utcnow())
     meta = new_metadata(stack_name, kind=KIND_TEST, owner=owner, ttl=TEST_TTL, template=args.template,
                         purpose="integration test")
     overrides = [parse_override(text) for text in args.overrides]

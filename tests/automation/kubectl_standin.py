@@ -1,0 +1,100 @@
+"""A recording stand-in for ``kubectl`` against a small EKS cluster with one GPU node.
+
+Appends each call (argv, the kubeconfig's server, stdin of ``apply``) to ``STANDIN_LOG`` with
+``"tool": "kubectl"``, so tests can order kubectl calls against Pulumi CLI calls in one log.
+
+``STANDIN_KUBECTL`` picks the cluster's condition:
+  healthy (default)  nodes Ready, device plugin Ready, 1 allocatable GPU, nvidia-smi Job succeeds
+  no-gpu             the GPU node advertises 0 nvidia.com/gpu (device plugin not registered)
+  job-fails          the smoke Job fails
+  unreachable        every call fails as if the API server were gone
+  interrupt          Ctrl-C (SIGINT to the parent) on the first ``get nodes``
+``STANDIN_SERVICES`` is a JSON list of ``[namespace, name, type]`` (default: one LoadBalancer, one ClusterIP).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import sys
+import time
+
+NVIDIA_SMI = """+-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.172.08             Driver Version: 570.172.08     CUDA Version: 12.9     |
+|-----------------------------------------+------------------------+----------------------+
+|   0  NVIDIA A10G                    On  |   00000000:00:1E.0 Off |                    0 |
++-----------------------------------------+------------------------+----------------------+"""
+
+
+def record(argv: list[str], kubeconfig: str, stdin: str | None) -> None:
+    server = ""
+    try:
+        with open(kubeconfig) as handle:
+            server = json.load(handle)["clusters"][0]["cluster"]["server"]
+    except (OSError, ValueError, KeyError, IndexError):
+        server = "<unreadable kubeconfig>"
+    entry = {"tool": "kubectl", "argv": argv, "server": server, "stdin": stdin, "time": time.time()}
+    with open(os.environ["STANDIN_LOG"], "a") as log:
+        fcntl.flock(log, fcntl.LOCK_EX)
+        log.write(json.dumps(entry) + "\n")
+
+
+def node(name: str, *, gpu: bool, allocatable: int = 1) -> dict:
+    labels = {"kubernetes.io/hostname": name}
+    status = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "4"}}
+    if gpu:
+        labels.update({"nvidia.com/gpu.present": "true", "llm-platform.io/pool": "inference"})
+        status["allocatable"]["nvidia.com/gpu"] = str(allocatable)
+    return {"metadata": {"name": name, "labels": labels}, "status": status}
+
+
+def respond(args: list[str], mode: str) -> str:
+    if mode == "unreachable":
+        raise SystemExit("The connection to the server llm-platform.eks.example was refused")
+    verb = args[0]
+    if verb == "get" and args[1] == "nodes":
+        if mode == "interrupt":
+            os.kill(os.getppid(), signal.SIGINT)
+            time.sleep(0.5)
+        gpu = node("ip-10-40-1-9.ec2.internal", gpu=True, allocatable=0 if mode == "no-gpu" else 1)
+        return json.dumps({"items": [node("ip-10-40-0-4.ec2.internal", gpu=False),
+                                     node("ip-10-40-0-5.ec2.internal", gpu=False), gpu]})
+    if verb == "get" and args[1] == "daemonsets":
+        return json.dumps({"items": [{"metadata": {"name": "nvidia-device-plugin"},
+                                      "status": {"desiredNumberScheduled": 1, "numberReady": 1}}]})
+    if verb == "get" and args[1] == "pods":
+        return json.dumps({"items": [{"metadata": {"name": "nvidia-device-plugin-x7k2p"},
+                                      "spec": {"nodeName": "ip-10-40-1-9.ec2.internal"},
+                                      "status": {"phase": "Running",
+                                                 "conditions": [{"type": "Ready", "status": "True"}]}}]})
+    if verb == "get" and args[1] == "job":
+        done = {"failed": 1} if mode == "job-fails" else {"succeeded": 1}
+        return json.dumps({"metadata": {"name": args[2]}, "status": done})
+    if verb == "get" and args[1] == "services":
+        services = json.loads(os.environ.get("STANDIN_SERVICES", '[["serving", "gateway", "LoadBalancer"], '
+                                             '["default", "kubernetes", "ClusterIP"]]'))
+        return json.dumps({"items": [{"metadata": {"namespace": ns, "name": name}, "spec": {"type": kind}}
+                                     for ns, name, kind in services]})
+    if verb == "apply":
+        return "namespace/llm-platform-smoke created\njob.batch/gpu-smoke created\n"
+    if verb == "logs":
+        return "nvidia-smi: no devices found\n" if mode == "job-fails" else NVIDIA_SMI + "\n"
+    if verb == "delete":
+        return f'service "{args[2]}" deleted\n'
+    raise SystemExit(f"error: the kubectl stand-in does not answer {' '.join(args)}")
+
+
+def main(argv: list[str]) -> int:
+    kubeconfig = ""
+    if argv[:1] == ["--kubeconfig"]:
+        kubeconfig, argv = argv[1], argv[2:]
+    stdin = sys.stdin.read() if argv[:1] == ["apply"] else None
+    record(argv, kubeconfig, stdin)
+    sys.stdout.write(respond(argv, os.environ.get("STANDIN_KUBECTL", "healthy")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
