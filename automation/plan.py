@@ -146,6 +146,8 @@ class PlatformMocks(Mocks):
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             outputs = {"latestVersion": 1, "arn": f"arn:aws:ec2:{region}:{account}:launch-template/{_fake_id('lt', name)}"}
             return _fake_id("lt", name), {**inputs, **outputs}
+        elif typ == "random:index/randomPassword:RandomPassword":
+            outputs = {"result": hashlib.sha256(name.encode()).hexdigest()[: int(inputs.get("length", 32))]}
         elif typ.startswith("kubernetes:helm.sh/"):
             outputs = {"status": {"status": "deployed", "version": inputs.get("version")}}
         elif typ.startswith("aws:"):

@@ -23,6 +23,8 @@ POOL_LABEL = "llm-platform.io/pool"
 ACCELERATOR_LABEL = "llm-platform.io/accelerator"
 GPU_MEMORY_LABEL = "llm-platform.io/gpu-memory-mib"
 CAPACITY_TYPE_LABEL = "llm-platform.io/capacity-type"
+#: Per-GPU memory (MiB) a workload needs; the policy pack checks it against the pool's memory label.
+GPU_MEMORY_NEED_ANNOTATION = "llm-platform.io/gpu-memory-mib"
 #: Matches the NVIDIA device plugin's default required node affinity (note the dot).
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -130,6 +132,16 @@ def gpu_pool_labels(
     if capacity_type is not None:
         labels[CAPACITY_TYPE_LABEL] = capacity_label_value(capacity_type)
     return labels
+
+
+def gpu_workload_placement(pool: str, purpose: str, gpus: int) -> dict[str, object]:
+    """Pod spec fragments that put a GPU workload on ``pool``: the selector on the pool label, the
+    tolerations for the pool's taints, and the GPU count for limits (requests default to limits)."""
+    return {
+        "nodeSelector": {POOL_LABEL: pool},
+        "tolerations": workload_tolerations(purpose),
+        "limits": {GPU_RESOURCE: str(gpus)},
+    }
 
 
 def system_node_selector() -> dict[str, str]:

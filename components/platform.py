@@ -5,7 +5,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from .autoscaler import EventAutoscaler, EventAutoscalerArgs
 from .cluster import Cluster, ClusterArgs
+from .gateway import Gateway, GatewayArgs
+from .observability import Observability, ObservabilityArgs
+from .serving_tier import ServingTier, ServingTierArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
@@ -178,6 +182,11 @@ class Platform(pulumi.ComponentResource):
                 opts=on_cluster,
             )
 
+        self.endpoints: dict[str, str] = {}
+        self.gateway_url: str | None = None
+        if settings.serving.enabled:
+            self._serving(settings, cluster_name, on_cluster, tags)
+
         self.cluster_name = cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.oidc_provider_arn = cluster.oidc_provider_arn
@@ -192,5 +201,48 @@ class Platform(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "oidc_provider_arn": self.oidc_provider_arn,
                 "node_role_arns": self.node_role_arns,
+                "endpoints": self.endpoints,
+                "gateway_url": self.gateway_url,
             }
         )
+
+    def _serving(self, settings: Settings, cluster_name: str, on_cluster: pulumi.ResourceOptions, tags: dict[str, str]) -> None:
+        """Prometheus and KEDA first (their CRDs), then the tiers, then the gateway in front of them."""
+        serving = settings.serving
+        observability = Observability("observability", ObservabilityArgs(), opts=on_cluster)
+        autoscaler = EventAutoscaler("keda", EventAutoscalerArgs(), opts=on_cluster)
+        after_platform = pulumi.ResourceOptions.merge(
+            on_cluster, pulumi.ResourceOptions(depends_on=[observability, autoscaler])
+        )
+        token = settings.hugging_face_token
+        pools = settings.gpu_pool_facts()
+        for tier in serving.tiers:
+            served = ServingTier(
+                f"tier-{tier.name}",
+                ServingTierArgs(
+                    tier=tier,
+                    pools=pools,
+                    prometheus_url=observability.prometheus_url,
+                    cluster_name=cluster_name,
+                    hf_token=pulumi.Output.secret(token.get_secret_value()) if token is not None else None,
+                    tags=tags,
+                ),
+                opts=after_platform,
+            )
+            self.endpoints.update(served.endpoints)
+        if serving.gateway.enabled:
+            gateway = Gateway(
+                "gateway",
+                GatewayArgs(
+                    models=dict(self.endpoints),
+                    bedrock_models=serving.gateway.bedrock_models,
+                    bedrock_region=serving.gateway.bedrock_region,
+                    cluster_name=cluster_name,
+                    replicas=serving.gateway.replicas,
+                    timeout_seconds=serving.gateway.timeout_seconds,
+                    num_retries=serving.gateway.num_retries,
+                    tags=tags,
+                ),
+                opts=after_platform,
+            )
+            self.gateway_url = gateway.url

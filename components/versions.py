@@ -68,3 +68,12 @@ KARPENTER_LATEST_AMI_ALIAS = "al2023@latest"
 NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", repository="https://helm.ngc.nvidia.com/nvidia")
 DCGM_EXPORTER = HelmChart(chart="dcgm-exporter", version="4.8.2", repository="https://nvidia.github.io/dcgm-exporter/helm-charts")
 DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="4.5.3-4.8.2")
+
+#: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
+VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.31.0")
+AWS_CLI_IMAGE = Image(repository="amazon/aws-cli", tag="2.37.5")
+LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.99.3")
+KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
+KUBE_PROMETHEUS_STACK = HelmChart(
+    chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"
+)

@@ -1,0 +1,231 @@
+"""Gateway: an OpenAI-compatible router (LiteLLM) in front of the self-hosted models.
+
+Each self-hosted model falls back to Amazon Bedrock when it answers 5xx, times out, is rate
+limited or has no ready replica (scaled to zero, cold start), so callers see one endpoint that
+degrades to a managed model instead of failing. The gateway runs on the system pool and may invoke
+only the Bedrock models its settings list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+import yaml
+
+from . import contract, versions
+from .karpenter_policy import pod_identity_trust
+
+TYPE = "llm-platform:index:Gateway"
+NAMESPACE = "llm-gateway"
+NAME = "llm-gateway"
+PORT = 4000
+_PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
+
+
+def gateway_config(
+    models: dict[str, str], bedrock_models: list[str], region: str | None, timeout: int, retries: int
+) -> dict[str, Any]:
+    """LiteLLM proxy config: one route per self-hosted model, each falling back to Bedrock in order."""
+    model_list: list[dict[str, Any]] = [
+        {
+            "model_name": name,
+            "litellm_params": {
+                "model": f"hosted_vllm/{name}",
+                "api_base": url,
+                "timeout": timeout,
+                "stream_timeout": timeout,
+            },
+        }
+        for name, url in sorted(models.items())
+    ]
+    model_list += [
+        {"model_name": model_id, "litellm_params": {"model": f"bedrock/{model_id}", "aws_region_name": region}}
+        for model_id in bedrock_models
+    ]
+    return {
+        "model_list": model_list,
+        "router_settings": {
+            "num_retries": retries,
+            "timeout": timeout,
+            "allowed_fails": 3,
+            "cooldown_time": 30,
+            "fallbacks": [{name: list(bedrock_models)} for name in sorted(models)] if bedrock_models else [],
+        },
+        "litellm_settings": {"request_timeout": timeout, "drop_params": True, "callbacks": ["prometheus"]},
+        "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
+    }
+
+
+def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: list[str]) -> str:
+    """Invoke only the listed models: a cross-region profile id also needs its foundation model
+    in every region the profile routes to."""
+    resources: list[str] = []
+    for model_id in model_ids:
+        base = _PROFILE_PREFIX.sub("", model_id)
+        if base != model_id:
+            resources.append(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}")
+            resources.append(f"arn:{partition}:bedrock:*::foundation-model/{base}")
+        else:
+            resources.append(f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}")
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "InvokeConfiguredModels",
+                    "Effect": "Allow",
+                    "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                    "Resource": resources,
+                }
+            ],
+        }
+    )
+
+
+def _digest(data: dict[str, str]) -> str:
+    """Rolls the pods when the config changes (LiteLLM reads it only at start)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    """Inputs of :class:`Gateway`. ``models`` maps served model name to its in-cluster OpenAI base URL."""
+
+    models: dict[str, str]
+    bedrock_models: list[str]
+    bedrock_region: str | None
+    cluster_name: str
+    replicas: int = 2
+    timeout_seconds: int = 60
+    num_retries: int = 1
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class Gateway(pulumi.ComponentResource):
+    """LiteLLM Deployment, config, generated master key, Service, PDB, metrics and Bedrock role."""
+
+    url: str
+    master_key: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": NAME, "app.kubernetes.io/part-of": "llm-platform"}
+        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": NAMESPACE, "labels": labels}, opts=pulumi.ResourceOptions(parent=self))
+        child = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
+        metadata = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
+
+        master_key = random.RandomPassword(f"{name}-master-key", length=48, special=False, opts=pulumi.ResourceOptions(parent=self))
+        secret = k8s.core.v1.Secret(
+            f"{name}-master-key",
+            metadata=metadata,
+            type="Opaque",
+            string_data={"LITELLM_MASTER_KEY": master_key.result.apply(lambda key: f"sk-{key}")},
+            opts=child,
+        )
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=metadata,
+            data={
+                "config.yaml": yaml.safe_dump(
+                    gateway_config(args.models, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries),
+                    sort_keys=False,
+                )
+            },
+            opts=child,
+        )
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
+        if args.bedrock_models:
+            identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+            role = aws.iam.Role(
+                f"{name}-bedrock",
+                description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
+                assume_role_policy=pod_identity_trust(),
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.iam.RolePolicy(
+                f"{name}-bedrock",
+                role=role.name,
+                policy=pulumi.Output.all(partition, identity.account_id).apply(
+                    lambda a: bedrock_invoke_policy(a[0], args.bedrock_region or "", a[1], args.bedrock_models)
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-bedrock",
+                cluster_name=args.cluster_name,
+                namespace=NAMESPACE,
+                service_account=NAME,
+                role_arn=role.arn,
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+        selector = {"app.kubernetes.io/instance": NAME}
+        k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=metadata,
+            spec={
+                "replicas": args.replicas,
+                "selector": {"matchLabels": selector},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"llm-platform.io/config-hash": config.data.apply(_digest)},
+                    },
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "nodeSelector": contract.system_node_selector(),
+                        "topologySpreadConstraints": [
+                            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector}}
+                        ],
+                        "containers": [
+                            {
+                                "name": "litellm",
+                                "image": str(versions.LITELLM_IMAGE),
+                                "args": ["--config", "/etc/litellm/config.yaml", "--port", str(PORT)],
+                                "env": [{"name": "AWS_REGION", "value": args.bedrock_region or ""}],
+                                "envFrom": [{"secretRef": {"name": NAME}}],
+                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                                "readinessProbe": {"httpGet": {"path": "/health/readiness", "port": "http"}, "periodSeconds": 10},
+                                "livenessProbe": {"httpGet": {"path": "/health/liveliness", "port": "http"}, "periodSeconds": 20, "failureThreshold": 3},
+                                "volumeMounts": [{"name": "config", "mountPath": "/etc/litellm", "readOnly": True}],
+                                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000},
+                            }
+                        ],
+                        "volumes": [{"name": "config", "configMap": {"name": NAME}}],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=metadata,
+            spec={"selector": selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]},
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=metadata, spec={"minAvailable": 1, "selector": {"matchLabels": selector}}, opts=child
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-metrics",
+            api_version="monitoring.coreos.com/v1",
+            kind="ServiceMonitor",
+            metadata=metadata,
+            spec={"selector": {"matchLabels": labels}, "endpoints": [{"port": "http", "path": "/metrics/", "interval": "15s"}]},
+            opts=child,
+        )
+        self.url = f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{PORT}/v1"
+        self.master_key = pulumi.Output.secret(master_key.result.apply(lambda key: f"sk-{key}"))
+        self.register_outputs({"url": self.url, "master_key": self.master_key})

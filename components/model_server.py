@@ -1,0 +1,315 @@
+"""ModelServer: one model served by vLLM on GPU nodes, scaled by KEDA on vLLM's own metrics.
+
+Placement (selector, tolerations, GPU limits) comes from the scheduling contract, never from the
+model's settings. Weights are copied from S3 to the node's NVMe-backed ``emptyDir`` by an init
+container that skips a complete cache and verifies what it copied; the pod's role may read only
+that model's prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from . import contract, versions
+from .karpenter_policy import pod_identity_trust
+from .settings import PoolFacts, ServedModel, TierScaling
+
+TYPE = "llm-platform:index:ModelServer"
+PORT = 8000
+MODEL_DIR = "/models"
+#: Marker the init container writes after a verified copy; its content is the object manifest.
+COMPLETE_MARKER = ".llm-platform-complete"
+
+
+def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
+    """Copy ``s3://bucket/prefix`` to ``target`` unless a verified copy is already there.
+
+    The listing (key and size of every object) is the manifest: a cache is warm only if its marker
+    holds the same listing, and a fresh copy is accepted only if every listed file exists locally
+    with the listed size.
+    """
+    return f"""set -eu
+src="s3://{bucket}/{prefix}"
+dst="{target}"
+mkdir -p "$dst"
+manifest=$(aws s3api list-objects-v2 --bucket "{bucket}" --prefix "{prefix}" \\
+  --query 'Contents[].[Key,Size]' --output text | sed 's#^{prefix}##' | sort)
+[ -n "$manifest" ] || {{ echo "no objects under $src" >&2; exit 1; }}
+if [ -f "$dst/{COMPLETE_MARKER}" ] && [ "$(cat "$dst/{COMPLETE_MARKER}")" = "$manifest" ]; then
+  echo "cache warm: $dst matches $src"; exit 0
+fi
+rm -f "$dst/{COMPLETE_MARKER}"
+aws s3 sync "$src" "$dst" --only-show-errors --no-progress
+echo "$manifest" | while read -r key size; do
+  actual=$(stat -c %s "$dst/$key" 2>/dev/null || echo missing)
+  [ "$actual" = "$size" ] || {{ echo "incomplete copy: $key is $actual, expected $size bytes" >&2; exit 1; }}
+done
+echo "$manifest" > "$dst/{COMPLETE_MARKER}"
+echo "copied and verified $(echo "$manifest" | wc -l) objects from $src"
+"""
+
+
+def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
+    """Read-only access to one model's prefix: list it, get its objects, nothing else."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ListModelPrefix",
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                    "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                },
+                {
+                    "Sid": "ReadModelObjects",
+                    "Effect": "Allow",
+                    "Action": "s3:GetObject",
+                    "Resource": f"arn:{partition}:s3:::{bucket}/{prefix}*",
+                },
+            ],
+        }
+    )
+
+
+def vllm_args(model: ServedModel) -> list[str]:
+    """Server arguments derived from the model's settings; tensor parallel = GPUs per replica."""
+    source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    return [
+        "--model", str(source),
+        "--served-model-name", model.name,
+        "--tensor-parallel-size", str(model.gpus_per_replica),
+        "--gpu-memory-utilization", str(model.gpu_memory_utilization),
+        "--max-model-len", str(model.max_model_len),
+        "--download-dir", MODEL_DIR,
+        "--port", str(PORT),
+    ]
+
+
+def metric_selector(namespace: str, model: str) -> str:
+    return f'namespace="{namespace}",model_name="{model}"'
+
+
+def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
+    """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
+    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them)."""
+    sel = metric_selector(namespace, model.name)
+    triggers = [
+        (
+            "gateway-demand",
+            f'sum(rate(litellm_proxy_total_requests_metric_total{{requested_model="{model.name}"}}[2m]))',
+            scaling.gateway_requests_per_second,
+            "AverageValue",
+        ),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue"),
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value"),
+        (
+            "ttft-p95",
+            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m])))",
+            scaling.ttft_p95_seconds,
+            "Value",
+        ),
+    ]
+    result = []
+    for name, query, threshold, metric_type in triggers:
+        result.append(
+            {
+                "type": "prometheus",
+                "name": name,
+                "metricType": metric_type,
+                "metadata": {
+                    "serverAddress": prometheus_url,
+                    "query": query,
+                    "threshold": str(threshold),
+                    "activationThreshold": str(scaling.activation_requests),
+                    "ignoreNullValues": "true",
+                },
+            }
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class ModelServerArgs:
+    """Inputs of :class:`ModelServer`. ``pool`` is the target GPU pool's name and facts (purpose
+    decides tolerations). ``hf_token_secret`` names the Secret with key ``token`` for Hugging Face
+    sources. ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledObject."""
+
+    model: ServedModel
+    namespace: pulumi.Input[str]
+    namespace_name: str
+    tier: str
+    priority_class: pulumi.Input[str]
+    pool: str
+    pool_facts: PoolFacts
+    scaling: TierScaling
+    prometheus_url: str
+    cluster_name: str
+    hf_token_secret: pulumi.Input[str] | None = None
+    tags: dict[str, str] | None = None
+
+
+class ModelServer(pulumi.ComponentResource):
+    """ServiceAccount with a Pod Identity role, vLLM Deployment, Service, PDB and ScaledObject."""
+
+    service_url: str
+    deployment_name: str
+
+    def __init__(self, name: str, args: ModelServerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        model = args.model
+        child = pulumi.ResourceOptions(parent=self)
+        labels = {
+            "app.kubernetes.io/name": "vllm",
+            "app.kubernetes.io/instance": model.name,
+            "app.kubernetes.io/part-of": "llm-platform",
+            "llm-platform.io/tier": args.tier,
+        }
+        metadata = {"name": model.name, "namespace": args.namespace, "labels": labels}
+
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
+        if model.source.s3:
+            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+            role = aws.iam.Role(
+                f"{name}-weights",
+                description=f"Reads weights of model {model.name} ({args.tier}) from S3",
+                assume_role_policy=pod_identity_trust(),
+                tags=args.tags or {},
+                opts=child,
+            )
+            aws.iam.RolePolicy(
+                f"{name}-weights",
+                role=role.name,
+                policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
+                opts=child,
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-weights",
+                cluster_name=args.cluster_name,
+                namespace=args.namespace_name,
+                service_account=model.name,
+                role_arn=role.arn,
+                tags=args.tags or {},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+
+        placement = contract.gpu_workload_placement(args.pool, args.pool_facts.purpose, model.gpus_per_replica)
+        resources = {
+            "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
+            "limits": {"memory": model.memory, **placement["limits"]},
+        }
+        env = [{"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+        if model.source.hugging_face:
+            env += [
+                {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"},
+                {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
+            ]
+        init_containers = []
+        if model.source.s3:
+            init_containers.append(
+                {
+                    "name": "fetch-weights",
+                    "image": str(versions.AWS_CLI_IMAGE),
+                    "command": ["/bin/sh", "-c", fetch_weights_script(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}")],
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                    "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_DIR}],
+                    "securityContext": {"allowPrivilegeEscalation": False},
+                }
+            )
+        http = {"path": "/health", "port": "http"}
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=metadata,
+            spec={
+                "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu)},
+                    },
+                    "spec": {
+                        "serviceAccountName": model.name,
+                        "priorityClassName": args.priority_class,
+                        "nodeSelector": placement["nodeSelector"],
+                        "tolerations": placement["tolerations"],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+                            }
+                        ],
+                        "terminationGracePeriodSeconds": 120,
+                        "initContainers": init_containers,
+                        "containers": [
+                            {
+                                "name": "vllm",
+                                "image": str(versions.VLLM_IMAGE),
+                                "args": vllm_args(model),
+                                "env": env,
+                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                                "resources": resources,
+                                "startupProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 180},
+                                "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
+                                "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
+                                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
+                                "volumeMounts": [
+                                    {"name": "model-cache", "mountPath": MODEL_DIR},
+                                    {"name": "dshm", "mountPath": "/dev/shm"},
+                                ],
+                                "securityContext": {"allowPrivilegeEscalation": False},
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
+                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=metadata,
+            spec={
+                "selector": {"app.kubernetes.io/instance": model.name},
+                "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}],
+                "trafficDistribution": "PreferClose",
+            },
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata=metadata,
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}}},
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-scaler",
+            api_version="keda.sh/v1alpha1",
+            kind="ScaledObject",
+            metadata=metadata,
+            spec={
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+                "minReplicaCount": model.replicas.min,
+                "maxReplicaCount": model.replicas.max,
+                "cooldownPeriod": args.scaling.cooldown_seconds,
+                "pollingInterval": args.scaling.polling_seconds,
+                "triggers": scaling_triggers(args.namespace_name, model, args.scaling, args.prometheus_url),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        )
+        self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"
+        self.deployment_name = model.name
+        self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})
