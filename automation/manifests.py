@@ -13,14 +13,15 @@ from .plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
 HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 
 
-def redact_secrets(value: Any) -> Any:
-    """Secret values stay wrapped as on the wire, with the plaintext replaced."""
+def redact_secrets(value: Any, *, wire: bool = True) -> Any:
+    """Secret plaintext replaced by ``[secret]``: still wrapped as on the wire for the plan, or as a
+    bare value for manifests, which must stay valid Kubernetes objects."""
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
-            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": "[secret]"}
-        return {k: redact_secrets(v) for k, v in value.items()}
+            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": "[secret]"} if wire else "[secret]"
+        return {k: redact_secrets(v, wire=wire) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_secrets(v) for v in value]
+        return [redact_secrets(v, wire=wire) for v in value]
     return value
 
 
@@ -34,7 +35,7 @@ def kubernetes_documents(plan: Plan) -> dict[str, dict[str, Any]]:
     for resource in plan.resources:
         if not resource.custom or not resource.type.startswith("kubernetes:"):
             continue
-        inputs = redact_secrets(resource.inputs)
+        inputs = redact_secrets(resource.inputs, wire=False)
         if resource.type in HELM_RELEASE_TYPES:
             repo = inputs.get("repositoryOpts", {}).get("repo", "")
             document = {

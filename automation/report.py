@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from components.catalog import load_catalog
+from components.contract import GPU_RESOURCE, POOL_LABEL
 
 from .analyzer import PackReport
 from .plan import Plan
@@ -37,6 +38,20 @@ class PoolSummary:
     max_gpus_per_node: int
     worst_case_gpus: int
     worst_case_hourly_usd: float
+    max_usd_per_gpu_hour: float = 0.0
+    label: str = ""
+
+
+@dataclass
+class ModelSummary:
+    tier: str
+    model: str
+    pool: str
+    min_replicas: int
+    max_replicas: int
+    gpus_per_replica: int
+    worst_case_gpus: int
+    worst_case_monthly_usd: float
 
 
 @dataclass
@@ -46,6 +61,8 @@ class Summary:
     resource_count: int
     resources_by_type: dict[str, int]
     pools: list[PoolSummary] = field(default_factory=list)
+    models: list[ModelSummary] = field(default_factory=list)
+    tier_gpu_quotas: dict[str, int] = field(default_factory=dict)
     worst_case_gpus: int = 0
     worst_case_gpu_hourly_usd: float = 0.0
     worst_case_gpu_monthly_usd: float = 0.0
@@ -77,6 +94,8 @@ def _pool(resource_name: str, kind: str, inputs: dict[str, Any]) -> PoolSummary:
         max_gpus_per_node=max_gpus,
         worst_case_gpus=max_size * max_gpus,
         worst_case_hourly_usd=round(max_size * max_price, 4),
+        max_usd_per_gpu_hour=max((t.on_demand_hourly_usd / t.gpus for t in gpu_types), default=0.0),
+        label=(inputs.get("labels") or {}).get(POOL_LABEL, ""),
     )
 
 
@@ -103,7 +122,41 @@ def _node_pool(resource_name: str, inputs: dict[str, Any]) -> PoolSummary:
         max_gpus_per_node=max((t.gpus for t in gpu_types), default=0),
         worst_case_gpus=gpu_limit,
         worst_case_hourly_usd=round(gpu_limit * per_gpu, 4),
+        max_usd_per_gpu_hour=per_gpu,
+        label=((spec.get("template") or {}).get("metadata") or {}).get("labels", {}).get(POOL_LABEL, ""),
     )
+
+
+def _models(plan: Plan, pools: list[PoolSummary], hours: int) -> list[ModelSummary]:
+    """Each served model: replica bounds from its ScaledObject, GPUs and pool from its Deployment,
+    worst case = max replicas x GPUs per replica x the pool's dearest GPU-hour."""
+    price = {p.label: p.max_usd_per_gpu_hour for p in pools if p.label}
+    deployments = {
+        (r.inputs["metadata"].get("namespace"), r.inputs["metadata"].get("name")): r.inputs
+        for r in plan.of_type("kubernetes:apps/v1:Deployment")
+    }
+    models = []
+    for scaler in plan.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+        meta, spec = scaler.inputs["metadata"], scaler.inputs["spec"]
+        deployment = deployments.get((meta.get("namespace"), spec["scaleTargetRef"]["name"]), {})
+        pod = deployment.get("spec", {}).get("template", {})
+        pool = pod.get("spec", {}).get("nodeSelector", {}).get(POOL_LABEL, "")
+        limits = [c.get("resources", {}).get("limits", {}) for c in pod.get("spec", {}).get("containers", [])]
+        gpus = sum(int(lim.get(GPU_RESOURCE, 0)) for lim in limits)
+        high = int(spec.get("maxReplicaCount", 100))
+        models.append(
+            ModelSummary(
+                tier=pod.get("metadata", {}).get("labels", {}).get("llm-platform.io/tier", meta.get("namespace", "")),
+                model=meta["name"],
+                pool=pool,
+                min_replicas=int(spec.get("minReplicaCount", 0)),
+                max_replicas=high,
+                gpus_per_replica=gpus,
+                worst_case_gpus=high * gpus,
+                worst_case_monthly_usd=round(high * gpus * price.get(pool, 0.0) * hours, 2),
+            )
+        )
+    return sorted(models, key=lambda m: (m.tier, m.model))
 
 
 def summarize(plan: Plan) -> Summary:
@@ -114,12 +167,18 @@ def summarize(plan: Plan) -> Summary:
     ] + [_node_pool(r.name, r.inputs) for r in plan.resources if r.type == NODE_POOL_TYPE]
     gpus = sum(p.worst_case_gpus for p in pools)
     hourly = round(sum(p.worst_case_hourly_usd for p in pools), 4)
+    quotas = {
+        r.inputs["metadata"]["namespace"]: int(str(r.inputs["spec"]["hard"].get(f"requests.{GPU_RESOURCE}", 0)))
+        for r in plan.of_type("kubernetes:core/v1:ResourceQuota")
+    }
     return Summary(
         project=plan.project,
         stack=plan.stack,
         resource_count=len(plan.resources),
         resources_by_type=dict(sorted(by_type.items())),
         pools=sorted(pools, key=lambda p: p.name),
+        models=_models(plan, pools, catalog.hours_per_month),
+        tier_gpu_quotas=quotas,
         worst_case_gpus=gpus,
         worst_case_gpu_hourly_usd=hourly,
         worst_case_gpu_monthly_usd=round(hourly * catalog.hours_per_month, 2),
@@ -153,6 +212,17 @@ def render(summary: Summary, console: Console) -> None:
             f"{p.worst_case_hourly_usd:.2f}" if p.max_gpus_per_node else "-",
         )
     console.print(pools)
+    if summary.models:
+        tiers = Table(title="Serving tiers", title_justify="left")
+        for column in ("tier", "model", "pool", "replicas min/max", "GPUs/replica", "max GPUs", "tier GPU quota", "max $/month"):
+            tiers.add_column(column, overflow="fold")
+        for m in summary.models:
+            quota = summary.tier_gpu_quotas.get(f"serving-{m.tier}")
+            tiers.add_row(
+                m.tier, m.model, m.pool, f"{m.min_replicas}/{m.max_replicas}", str(m.gpus_per_replica),
+                str(m.worst_case_gpus), "-" if quota is None else str(quota), f"{m.worst_case_monthly_usd:,.0f}",
+            )
+        console.print(tiers)
     console.print(
         f"GPU capacity (worst case): [bold]{summary.worst_case_gpus}[/bold] GPUs; "
         f"GPU cost at on-demand prices: [bold]${summary.worst_case_gpu_hourly_usd:,.2f}/h[/bold], "
