@@ -109,7 +109,10 @@ class Poller:
     def until(self, name: str, probe: Callable[[], tuple]) -> CheckResult:
         """``probe`` returns ``(ok, detail)`` or ``(ok, detail, final)``; final failures stop waiting."""
         while True:
-            ok, detail, *final = probe()
+            try:
+                ok, detail, *final = probe()
+            except KubectlError as exc:  # an API server that is still settling is retried like a failed check
+                ok, detail, final = False, str(exc), []
             if ok or (final and final[0]):
                 return CheckResult(name, ok, detail)
             if self.clock() >= self.deadline:
@@ -224,7 +227,10 @@ def smoke_job_manifests(target: GpuTarget, name: str = SMOKE_JOB) -> list[dict[s
 
 def run_smoke_job(kubectl: Kubectl, target: GpuTarget, poller: Poller) -> CheckResult:
     documents = smoke_job_manifests(target)
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents, sort_keys=False))
+    try:
+        kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents, sort_keys=False))
+    except KubectlError as exc:
+        return CheckResult("gpu smoke job", False, str(exc))
 
     def finished() -> tuple[bool, str, bool]:
         status = json.loads(kubectl("get", "job", SMOKE_JOB, "-n", SMOKE_NAMESPACE, "-o", "json")).get("status", {})

@@ -255,7 +255,8 @@ def _declare_reap(verbs: argparse._SubParsersAction) -> None:
         "reap",
         help="destroy every expired environment (safe to run from cron)",
         description="Destroy and remove every stack whose expiry tag is in the past. Non-interactive and "
-        "idempotent: a stack another run is updating is skipped, not waited for. Exit 1 if any destroy failed.",
+        "idempotent, so safe to run from cron: a stack another run is updating is skipped, not waited for. "
+        "Exit 1 if any destroy failed.",
     )
     parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed; change nothing")
     add_secrets_flag(parser)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +237,11 @@ class IntegrationRun:
                         self.report.checks = run_checks(self.kubectl_for(path), self.target, self.poller)
         finally:
             self.report.cleanup = self._cleanup_shielded(stack)
+            if sys.exc_info()[0] is not None:  # interrupted or crashed: the summary will not be rendered
+                err.print(f"clean-up: stack {self.meta.stack} " + (
+                    "destroyed and removed" if self.report.cleanup.removed else
+                    f"NOT removed; it expires at {format_time(self.meta.expires_at)} and `env reap` will retry"),
+                    markup=False)
         return self.report
 
     def _cleanup_shielded(self, stack: Stack) -> Cleanup:

@@ -1,0 +1,189 @@
+"""``test --from dev``: an ephemeral stack, post-deploy checks, and a clean-up that always runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from automation import exit_codes
+from automation.commands.integration import gpu_target
+from automation.environments import TAG_KIND, TAG_TEMPLATE, EnvRequestError, ephemeral_environment
+from automation.postdeploy import GpuTarget
+from components import contract
+
+from .conftest import Rig
+from .test_env import config_pairs
+from .test_stack_ops import flag_values
+
+STACK_RE = re.compile(r"^test-alice-\d{14}-[0-9a-f]{6}$")
+
+
+def run_test(rig: Rig, *extra: str):
+    return rig.run("test", "--from", "dev", "--kubectl", rig.kubectl, "--timeout", "0s", *extra)
+
+
+def test_stack(rig: Rig) -> str:
+    (init,) = [a for a in rig.calls.argvs() if a[:2] == ["stack", "init"]]
+    return init[2]
+
+
+test_stack.__test__ = False  # a helper, not a test
+
+
+def timeline(rig: Rig) -> list[str]:
+    """Pulumi and kubectl calls in the order they happened, as short labels."""
+    labels = []
+    for entry in rig.calls.entries():
+        argv = [a for a in entry["argv"] if a != "--non-interactive"]
+        if entry["tool"] == "kubectl":
+            labels.append("kubectl " + argv[0])
+        elif argv != ["version"]:
+            labels.append(" ".join(a for a in argv[:2] if not a.startswith("-")))
+    return labels
+
+
+def assert_cleaned_up(rig: Rig, stack: str) -> None:
+    argvs = rig.calls.argvs()
+    (destroy,) = [a for a in argvs if a[0] == "destroy"]
+    assert flag_values(destroy, "--stack") == [stack]
+    assert argvs[-1] == ["stack", "rm", "--yes", stack]
+    assert rig.stacks() == [], "nothing left in the backend"
+
+
+def test_healthy_run_checks_the_cluster_then_destroys_it(rig: Rig):
+    result = run_test(rig)
+
+    assert result.code == exit_codes.OK, result.out + result.err
+    stack = test_stack(rig)
+    assert STACK_RE.match(stack), stack
+    assert rig.calls.argvs()[0] == ["stack", "init", stack, "--secrets-provider", "passphrase"]
+    tags = {a[3]: a[4] for a in rig.calls.argvs() if a[:3] == ["stack", "tag", "set"]}
+    assert tags[TAG_KIND] == "test" and tags[TAG_TEMPLATE] == "dev"
+    (set_all,) = [a for a in rig.calls.argvs() if a[:2] == ["config", "set-all"]]
+    config = config_pairs(set_all)
+    assert config["llm-platform:environment"] == ephemeral_environment(stack)
+    pool = json.loads(config["llm-platform:gpuPools"])[0]
+    assert pool["scaling"]["desiredSize"] == 1, "dev scales GPUs to zero; the test starts one node"
+    (up,) = [a for a in rig.calls.argvs() if a[0] == "up"]
+    assert flag_values(up, "--policy-pack-config") == [str(rig.project / "policies" / "config" / "dev.json")]
+
+    kubectl = rig.calls.kubectl()
+    cluster = f"https://llm-platform-{ephemeral_environment(stack)}.eks.example"
+    assert {k["server"] for k in kubectl} == {cluster}, "kubectl talks to the stack's own kubeconfig output"
+    (apply,) = [k for k in kubectl if k["argv"][0] == "apply"]
+    namespace, job = yaml.safe_load_all(apply["stdin"])
+    pod = job["spec"]["template"]["spec"]
+    assert pod["tolerations"] == contract.workload_tolerations(pool.get("purpose", contract.GPU_INFERENCE_PURPOSE))
+    assert contract.gpu_toleration() in pod["tolerations"]
+    assert pod["nodeSelector"] == {contract.GPU_PRESENT_LABEL: "true", contract.POOL_LABEL: pool["name"]}
+    assert pod["containers"][0]["command"] == ["nvidia-smi"]
+    assert pod["containers"][0]["resources"]["limits"] == {contract.GPU_RESOURCE: 1}
+
+    order = timeline(rig)
+    assert order.index("up") < order.index("kubectl apply") < order.index("kubectl delete") < order.index("destroy")
+    deletes = [k["argv"] for k in kubectl if k["argv"][0] == "delete"]
+    assert deletes == [["delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"]]
+    assert_cleaned_up(rig, stack)
+    for check in ("nodes ready", "device plugin ready on gpu nodes", "allocatable nvidia.com/gpu", "gpu smoke job"):
+        assert f"PASS  {check}" in result.out
+    assert "NVIDIA-SMI 570" in result.out
+    assert f"test {stack}: PASSED" in result.out
+
+
+def test_failed_up_still_destroys_and_removes(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_FAIL", "up")
+    result = run_test(rig, "--output", "json")
+
+    assert result.code == exit_codes.FAILED
+    report = json.loads(result.out)
+    assert report["result"] == "failed" and report["up"]["result"] == "failed"
+    assert report["checks"] == []
+    assert report["cleanup"]["removed"] is True
+    assert rig.calls.kubectl() == [], "no kubeconfig output, no cluster to talk to"
+    assert_cleaned_up(rig, test_stack(rig))
+
+
+def test_failed_check_stops_the_checks_and_cleans_up(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "no-gpu")
+    result = run_test(rig)
+
+    assert result.code == exit_codes.FAILED
+    assert "PASS  device plugin ready on gpu nodes" in result.out
+    assert "FAIL  allocatable nvidia.com/gpu: allocatable nvidia.com/gpu is 0 on: ip-10-40-1-9" in result.out
+    assert not any(k["argv"][0] == "apply" for k in rig.calls.kubectl()), "no smoke Job without GPUs"
+    assert_cleaned_up(rig, test_stack(rig))
+    assert "FAILED" in result.out
+
+
+def test_failed_smoke_job_fails_the_run(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "job-fails")
+    result = run_test(rig)
+    assert result.code == exit_codes.FAILED
+    assert "FAIL  gpu smoke job: failed" in result.out
+    assert_cleaned_up(rig, test_stack(rig))
+
+
+def test_ctrl_c_during_checks_still_cleans_up(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "interrupt")
+    result = run_test(rig)
+
+    assert result.code == exit_codes.FAILED
+    assert "interrupted" in result.err
+    order = timeline(rig)
+    assert order.index("kubectl delete") < order.index("destroy"), "load balancers go before the VPC"
+    assert_cleaned_up(rig, test_stack(rig))
+
+
+def test_ctrl_c_during_up_still_destroys_what_was_created(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_INTERRUPT", "up")
+    result = run_test(rig)
+
+    assert result.code == exit_codes.FAILED
+    assert "interrupted" in result.err
+    stack = test_stack(rig)
+    assert "Destroying (" in result.out and "3 delete" in result.out, "the resources created before Ctrl-C"
+    assert f"clean-up: stack {stack} destroyed and removed" in result.err
+    assert_cleaned_up(rig, stack)
+
+
+def test_unreachable_cluster_does_not_stop_the_destroy(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "unreachable")
+    result = run_test(rig)
+
+    assert result.code == exit_codes.FAILED
+    assert "FAIL  nodes ready" in result.out
+    assert "could not delete LoadBalancer Services" in result.err
+    assert_cleaned_up(rig, test_stack(rig))
+
+
+def test_failed_destroy_leaves_the_stack_tagged_for_reap(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_FAIL", "destroy")
+    result = run_test(rig)
+
+    stack = test_stack(rig)
+    assert result.code == exit_codes.FAILED
+    assert f"stack {stack}: NOT removed; it expires at" in result.out
+    assert rig.stacks() == [stack]
+    assert rig.tags(stack)[TAG_KIND] == "test"
+    assert not any(a[:2] == ["stack", "rm"] for a in rig.calls.argvs())
+
+
+def test_zero_gpu_nodes_is_a_usage_error(rig: Rig):
+    zero = run_test(rig, "--gpu-nodes", "0")
+    assert zero.code == exit_codes.USAGE
+    assert "--gpu-nodes must be at least 1" in zero.err
+    assert rig.calls.entries() == []
+
+
+def test_smoke_target_skips_dra_pools():
+    def pool(name, purpose):
+        return SimpleNamespace(name=name, purpose=purpose)
+
+    settings = SimpleNamespace(gpu_pools=[pool("claims", contract.GPU_DRA_PURPOSE), pool("train", "gpu-training")])
+    assert gpu_target(settings, 2) == (GpuTarget(pool="train", purpose="gpu-training", nodes=2), 1)
+    with pytest.raises(EnvRequestError, match="no GPU pool outside DRA"):
+        gpu_target(SimpleNamespace(gpu_pools=[pool("claims", contract.GPU_DRA_PURPOSE)]), 1)

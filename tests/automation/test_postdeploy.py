@@ -1,0 +1,153 @@
+"""Post-deploy checks and load balancer clean-up against an in-process fake kubectl."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from automation import postdeploy
+from automation.postdeploy import GpuTarget, KubectlCli, KubectlError, Poller
+from components import contract
+
+
+class FakeKubectl:
+    """Answers ``get <kind>`` from a dict of item lists and records every call."""
+
+    def __init__(self, **items):
+        self.items = items
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, *args: str, input: str | None = None) -> str:
+        self.calls.append(args)
+        if args[0] == "get":
+            return json.dumps({"items": self.items.get(args[1], [])})
+        return ""
+
+
+def node(name: str, gpu: bool = False, ready: bool = True, gpus: str = "1") -> dict:
+    labels = {contract.GPU_PRESENT_LABEL: "true"} if gpu else {}
+    allocatable = {contract.GPU_RESOURCE: gpus} if gpu else {}
+    return {"metadata": {"name": name, "labels": labels},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                       "allocatable": allocatable}}
+
+
+def plugin_pod(node_name: str, ready: bool = True) -> dict:
+    return {"spec": {"nodeName": node_name},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]}}
+
+
+DAEMONSET = {"metadata": {"name": "nvidia-device-plugin"}, "status": {"desiredNumberScheduled": 2, "numberReady": 2}}
+
+
+def test_smoke_job_schedules_by_the_contract():
+    for purpose in (contract.GPU_INFERENCE_PURPOSE, contract.GPU_TRAINING_PURPOSE):
+        namespace, job = postdeploy.smoke_job_manifests(GpuTarget(pool="train", purpose=purpose, nodes=1))
+        pod = job["spec"]["template"]["spec"]
+        assert pod["tolerations"] == contract.workload_tolerations(purpose)
+        assert contract.gpu_toleration() in pod["tolerations"]
+        assert pod["nodeSelector"] == {contract.GPU_PRESENT_LABEL: "true", contract.POOL_LABEL: "train"}
+        (container,) = pod["containers"]
+        assert container["resources"]["limits"] == {contract.GPU_RESOURCE: 1}, "toleration and request together"
+        assert container["image"] == str(postdeploy.SMOKE_IMAGE) and ":latest" not in container["image"]
+        assert job["spec"]["backoffLimit"] == 0 and pod["restartPolicy"] == "Never"
+        assert namespace["metadata"]["name"] == job["metadata"]["namespace"]
+
+
+def test_nodes_ready_names_the_laggards():
+    ok, detail = postdeploy.nodes_ready(FakeKubectl(nodes=[node("a"), node("b", ready=False)]))
+    assert not ok and "1 of 2 node(s) not Ready: b" in detail
+    assert postdeploy.nodes_ready(FakeKubectl(nodes=[]))[0] is False
+    assert postdeploy.nodes_ready(FakeKubectl(nodes=[node("a")])) == (True, "1 node(s) Ready")
+
+
+def test_device_plugin_must_run_on_every_gpu_node():
+    kubectl = FakeKubectl(nodes=[node("cpu"), node("g1", gpu=True), node("g2", gpu=True)],
+                          daemonsets=[DAEMONSET], pods=[plugin_pod("g1"), plugin_pod("g2", ready=False)])
+    ok, detail = postdeploy.device_plugin_ready(kubectl)
+    assert not ok and detail == "no Ready device plugin pod on GPU node(s) g2"
+    kubectl.items["pods"] = [plugin_pod("g1"), plugin_pod("g2")]
+    assert postdeploy.device_plugin_ready(kubectl)[0] is True
+    assert ("get", "daemonsets", "-n", postdeploy.DEVICE_PLUGIN_NAMESPACE, "-l",
+            postdeploy.DEVICE_PLUGIN_SELECTOR, "-o", "json") in kubectl.calls
+    assert postdeploy.device_plugin_ready(FakeKubectl(nodes=[node("g1", gpu=True)]))[0] is False
+
+
+def test_allocatable_gpus_on_every_gpu_node():
+    ok, detail = postdeploy.gpus_allocatable(FakeKubectl(nodes=[node("g1", gpu=True), node("g2", gpu=True, gpus="0")]))
+    assert not ok and "g2" in detail
+    assert postdeploy.gpus_allocatable(FakeKubectl(nodes=[node("cpu")]))[0] is False
+    assert postdeploy.gpus_allocatable(FakeKubectl(nodes=[node("g1", gpu=True, gpus="4")])) == (
+        True, f"4 allocatable {contract.GPU_RESOURCE} on 1 node(s)")
+
+
+def test_only_load_balancer_services_are_deleted():
+    services = [
+        {"metadata": {"namespace": "serving", "name": "gateway"}, "spec": {"type": "LoadBalancer"}},
+        {"metadata": {"namespace": "default", "name": "kubernetes"}, "spec": {"type": "ClusterIP"}},
+        {"metadata": {"namespace": "obs", "name": "grafana"}, "spec": {"type": "LoadBalancer"}},
+    ]
+    kubectl = FakeKubectl(services=services)
+    assert postdeploy.delete_load_balancers(kubectl) == ["serving/gateway", "obs/grafana"]
+    deletes = [c for c in kubectl.calls if c[0] == "delete"]
+    assert deletes == [("delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"),
+                       ("delete", "service", "grafana", "--namespace", "obs", "--wait=true", "--timeout=10m")]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_poller_retries_until_the_deadline_and_stops_on_final_failures():
+    clock = Clock()
+    poller = Poller(timeout=60, interval=10, clock=clock, sleep=clock.sleep)
+    attempts = []
+
+    def never() -> tuple[bool, str]:
+        attempts.append(clock.now)
+        return False, "not yet"
+
+    result = poller.until("never", never)
+    assert not result.ok and result.detail == "not yet (gave up after 60s)"
+    assert attempts == [0, 10, 20, 30, 40, 50, 60]
+
+    clock.now, attempts[:] = 0.0, []
+    poller = Poller(timeout=60, interval=10, clock=clock, sleep=clock.sleep)
+    assert poller.until("final", lambda: (attempts.append(1), (False, "failed", True))[1]).detail == "failed"
+    assert attempts == [1]
+
+
+def test_kubectl_errors_are_retried_like_failed_checks():
+    clock = Clock()
+    answers = iter([KubectlError("connection refused"), (True, "fine")])
+
+    def flaky():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    result = Poller(timeout=60, interval=5, clock=clock, sleep=clock.sleep).until("flaky", flaky)
+    assert result.ok and clock.now == 5
+
+
+def test_real_kubectl_wrapper_reports_a_missing_binary(tmp_path: Path):
+    kubectl = KubectlCli(tmp_path / "kubeconfig", binary=str(tmp_path / "no-kubectl"))
+    with pytest.raises(KubectlError, match="not found"):
+        kubectl("get", "nodes")
+
+
+def test_kubeconfig_file_is_private_and_removed():
+    with postdeploy.kubeconfig_file({"apiVersion": "v1", "kind": "Config"}) as path:
+        assert json.loads(path.read_text())["kind"] == "Config"
+        assert path.stat().st_mode & 0o077 == 0
+    assert not path.exists()
