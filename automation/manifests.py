@@ -18,11 +18,21 @@ def redact_secrets(value: Any, *, wire: bool = True) -> Any:
     bare value for manifests, which must stay valid Kubernetes objects."""
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
-            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": "[secret]"} if wire else "[secret]"
+            hidden = _hide(value.get("value"))
+            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
         return {k: redact_secrets(v, wire=wire) for k, v in value.items()}
     if isinstance(value, list):
         return [redact_secrets(v, wire=wire) for v in value]
     return value
+
+
+def _hide(value: Any) -> Any:
+    """Keep a secret's shape (map keys, list length) and hide every leaf."""
+    if isinstance(value, dict):
+        return {k: _hide(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v) for v in value]
+    return "[secret]"
 
 
 def _slug(*parts: str) -> str:

@@ -14,8 +14,8 @@ from automation.plan import ROOT
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (82, 15, "$23,107/month"),
-    "prod": (93, 50, "$81,389/month"),
+    "dev": (129, 15, "$23,107/month"),
+    "prod": (154, 50, "$81,389/month"),
 }
 
 
@@ -50,6 +50,7 @@ def test_plan_json_is_engine_form(checked):
     for resource in plan["resources"]:
         assert set(resource) >= {"urn", "type", "name", "parent", "custom", "inputs"}
         assert resource["urn"].startswith(f"urn:pulumi:{stack}::llm-platform::")
+    assert "[secret]" in json.dumps(plan) and "sk-" not in json.dumps(plan), "secret values are redacted on disk"
     (cluster,) = [r for r in plan["resources"] if r["type"] == "eks:index:Cluster"]
     assert cluster["custom"] is False and "encryptionConfigKeyArn" in cluster["inputs"]
     assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
@@ -60,8 +61,8 @@ def test_manifests_are_written(checked):
     documents = [yaml.safe_load(p.read_text()) for p in (out / "manifests").glob("*.yaml")]
     charts = {d["chart"]: d["version"] for d in documents if "helmRelease" in d}
     assert charts["oci://public.ecr.aws/karpenter/karpenter"] == "1.14.1"
-    kinds = sorted(d["kind"] for d in documents if "kind" in d)
-    assert kinds == ["EC2NodeClass", "NodePool", "NodePool"]
+    kinds = {d["kind"] for d in documents if "kind" in d}
+    assert {"EC2NodeClass", "NodePool", "Deployment", "ScaledObject", "ResourceQuota", "PrometheusRule"} <= kinds
 
 
 def test_json_output_for_scripts(tmp_path):

@@ -12,7 +12,7 @@ from components.node_role import NODE_MANAGED_POLICIES
 
 
 def statements(plan):
-    (policy,) = plan.of_type("aws:iam/rolePolicy:RolePolicy")
+    policy = plan.named("aws:iam/rolePolicy:RolePolicy", "karpenter-controller")
     document = json.loads(policy.inputs["policy"])
     return {s["Sid"]: s for s in document["Statement"]}, policy.inputs["policy"]
 
@@ -26,7 +26,7 @@ def test_controller_role_trusts_pod_identity(dev_plan):
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    (association,) = dev_plan.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    association = dev_plan.named("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-controller")
     assert association.inputs["namespace"] == "kube-system"
     assert association.inputs["serviceAccount"] == "karpenter"
     assert association.inputs["roleArn"] == "arn:aws:iam::123456789012:role/karpenter-controller"
@@ -113,8 +113,10 @@ def test_node_security_group_is_tagged_for_discovery(dev_plan):
 def test_karpenter_can_be_switched_off(stack):
     from tests.conftest import plan_with, read_stack_config
 
-    karpenter = read_stack_config(stack)["llm-platform:karpenter"]
-    plan = plan_with(stack, karpenter={**karpenter, "enabled": False})
+    config = read_stack_config(stack)
+    karpenter = config["llm-platform:karpenter"]
+    serving = config["llm-platform:serving"]
+    plan = plan_with(stack, karpenter={**karpenter, "enabled": False}, serving={**serving, "enabled": False, "tiers": []})
     assert not plan.of_type("llm-platform:index:Karpenter")
     assert not plan.of_type("kubernetes:karpenter.sh/v1:NodePool")
     assert not plan.of_type("aws:sqs/queue:Queue")

@@ -45,7 +45,9 @@ def test_auto_mode_pools_turn_off_the_operators_device_plugin():
 
 def test_auto_mode_only_with_a_second_device_plugin_is_rejected():
     karpenter = {**read_stack_config("dev")["llm-platform:karpenter"], "enabled": False}
-    config = dev_config(gpuPools=[], karpenter=karpenter, autoMode={"enabled": True, "gpuNodePools": [AUTO_POOL]})
+    config = dev_config(
+        gpuPools=[], karpenter=karpenter, autoMode={"enabled": True, "gpuNodePools": [AUTO_POOL]}, serving={"enabled": False}
+    )
     with pytest.raises(SettingsError) as caught:
         parse_settings(config)
     assert "Auto Mode nodes already run a device plugin" in str(caught.value)

@@ -19,6 +19,11 @@ COMPONENTS = {
     "llm-platform:index:Karpenter",
     "llm-platform:index:InterruptionQueue",
     "llm-platform:index:KarpenterNodePools",
+    "llm-platform:index:ServingTier",
+    "llm-platform:index:ModelServer",
+    "llm-platform:index:Observability",
+    "llm-platform:index:EventAutoscaler",
+    "llm-platform:index:Gateway",
 }
 
 

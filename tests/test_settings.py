@@ -340,3 +340,54 @@ def test_kubelet_gc_thresholds_ordered():
 def test_no_gpu_capacity_is_an_error():
     config = with_changes(DEV, gpuPools=[], karpenter__enabled=False)
     assert_rejected(config, "llm-platform", "no GPU capacity")
+
+
+# --- serving settings ---
+
+
+def serving_with(**changes):
+    return with_changes(DEV, **{f"serving__{k}": v for k, v in changes.items()})
+
+
+def test_model_that_does_not_fit_its_pool_is_rejected():
+    config = serving_with(tiers__0__models__0__gpuMemoryGib=40)
+    assert_rejected(config, "llm-platform", "needs 40960 MiB per GPU", "offer 20599 MiB", "use more GPUs per replica")
+
+
+def test_tensor_parallel_stays_within_a_node():
+    config = serving_with(tiers__0__models__0__gpusPerReplica=2, tiers__0__quota={"gpus": 8, "cpu": "32", "memory": "192Gi"})
+    assert_rejected(config, "llm-platform", "needs 2 GPUs per replica but 'inference' nodes have at most 1")
+
+
+def test_model_pool_must_exist_and_serve_inference():
+    assert_rejected(serving_with(tiers__0__models__0__pool="nowhere"), "llm-platform", "pool 'nowhere' is not a GPU pool")
+    assert_rejected(serving_with(tiers__0__models__0__pool="gpu-training"), "llm-platform", "is a gpu-training pool")
+
+
+def test_production_models_keep_a_warm_replica():
+    config = with_changes(PROD, serving__tiers__0__models__0__replicas={"min": 0, "max": 4})
+    assert_rejected(config, "llm-platform", "replicas.min is 0 in a production stack")
+
+
+def test_tier_quota_must_cover_its_models():
+    config = serving_with(tiers__0__quota={"gpus": 2, "cpu": "32", "memory": "192Gi"})
+    assert_rejected(config, "llm-platform:serving.tiers[0]", "models can scale to 3 GPUs but quota.gpus is 2")
+
+
+def test_hugging_face_models_need_the_token_secret():
+    source = {"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}
+    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform", "huggingFaceToken is not set")
+    config = serving_with(tiers__0__models__0__source=source)
+    config["llm-platform:huggingFaceToken"] = "hf_example"
+    assert parse_settings(config).hugging_face_token.get_secret_value() == "hf_example"
+
+
+def test_model_source_is_exactly_one():
+    source = {"s3": "s3://bucket/p/", "huggingFace": "org/repo"}
+    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform:serving.tiers[0].models[0].source", "exactly one")
+    assert_rejected(serving_with(tiers__0__models__0__source={"s3": "s3://bucket/no-slash"}),
+                    "llm-platform:serving.tiers[0].models[0].source.s3", "trailing /")
+
+
+def test_bedrock_models_need_a_region():
+    assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform", "bedrockRegion is required")
