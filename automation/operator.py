@@ -41,11 +41,14 @@ def _git(root: Path, *args: str) -> str:
     except OSError as exc:
         raise WorkspaceError(f"git is needed to describe the source ({exc}); pass --repo and --commit") from None
     if done.returncode != 0:
-        raise WorkspaceError(f"git {' '.join(args)} failed ({done.stderr.strip().removeprefix('error: ')}); pass --repo and --commit/--branch")
+        reason = done.stderr.strip().removeprefix("error: ")
+        raise WorkspaceError(f"git {' '.join(args)} failed ({reason}); pass --repo and --commit/--branch")
     return done.stdout.strip()
 
 
-def git_source(root: Path, *, repo: str | None = None, branch: str | None = None, commit: str | None = None) -> GitSource:
+def git_source(
+    root: Path, *, repo: str | None = None, branch: str | None = None, commit: str | None = None
+) -> GitSource:
     """The repository the operator clones: ``origin`` and ``HEAD`` unless given; a branch is tracked
     (new commits roll out), a commit is pinned (the default, reproducible)."""
     if branch and commit:
@@ -84,7 +87,9 @@ def stack_manifest(
     }
     if secrets_provider == "passphrase":
         if not passphrase_secret:
-            raise WorkspaceError("the passphrase provider needs --passphrase-secret NAME (a Secret with key 'passphrase')")
+            raise WorkspaceError(
+                "the passphrase provider needs --passphrase-secret NAME (a Secret with key 'passphrase')"
+            )
         env_refs["PULUMI_CONFIG_PASSPHRASE"] = {
             "type": "Secret",
             "secret": {"name": passphrase_secret, "key": "passphrase"},

@@ -176,7 +176,8 @@ def isolated_workspace(
     """
     work_dir = Path(tempfile.mkdtemp(prefix=f"{project.name}-ws-"))
     try:
-        (work_dir / "Pulumi.yaml").write_text(yaml.safe_dump(_workspace_project_file(project, work_dir), sort_keys=False))
+        project_file = _workspace_project_file(project, work_dir)
+        (work_dir / "Pulumi.yaml").write_text(yaml.safe_dump(project_file, sort_keys=False))
         for stack, source in (stack_files or {}).items():
             shutil.copyfile(source, work_dir / f"Pulumi.{stack}.yaml")
         yield LocalWorkspace(

@@ -54,7 +54,8 @@ def validate(stack: str, config: Mapping[str, Any]) -> Settings:
         raise InvalidStackSettings(stack, exc) from None
 
 
-def stdout(json_mode: bool = False) -> Console:
+def stdout() -> Console:
+    """Rich console for summaries; wide enough for tables when stdout is a pipe or a CI log."""
     console = Console(highlight=False, soft_wrap=True)
     return console if console.is_terminal else Console(highlight=False, width=160, soft_wrap=True)
 

@@ -141,7 +141,8 @@ def render_report(report: OperationReport, console: Console) -> None:
     changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
     console.print(f"  changes: {escape(changes)}")
     if not report.violations:
-        console.print("  policy violations: none")
+        if report.operation in ("preview", "up"):
+            console.print("  policy violations: none")
     else:
         levels = sorted({v.level for v in report.violations})
         counts = ", ".join(f"{sum(v.level == lv for v in report.violations)} {lv}" for lv in levels)

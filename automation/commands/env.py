@@ -129,7 +129,8 @@ def _run_create(args: argparse.Namespace) -> int:
         stack.set_all_config({key: ConfigValue(value=value) for key, value in config_strings(config).items()})
         report = run_operation(stack, "up", on_output=progress_writer(json_mode), policy=policy)
     if json_mode:
-        print(json.dumps({"environment": meta.to_json(environments.utcnow(), status="active"), "up": report.to_json()}, indent=2))
+        summary = {"environment": meta.to_json(environments.utcnow(), status="active"), "up": report.to_json()}
+        print(json.dumps(summary, indent=2))
     else:
         render_report(report, stdout())
     if not report.ok:

@@ -472,9 +472,8 @@ class Cli:
         elif kind == "refresh":
             steps = [("refresh", urn) for urn in existing]
         else:
-            steps = [
-                ("same" if (urn := self.urn(stack, t, n)) in existing else "create", urn) for t, n in self.planned(stack)
-            ]
+            urns = [self.urn(stack, t, n) for t, n in self.planned(stack)]
+            steps = [("same" if urn in existing else "create", urn) for urn in urns]
         failing = kind.replace("update", "up") in os.environ.get("STANDIN_FAIL", "").split(",")
         interrupt = kind.replace("update", "up") in os.environ.get("STANDIN_INTERRUPT", "").split(",")
         policy = os.environ.get("STANDIN_POLICY", "") if kind in ("preview", "update") else ""
@@ -520,8 +519,9 @@ class Cli:
         failed = failing or interrupt or policy == "mandatory"
         if failing:
             urn = steps[len(done)][1] if len(done) < len(steps) else (steps[-1][1] if steps else "")
-            events.emit(resOpFailedEvent={"metadata": {"op": "create", "urn": urn, "type": urn.split("::")[2] if urn else "",
-                                                       "provider": ""}, "status": 1, "steps": 1})
+            type_ = urn.split("::")[2] if urn else ""
+            events.emit(resOpFailedEvent={"metadata": {"op": "create", "urn": urn, "type": type_, "provider": ""},
+                                          "status": 1, "steps": 1})
             events.emit(diagnosticEvent={"urn": urn, "message": "error: creating EKS Node Group (inference): "
                                          "InvalidRequestException: insufficient Spot capacity\n",
                                          "color": "raw", "severity": "error"})

@@ -6,7 +6,10 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from automation import exit_codes
+from automation.cli import main
 from automation.plan import ROOT
 
 
@@ -25,11 +28,21 @@ def test_help_shows_every_verb():
     assert top.returncode == env.returncode == exit_codes.OK
     assert listed(top.stdout, ("check", "preview", "up", "destroy", "refresh", "env", "test")) == []
     assert listed(env.stdout, ("create", "list", "destroy", "reap")) == []
-    reap = run("env", "reap", "--help")
-    assert "--dry-run" in reap.stdout and "cron" in reap.stdout
 
 
-def test_usage_errors_exit_2():
-    assert run("env").returncode == exit_codes.USAGE
-    assert run("up").returncode == exit_codes.USAGE
-    assert run("env", "create", "x").returncode == exit_codes.USAGE
+
+def test_reap_help_says_it_suits_cron(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["env", "reap", "--help"])
+    assert exited.value.code == exit_codes.OK
+    help_text = capsys.readouterr().out
+    assert "--dry-run" in help_text and "cron" in help_text
+
+
+@pytest.mark.parametrize(
+    "argv", [["env"], ["up"], ["env", "create", "x"], ["test"], ["env", "list", "--output", "xml"]]
+)
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == exit_codes.USAGE

@@ -199,7 +199,17 @@ def aged(rig: Rig):
     return rig
 
 
-def test_reap_destroys_only_expired_environments(aged: Rig):
+def test_reap_dry_run_changes_nothing_then_reap_destroys_only_expired_environments(aged: Rig):
+    before = len(aged.calls.argvs())
+    dry = aged.run("env", "reap", "--dry-run", "--json")
+
+    assert dry.code == exit_codes.OK, dry.err
+    report = json.loads(dry.out)
+    assert report["dryRun"] is True
+    assert [(r["stack"], r["outcome"]) for r in report["reaped"]] == [("env-old", "would destroy")]
+    assert not any(a[0] == "destroy" or a[:2] == ["stack", "rm"] for a in aged.calls.argvs()[before:])
+    assert aged.stacks() == ["dev", "env-fresh", "env-old"]
+
     before = len(aged.calls.argvs())
     result = aged.run("env", "reap")
 
@@ -210,18 +220,6 @@ def test_reap_destroys_only_expired_environments(aged: Rig):
     assert destroyed == removed == ["env-old"]
     assert aged.stacks() == ["dev", "env-fresh"]
     assert "env-old: destroyed (owner alice, expired 1h ago)" in result.out
-
-
-def test_reap_dry_run_changes_nothing(aged: Rig):
-    before = len(aged.calls.argvs())
-    result = aged.run("env", "reap", "--dry-run", "--json")
-
-    assert result.code == exit_codes.OK, result.err
-    report = json.loads(result.out)
-    assert report["dryRun"] is True
-    assert [(r["stack"], r["outcome"]) for r in report["reaped"]] == [("env-old", "would destroy")]
-    assert not any(a[0] == "destroy" or a[:2] == ["stack", "rm"] for a in aged.calls.argvs()[before:])
-    assert aged.stacks() == ["dev", "env-fresh", "env-old"]
 
 
 def test_reap_skips_a_busy_stack_and_reports_failures(aged: Rig):

@@ -63,8 +63,9 @@ def test_two_workspaces_never_share_a_directory(rig: Rig):
     project = Project(rig.project)
     backend = resolve_backend(project)
     command = pulumi_command()
-    with isolated_workspace(project, backend, command) as first, isolated_workspace(project, backend, command) as second:
-        assert first.work_dir != second.work_dir
+    with isolated_workspace(project, backend, command) as first:
+        with isolated_workspace(project, backend, command) as second:
+            assert first.work_dir != second.work_dir
 
 
 def test_missing_policy_pack_is_named(tmp_path: Path):
