@@ -1,0 +1,57 @@
+"""Stack settings: every ``llm-platform:*`` config key, parsed once into typed, validated values.
+
+Parsing is strict: an unknown key is an error, and every problem in a stack file is reported at once
+with the config key path, the value given and what is allowed. Nothing is registered with the engine
+until settings have passed, so bad input never leaves a half-built platform.
+
+One module per concern, validation next to each field: ``managed_pools`` (system and GPU node
+groups), ``karpenter`` (EC2NodeClasses, NodePools, Auto Mode), ``cluster`` (network, endpoint,
+hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), and ``stack`` (the whole stack,
+its cross-field rules and the parser).
+"""
+
+from ._base import NAMESPACE
+from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
+from .karpenter import (
+    CONSOLIDATION_POLICIES,
+    EVICTION_SIGNALS,
+    AutoMode,
+    Consolidation,
+    DisruptionBudget,
+    Karpenter,
+    KarpenterNodeClass,
+    KarpenterNodePool,
+    Kubelet,
+    RootVolume,
+)
+from .managed_pools import GpuPool, Scaling, SystemPool
+from .serving import (
+    Gateway,
+    ModelSource,
+    Replicas,
+    ServedModel,
+    Serving,
+    ServingTier,
+    TierQuota,
+    TierScaling,
+)
+from .stack import (
+    CONTROL_PLANE_LOG_TYPES,
+    PoolFacts,
+    Problem,
+    Settings,
+    SettingsError,
+    config_strings,
+    decode_config_value,
+    parse_settings,
+    stack_settings,
+)
+
+__all__ = [
+    "CONSOLIDATION_POLICIES", "CONTROL_PLANE_LOG_TYPES", "EVICTION_SIGNALS", "NAMESPACE", "AutoMode", "Consolidation",
+    "DisruptionBudget", "Endpoint", "Gateway", "GpuPool", "GpuSoftware", "HybridNodes", "Karpenter",
+    "KarpenterNodeClass", "KarpenterNodePool", "Kubelet", "ModelSource", "Network", "PoolFacts", "Problem",
+    "Replicas", "RootVolume", "Scaling", "ServedModel", "Serving", "ServingTier", "Settings", "SettingsError",
+    "SystemPool", "TierQuota", "TierScaling", "config_strings", "decode_config_value", "parse_settings",
+    "stack_settings",
+]

@@ -1,0 +1,61 @@
+"""Shared pieces of the settings models: strict base model, common checks."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+)
+from pydantic.alias_generators import to_camel
+
+from .. import contract
+from ..catalog import load_catalog
+
+NAMESPACE = "llm-platform"
+
+
+_REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+
+
+_POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+
+
+_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+_LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, str_strip_whitespace=True
+    )
+
+
+def _check_labels(labels: dict[str, str]) -> dict[str, str]:
+    for key, value in labels.items():
+        if key in contract.RESERVED_LABEL_KEYS:
+            raise ValueError(f"label {key!r} is set by the scheduling contract and cannot be overridden")
+        if not _LABEL_KEY_RE.match(key):
+            raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+        if not _LABEL_VALUE_RE.match(value):
+            raise ValueError(f"label value {value!r} (key {key!r}) is not a valid Kubernetes label value")
+    return labels
+
+
+def _dns_name(name: str) -> str:
+    if not _POOL_NAME_RE.match(name):
+        raise ValueError(f"{name!r} must be 2-32 lowercase letters, digits or '-', starting with a letter")
+    return name
+
+
+def _check_known_types(types: list[str]) -> list[str]:
+    catalog = load_catalog()
+    unknown = [t for t in types if catalog.get(t) is None]
+    if unknown:
+        raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; allowed: {', '.join(catalog.known())}")
+    if len(set(types)) != len(types):
+        raise ValueError("instance types must not repeat")
+    return types

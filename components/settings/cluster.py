@@ -1,0 +1,96 @@
+"""Cluster-level settings: network, API endpoint, hybrid nodes, GPU software."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from ._base import _Model
+
+
+class Endpoint(_Model):
+    """API server access. The private endpoint is always on; public access is opt-in with CIDRs."""
+
+    public_access: bool = False
+    public_access_cidrs: list[str] = Field(default_factory=list)
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            try:
+                net = ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR such as 203.0.113.0/24 ({exc})") from None
+            if net.version != 4:
+                raise ValueError(f"{cidr!r} is not IPv4; EKS public access CIDRs are IPv4")
+        return cidrs
+
+    @model_validator(mode="after")
+    def _cidrs_with_public(self) -> Endpoint:
+        if self.public_access and not self.public_access_cidrs:
+            raise ValueError("publicAccess is true but publicAccessCidrs is empty; list the CIDRs allowed in")
+        if not self.public_access and self.public_access_cidrs:
+            raise ValueError("publicAccessCidrs is set but publicAccess is false; remove the CIDRs or enable access")
+        return self
+
+    @property
+    def open_to_world(self) -> bool:
+        return self.public_access and "0.0.0.0/0" in self.public_access_cidrs
+
+
+class Network(_Model):
+    """VPC layout: private node subnets (/prefix+3) and public subnets carved from the last block."""
+
+    vpc_cidr: str = "10.0.0.0/16"
+    az_count: int = Field(default=3, ge=2, le=6)
+    nat_gateways: Literal["single", "perAz"] = "single"
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _vpc_cidr(cls, cidr: str) -> str:
+        try:
+            net = ipaddress.ip_network(cidr, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{cidr!r} is not a network CIDR such as 10.0.0.0/16 ({exc})") from None
+        if net.version != 4 or not net.is_private or not 16 <= net.prefixlen <= 20:
+            raise ValueError(f"{cidr!r} must be a private IPv4 range with a prefix from /16 to /20")
+        return cidr
+
+
+class HybridNodes(_Model):
+    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster; the GPU Operator installs their driver."""
+
+    enabled: bool = False
+    remote_node_networks: list[str] = Field(default_factory=list)
+    remote_pod_networks: list[str] = Field(default_factory=list)
+
+    @field_validator("remote_node_networks", "remote_pod_networks")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not a CIDR ({exc})") from None
+        return cidrs
+
+    @model_validator(mode="after")
+    def _networks(self) -> HybridNodes:
+        if self.enabled and not self.remote_node_networks:
+            raise ValueError("enabled is true but remoteNodeNetworks is empty; list the on-prem node CIDRs")
+        return self
+
+
+class GpuSoftware(_Model):
+    """What makes GPUs schedulable: ``device-plugin`` (NVIDIA device plugin, for AMIs that ship the
+    driver), ``gpu-operator`` (NVIDIA GPU Operator with per-node-type operands), or ``none``."""
+
+    provider: Literal["device-plugin", "gpu-operator", "none"] = "device-plugin"
+    dcgm_exporter: bool = True

@@ -1,0 +1,254 @@
+"""Karpenter and EKS Auto Mode settings: EC2NodeClasses, NodePools, disruption."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from .. import contract, versions
+from ..catalog import load_catalog
+from ._base import _dns_name, _Model
+
+_DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
+
+
+_BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+
+
+_BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+
+
+_CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
+
+
+_CRON_RE = re.compile(rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$")
+
+
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+
+
+EVICTION_SIGNALS = (
+    "memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"
+)
+
+
+def _gpu_families() -> dict[str, str]:
+    """GPU instance family -> GPU model, from the catalog."""
+    return {t.family: t.gpu_name or "" for t in load_catalog().instances.values() if t.is_gpu}
+
+
+class DisruptionBudget(_Model):
+    """At most ``nodes`` (``N`` or ``N%``) disrupted at once; during ``schedule`` (cron, UTC) for
+    ``duration`` when both are set (they go together), otherwise at all times."""
+
+    nodes: str
+    schedule: str | None = None
+    duration: str | None = None
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not _BUDGET_NODES_RE.match(value):
+            raise ValueError(f"{value!r} is not a node count like '2' or a percentage like '10%'")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and not _CRON_RE.match(value):
+            raise ValueError(f"{value!r} is not a cron schedule like '0 9 * * mon-fri' (UTC) or '@daily'")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None and not _BUDGET_DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a budget duration like '8h', '30m' or '15h30m'")
+        return value
+
+    @model_validator(mode="after")
+    def _together(self) -> DisruptionBudget:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("schedule and duration must be set together (or neither, for an always-on budget)")
+        return self
+
+
+class Consolidation(_Model):
+    """When Karpenter may remove or replace nodes: ``WhenEmpty``, ``WhenEmptyOrUnderutilized`` or
+    ``Balanced`` (new in the v1.14 CRD), after ``after`` (a duration like ``30s``/``5m``, or ``Never``)."""
+
+    policy: str = "WhenEmptyOrUnderutilized"
+    after: str = "5m"
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        if value == "WhenUnderutilized":
+            raise ValueError(
+                "WhenUnderutilized is the v1beta1 value and is invalid in karpenter.sh/v1; use WhenEmptyOrUnderutilized"
+            )
+        if value not in CONSOLIDATION_POLICIES:
+            raise ValueError(f"{value!r} is not allowed; allowed: {', '.join(CONSOLIDATION_POLICIES)}")
+        return value
+
+    @field_validator("after")
+    @classmethod
+    def _after(cls, value: str) -> str:
+        if value != "Never" and not _DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a duration like '30s' or '5m', or 'Never'")
+        return value
+
+
+class RootVolume(_Model):
+    """Encrypted gp3 root volume sized for model images: 125-1000 MiB/s, 3000-16000 IOPS."""
+
+    size_gib: int = Field(default=200, ge=20, le=16384)
+    iops: int = Field(default=6000, ge=3000, le=16000)
+    throughput_mibps: int = Field(default=500, ge=125, le=1000)
+
+
+class Kubelet(_Model):
+    """Kubelet settings of an EC2NodeClass (in Karpenter v1 they live there, not on the NodePool)."""
+
+    max_pods: int = Field(default=110, ge=1, le=737)
+    eviction_hard: dict[str, str] = Field(
+        default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%", "imagefs.available": "10%"}
+    )
+    image_gc_high_threshold_percent: int = Field(default=85, ge=1, le=100)
+    image_gc_low_threshold_percent: int = Field(default=75, ge=0, le=99)
+
+    @field_validator("eviction_hard")
+    @classmethod
+    def _signals(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if k not in EVICTION_SIGNALS]
+        if bad:
+            raise ValueError(f"unknown eviction signal(s) {', '.join(bad)}; allowed: {', '.join(EVICTION_SIGNALS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _gc_order(self) -> Kubelet:
+        if self.image_gc_low_threshold_percent >= self.image_gc_high_threshold_percent:
+            raise ValueError(
+                f"imageGcLowThresholdPercent ({self.image_gc_low_threshold_percent}) must be below "
+                f"imageGcHighThresholdPercent ({self.image_gc_high_threshold_percent})"
+            )
+        return self
+
+
+class KarpenterNodeClass(_Model):
+    """An EC2NodeClass. ``ami`` is ``pinned`` (the dated AL2023 alias in versions.py) or ``latest``,
+    which drifts every node on each AMI release and is allowed only with ``karpenter.allowLatestAmi``."""
+
+    name: str
+    ami: Literal["pinned", "latest"] = "pinned"
+    root_volume: RootVolume = Field(default_factory=RootVolume)
+    kubelet: Kubelet = Field(default_factory=Kubelet)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @property
+    def ami_alias(self) -> str:
+        return versions.KARPENTER_AMI_ALIAS if self.ami == "pinned" else versions.KARPENTER_LATEST_AMI_ALIAS
+
+
+class KarpenterNodePool(_Model):
+    """A GPU NodePool: one GPU model (its families share it, so the pool labels stay true), the
+    contract's taints and labels, a GPU limit, consolidation, expiry, weight and disruption budgets."""
+
+    name: str
+    node_class: str | None = None
+    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    instance_families: list[str] = Field(min_length=1)
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    gpu_limit: int = Field(ge=1, le=10000)
+    consolidation: Consolidation = Field(default_factory=Consolidation)
+    expire_after: str = "720h"
+    weight: int = Field(default=10, ge=1, le=100)
+    budgets: list[DisruptionBudget] = Field(default_factory=lambda: [DisruptionBudget(nodes="10%")], min_length=1)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("instance_families")
+    @classmethod
+    def _families(cls, families: list[str]) -> list[str]:
+        known = _gpu_families()
+        unknown = [f for f in families if f not in known]
+        if unknown:
+            raise ValueError(f"unknown GPU instance family {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        models = sorted({known[f] for f in families})
+        if len(models) > 1:
+            raise ValueError(f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true")
+        return families
+
+    @field_validator("expire_after")
+    @classmethod
+    def _expire(cls, value: str) -> str:
+        if value != "Never" and not _DURATION_RE.match(value):
+            raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
+        return value
+
+    @property
+    def accelerator(self) -> str:
+        return _gpu_families()[self.instance_families[0]]
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        return next(
+            t.gpu_memory_mib or 0 for t in load_catalog().instances.values() if t.family == self.instance_families[0]
+        )
+
+
+class Karpenter(_Model):
+    """Karpenter controller and its GPU capacity. Off by default; ``nodePools`` name a ``nodeClass``."""
+
+    enabled: bool = False
+    allow_latest_ami: bool = False
+    replicas: int = Field(default=2, ge=1, le=5)
+    node_classes: list[KarpenterNodeClass] = Field(default_factory=list)
+    node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> Karpenter:
+        classes = [c.name for c in self.node_classes]
+        if len(set(classes)) != len(classes):
+            raise ValueError("nodeClasses names must be unique")
+        pools = [p.name for p in self.node_pools]
+        if len(set(pools)) != len(pools):
+            raise ValueError("nodePools names must be unique")
+        for pool in self.node_pools:
+            if pool.node_class not in classes:
+                raise ValueError(
+                    f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}"
+                )
+        latest = [c.name for c in self.node_classes if c.ami == "latest"]
+        if latest and not self.allow_latest_ami:
+            raise ValueError(
+                f"nodeClasses {', '.join(latest)} use ami: latest, which drifts every node on each AMI release; "
+                "use ami: pinned or set allowLatestAmi: true (never in production)"
+            )
+        if self.enabled and not self.node_pools:
+            raise ValueError("enabled is true but no nodePools are defined")
+        return self
+
+
+class AutoMode(_Model):
+    """EKS Auto Mode: AWS runs the node lifecycle (and its own GPU device plugin) on the built-in
+    NodeClass. ``gpuNodePools`` are NodePools on that NodeClass (``nodeClass`` is not used)."""
+
+    enabled: bool = False
+    gpu_node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _pools(self) -> AutoMode:
+        if self.gpu_node_pools and not self.enabled:
+            raise ValueError("gpuNodePools are set but enabled is false")
+        return self

@@ -1,0 +1,114 @@
+"""Managed node group settings: the system pool and GPU pools."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from .. import contract
+from ..catalog import load_catalog
+from ._base import _check_known_types, _check_labels, _dns_name, _Model
+
+
+class Scaling(_Model):
+    """Node counts of a managed node group: ``minSize <= desiredSize <= maxSize``."""
+
+    min_size: int = Field(ge=0, le=1000)
+    desired_size: int = Field(ge=0, le=1000)
+    max_size: int = Field(ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scaling:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"need minSize <= desiredSize <= maxSize, got {self.min_size} <= {self.desired_size} <= {self.max_size}"
+            )
+        return self
+
+
+class SystemPool(_Model):
+    """The untainted CPU pool for controllers and add-ons: on-demand, at least two nodes, two AZs."""
+
+    instance_types: list[str] = Field(min_length=1, max_length=20)
+    capacity_type: Literal["ON_DEMAND"] = "ON_DEMAND"
+    scaling: Scaling
+    disk_size_gib: int = Field(default=50, ge=20, le=1000)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _cpu_types(cls, types: list[str]) -> list[str]:
+        _check_known_types(types)
+        gpu = [t for t in types if load_catalog().instances[t].is_gpu]
+        if gpu:
+            raise ValueError(f"{', '.join(gpu)} carry GPUs; the system pool takes CPU types only")
+        return types
+
+    @field_validator("scaling")
+    @classmethod
+    def _two_nodes(cls, scaling: Scaling) -> Scaling:
+        if scaling.min_size < 2:
+            raise ValueError(f"minSize is {scaling.min_size}; the system pool keeps at least 2 nodes in 2 AZs")
+        return scaling
+
+
+class GpuPool(_Model):
+    """A tainted GPU managed node group. ``name`` becomes the pool label and part of resource names."""
+
+    name: str
+    instance_types: list[str] = Field(min_length=1, max_length=20)
+    capacity_type: contract.CapacityType = "ON_DEMAND"
+    scaling: Scaling
+    purpose: Literal["gpu-inference", "gpu-training", "gpu-dra"] = contract.GPU_INFERENCE_PURPOSE
+    disk_size_gib: int = Field(default=200, ge=50, le=4000)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    _labels = field_validator("labels")(_check_labels)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("instance_types")
+    @classmethod
+    def _gpu_types_of_one_model(cls, types: list[str]) -> list[str]:
+        catalog = load_catalog()
+        _check_known_types(types)
+        cpu = [t for t in types if not catalog.instances[t].is_gpu]
+        if cpu:
+            raise ValueError(f"{', '.join(cpu)} have no GPU; allowed: {', '.join(catalog.gpu_types())}")
+        models = sorted({catalog.instances[t].gpu_name or "" for t in types})
+        if len(models) > 1:
+            raise ValueError(
+                f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true"
+            )
+        return types
+
+    @field_validator("scaling")
+    @classmethod
+    def _scale_to_zero(cls, scaling: Scaling) -> Scaling:
+        if scaling.min_size != 0:
+            raise ValueError(f"minSize is {scaling.min_size}; GPU pools scale to minSize 0")
+        return scaling
+
+    @model_validator(mode="after")
+    def _spot_diversity(self) -> GpuPool:
+        if self.capacity_type == "SPOT" and len(self.instance_types) < 2:
+            raise ValueError(
+                f"SPOT pool {self.name!r} lists {len(self.instance_types)} instance type; "
+                "list at least 2 types with the same GPU model so Spot can find capacity"
+            )
+        return self
+
+    @property
+    def accelerator(self) -> str:
+        return load_catalog().instances[self.instance_types[0]].gpu_name or ""
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        return load_catalog().instances[self.instance_types[0]].gpu_memory_mib or 0

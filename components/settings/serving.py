@@ -1,0 +1,206 @@
+"""Serving settings: tiers of vLLM models, their scaling, and the gateway."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from ._base import _REGION_RE, _dns_name, _Model
+
+_S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
+
+
+_HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+_QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")
+
+
+_BEDROCK_MODEL_RE = re.compile(r"^([a-z]{2}\.)?[a-z0-9-]+\.[A-Za-z0-9.:-]+$")
+
+
+class Replicas(_Model):
+    """KEDA bounds. ``min`` 0 scales the model to zero when idle (never in production)."""
+
+    min: int = Field(ge=0, le=100)
+    max: int = Field(ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Replicas:
+        if self.min > self.max:
+            raise ValueError(f"need min <= max, got {self.min} > {self.max}")
+        return self
+
+
+class ModelSource(_Model):
+    """Where weights come from: ``s3`` (``s3://bucket/prefix/``, synced to local NVMe by an init
+    container) or ``huggingFace`` (``org/repo``, needs the ``huggingFaceToken`` secret). Exactly one."""
+
+    s3: str | None = None
+    hugging_face: str | None = None
+
+    @field_validator("s3")
+    @classmethod
+    def _s3(cls, value: str | None) -> str | None:
+        if value is not None and not _S3_URI_RE.match(value):
+            raise ValueError(f"{value!r} is not an S3 prefix like s3://my-models/llama-3.1-8b-instruct/ (trailing /)")
+        return value
+
+    @field_validator("hugging_face")
+    @classmethod
+    def _hf(cls, value: str | None) -> str | None:
+        if value is not None and not _HF_REPO_RE.match(value):
+            raise ValueError(f"{value!r} is not a Hugging Face repo id like meta-llama/Llama-3.1-8B-Instruct")
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> ModelSource:
+        if (self.s3 is None) == (self.hugging_face is None):
+            raise ValueError("set exactly one of s3 or huggingFace")
+        return self
+
+    @property
+    def bucket(self) -> str:
+        return (self.s3 or "")[len("s3://"):].split("/", 1)[0]
+
+    @property
+    def prefix(self) -> str:
+        return (self.s3 or "")[len("s3://"):].split("/", 1)[1]
+
+
+class ServedModel(_Model):
+    """One vLLM deployment. ``gpuMemoryGib`` is what the model needs in GPU memory in total (weights
+    plus KV cache at ``maxModelLen``); it is split over ``gpusPerReplica`` GPUs (tensor parallel)."""
+
+    name: str
+    source: ModelSource
+    pool: str
+    gpus_per_replica: int = Field(default=1, ge=1, le=8)
+    gpu_memory_gib: float = Field(gt=0, le=640)
+    max_model_len: int = Field(default=8192, ge=256, le=1_048_576)
+    gpu_memory_utilization: float = Field(default=0.9, ge=0.5, le=0.98)
+    replicas: Replicas
+    cpu: str = "4"
+    memory: str = "32Gi"
+    cache_size_gib: int = Field(default=100, ge=10, le=4000)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        if not _QUANTITY_RE.match(value):
+            raise ValueError(f"{value!r} is not a Kubernetes quantity like '4', '500m' or '32Gi'")
+        return value
+
+    @property
+    def gpu_memory_mib_per_gpu(self) -> int:
+        return int(self.gpu_memory_gib * 1024 / self.gpus_per_replica)
+
+
+class TierScaling(_Model):
+    """KEDA thresholds, per replica, on current vLLM metrics and on the gateway's request rate for the
+    model. The gateway signal is the one that exists while a model is scaled to zero, so it wakes it
+    (``activationRequests``) while the gateway serves the cold model's traffic from Bedrock."""
+
+    waiting_requests: float = Field(default=5, gt=0)
+    kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
+    ttft_p95_seconds: float = Field(default=2.0, gt=0)
+    activation_requests: float = Field(default=0, ge=0)
+    gateway_requests_per_second: float = Field(default=2, gt=0)
+    cooldown_seconds: int = Field(default=300, ge=30, le=86400)
+    polling_seconds: int = Field(default=15, ge=5, le=300)
+
+
+class TierQuota(_Model):
+    """Namespace guardrails so one tier cannot starve another."""
+
+    gpus: int = Field(ge=0, le=10000)
+    cpu: str
+    memory: str
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        if not _QUANTITY_RE.match(value):
+            raise ValueError(f"{value!r} is not a Kubernetes quantity like '64' or '512Gi'")
+        return value
+
+
+class ServingTier(_Model):
+    """A tier: its namespace, PriorityClass (higher ``priority`` preempts lower), quota and models."""
+
+    name: str
+    priority: int = Field(ge=0, le=1_000_000_000)
+    preempt_lower: bool = True
+    quota: TierQuota
+    scaling: TierScaling = Field(default_factory=TierScaling)
+    models: list[ServedModel] = Field(default_factory=list)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @model_validator(mode="after")
+    def _quota_covers_models(self) -> ServingTier:
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError("model names must be unique within a tier")
+        need = sum(m.replicas.max * m.gpus_per_replica for m in self.models)
+        if need > self.quota.gpus:
+            raise ValueError(
+                f"models can scale to {need} GPUs but quota.gpus is {self.quota.gpus}; "
+                "raise the quota or lower replicas.max, or KEDA will scale into pods the quota rejects"
+            )
+        return self
+
+
+class Gateway(_Model):
+    """OpenAI-compatible router on the system pool that cascades to Amazon Bedrock on 5xx, timeouts
+    and overload. ``bedrockModels`` are model or inference-profile ids the gateway may invoke."""
+
+    enabled: bool = True
+    replicas: int = Field(default=2, ge=1, le=20)
+    bedrock_region: str | None = None
+    bedrock_models: list[str] = Field(default_factory=list)
+    timeout_seconds: int = Field(default=60, ge=5, le=600)
+    num_retries: int = Field(default=1, ge=0, le=5)
+
+    @field_validator("bedrock_models")
+    @classmethod
+    def _model_ids(cls, ids: list[str]) -> list[str]:
+        bad = [i for i in ids if not _BEDROCK_MODEL_RE.match(i)]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} not Bedrock model ids like anthropic.claude-sonnet-4-5-20250929-v1:0")
+        return ids
+
+    @field_validator("bedrock_region")
+    @classmethod
+    def _region(cls, region: str | None) -> str | None:
+        if region is not None and not _REGION_RE.match(region):
+            raise ValueError(f"{region!r} is not an AWS region name such as us-east-1")
+        return region
+
+
+class Serving(_Model):
+    """Model serving: tiers, the gateway, and the KEDA + Prometheus stack they need."""
+
+    enabled: bool = False
+    tiers: list[ServingTier] = Field(default_factory=list)
+    gateway: Gateway = Field(default_factory=Gateway)
+
+    @model_validator(mode="after")
+    def _tiers(self) -> Serving:
+        names = [t.name for t in self.tiers]
+        if len(set(names)) != len(names):
+            raise ValueError("tier names must be unique")
+        models = [m.name for t in self.tiers for m in t.models]
+        if len(set(models)) != len(models):
+            raise ValueError("model names must be unique across tiers (the gateway routes by name)")
+        priorities = [t.priority for t in self.tiers]
+        if len(set(priorities)) != len(priorities):
+            raise ValueError("tier priorities must differ so preemption order is defined")
+        return self
