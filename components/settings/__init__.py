@@ -25,16 +25,7 @@ from .karpenter import (
     RootVolume,
 )
 from .managed_pools import GpuPool, Scaling, SystemPool
-from .serving import (
-    Gateway,
-    ModelSource,
-    Replicas,
-    ServedModel,
-    Serving,
-    ServingTier,
-    TierQuota,
-    TierScaling,
-)
+from .serving import Gateway, ModelSource, Replicas, ServedModel, Serving, ServingTier, TierQuota, TierScaling
 from .stack import (
     CONTROL_PLANE_LOG_TYPES,
     PoolFacts,
@@ -48,10 +39,39 @@ from .stack import (
 )
 
 __all__ = [
-    "CONSOLIDATION_POLICIES", "CONTROL_PLANE_LOG_TYPES", "EVICTION_SIGNALS", "NAMESPACE", "AutoMode", "Consolidation",
-    "DisruptionBudget", "Endpoint", "Gateway", "GpuPool", "GpuSoftware", "HybridNodes", "Karpenter",
-    "KarpenterNodeClass", "KarpenterNodePool", "Kubelet", "ModelSource", "Network", "PoolFacts", "Problem",
-    "Replicas", "RootVolume", "Scaling", "ServedModel", "Serving", "ServingTier", "Settings", "SettingsError",
-    "SystemPool", "TierQuota", "TierScaling", "config_strings", "decode_config_value", "parse_settings",
+    "CONSOLIDATION_POLICIES",
+    "CONTROL_PLANE_LOG_TYPES",
+    "EVICTION_SIGNALS",
+    "NAMESPACE",
+    "AutoMode",
+    "Consolidation",
+    "DisruptionBudget",
+    "Endpoint",
+    "Gateway",
+    "GpuPool",
+    "GpuSoftware",
+    "HybridNodes",
+    "Karpenter",
+    "KarpenterNodeClass",
+    "KarpenterNodePool",
+    "Kubelet",
+    "ModelSource",
+    "Network",
+    "PoolFacts",
+    "Problem",
+    "Replicas",
+    "RootVolume",
+    "Scaling",
+    "ServedModel",
+    "Serving",
+    "ServingTier",
+    "Settings",
+    "SettingsError",
+    "SystemPool",
+    "TierQuota",
+    "TierScaling",
+    "config_strings",
+    "decode_config_value",
+    "parse_settings",
     "stack_settings",
 ]

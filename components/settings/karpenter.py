@@ -5,36 +5,29 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import (
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
 from .. import contract, versions
 from ..catalog import load_catalog
 from ._base import _dns_name, _Model
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
-
-
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
-
-
 _BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
-
-
 _CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
-
-
-_CRON_RE = re.compile(rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$")
+_CRON_RE = re.compile(
+    rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$"
+)
 
 
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-
-
 EVICTION_SIGNALS = (
-    "memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
 )
 
 
@@ -168,7 +161,9 @@ class KarpenterNodePool(_Model):
     node_class: str | None = None
     purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
     instance_families: list[str] = Field(min_length=1)
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        default_factory=lambda: ["on-demand"], min_length=1
+    )
     gpu_limit: int = Field(ge=1, le=10000)
     consolidation: Consolidation = Field(default_factory=Consolidation)
     expire_after: str = "720h"
@@ -186,7 +181,9 @@ class KarpenterNodePool(_Model):
             raise ValueError(f"unknown GPU instance family {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
         models = sorted({known[f] for f in families})
         if len(models) > 1:
-            raise ValueError(f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true")
+            raise ValueError(
+                f"mixes GPU models {', '.join(models)}; a pool holds one GPU model so its labels stay true"
+            )
         return families
 
     @field_validator("expire_after")

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import (
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
 from .. import contract
 from ..catalog import load_catalog

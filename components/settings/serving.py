@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import re
 
-from pydantic import (
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
 from ._base import _REGION_RE, _dns_name, _Model
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
-
-
 _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
 _QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")
-
-
 _BEDROCK_MODEL_RE = re.compile(r"^([a-z]{2}\.)?[a-z0-9-]+\.[A-Za-z0-9.:-]+$")
 
 
@@ -66,11 +56,11 @@ class ModelSource(_Model):
 
     @property
     def bucket(self) -> str:
-        return (self.s3 or "")[len("s3://"):].split("/", 1)[0]
+        return (self.s3 or "")[len("s3://") :].split("/", 1)[0]
 
     @property
     def prefix(self) -> str:
-        return (self.s3 or "")[len("s3://"):].split("/", 1)[1]
+        return (self.s3 or "")[len("s3://") :].split("/", 1)[1]
 
 
 class ServedModel(_Model):

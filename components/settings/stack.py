@@ -9,14 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import (
-    BaseModel,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from .. import contract, versions
 from ..catalog import load_catalog
@@ -27,8 +20,6 @@ from .managed_pools import GpuPool, SystemPool
 from .serving import Serving
 
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
-
-
 CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
@@ -66,7 +57,9 @@ class Settings(_Model):
     def _k8s_version(cls, value: Any) -> str:
         text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
         if text not in versions.SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(f"{value!r} is not supported; allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
+            raise ValueError(
+                f"{value!r} is not supported; allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}"
+            )
         return text
 
     @field_validator("admin_role_arns")
@@ -74,7 +67,9 @@ class Settings(_Model):
     def _role_arns(cls, arns: list[str]) -> list[str]:
         bad = [a for a in arns if not _ROLE_ARN_RE.match(a)]
         if bad:
-            raise ValueError(f"{', '.join(bad)} not IAM role ARNs such as arn:aws:iam::123456789012:role/platform-admin")
+            raise ValueError(
+                f"{', '.join(bad)} not IAM role ARNs such as arn:aws:iam::123456789012:role/platform-admin"
+            )
         return arns
 
     @field_validator("control_plane_logs")
@@ -109,7 +104,9 @@ class Settings(_Model):
     def _gpu_capacity_and_software(self) -> Settings:
         karpenter_pools = self.karpenter.node_pools if self.karpenter.enabled else []
         if not (self.gpu_pools or karpenter_pools or self.auto_mode.gpu_node_pools or self.hybrid_nodes.enabled):
-            raise ValueError("no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools or hybridNodes")
+            raise ValueError(
+                "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools or hybridNodes"
+            )
         provider = self.gpu_software.provider
         if provider == "device-plugin" and self.hybrid_nodes.enabled:
             raise ValueError(
@@ -122,11 +119,14 @@ class Settings(_Model):
                 "a device plugin, a second one would fight it; set gpuSoftware.provider to none"
             )
         overlap = [
-            cidr for cidr in self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
+            cidr
+            for cidr in self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
             if ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(self.network.vpc_cidr))
         ]
         if overlap:
-            raise ValueError(f"hybridNodes networks {', '.join(overlap)} overlap network.vpcCidr {self.network.vpc_cidr}")
+            raise ValueError(
+                f"hybridNodes networks {', '.join(overlap)} overlap network.vpcCidr {self.network.vpc_cidr}"
+            )
         return self
 
     @model_validator(mode="after")
@@ -138,10 +138,14 @@ class Settings(_Model):
                 where = f"serving.tiers[{tier.name}].models[{model.name}]"
                 pool = pools.get(model.pool)
                 if pool is None:
-                    problems.append(f"{where}.pool {model.pool!r} is not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}")
+                    problems.append(
+                        f"{where}.pool {model.pool!r} is not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}"
+                    )
                     continue
                 if pool.purpose != contract.GPU_INFERENCE_PURPOSE:
-                    problems.append(f"{where}.pool {model.pool!r} is a {pool.purpose} pool; serve from gpu-inference pools")
+                    problems.append(
+                        f"{where}.pool {model.pool!r} is a {pool.purpose} pool; serve from gpu-inference pools"
+                    )
                 if model.gpus_per_replica > pool.max_gpus_per_node:
                     problems.append(
                         f"{where} needs {model.gpus_per_replica} GPUs per replica but {model.pool!r} nodes have at most "
@@ -157,8 +161,15 @@ class Settings(_Model):
                 if self.production and model.replicas.min == 0:
                     problems.append(f"{where}.replicas.min is 0 in a production stack; keep at least 1 warm replica")
                 if model.source.hugging_face and self.hugging_face_token is None:
-                    problems.append(f"{where} loads from Hugging Face but llm-platform:huggingFaceToken is not set (set it with --secret)")
-        if self.serving.enabled and self.serving.gateway.enabled and self.serving.gateway.bedrock_models and not self.serving.gateway.bedrock_region:
+                    problems.append(
+                        f"{where} loads from Hugging Face but llm-platform:huggingFaceToken is not set (set it with --secret)"
+                    )
+        if (
+            self.serving.enabled
+            and self.serving.gateway.enabled
+            and self.serving.gateway.bedrock_models
+            and not self.serving.gateway.bedrock_region
+        ):
             problems.append("serving.gateway.bedrockRegion is required when bedrockModels are listed")
         if problems:
             raise ValueError("; ".join(problems))
@@ -171,14 +182,20 @@ class Settings(_Model):
         for pool in self.gpu_pools:
             types = [catalog.instances[t] for t in pool.instance_types]
             facts[pool.name] = PoolFacts(
-                pool.purpose, pool.accelerator, pool.gpu_memory_mib, max(t.gpus for t in types),
+                pool.purpose,
+                pool.accelerator,
+                pool.gpu_memory_mib,
+                max(t.gpus for t in types),
                 max(t.on_demand_hourly_usd / t.gpus for t in types),
             )
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
         for pool in node_pools:
             types = [t for t in catalog.instances.values() if t.is_gpu and t.family in pool.instance_families]
             facts[pool.name] = PoolFacts(
-                pool.purpose, pool.accelerator, pool.gpu_memory_mib, max(t.gpus for t in types),
+                pool.purpose,
+                pool.accelerator,
+                pool.gpu_memory_mib,
+                max(t.gpus for t in types),
                 max(t.on_demand_hourly_usd / t.gpus for t in types),
             )
         return facts
@@ -277,7 +294,7 @@ def decode_config_value(value: Any) -> Any:
 def parse_settings(config: Mapping[str, Any]) -> Settings:
     """Parse a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored)."""
     prefix = f"{NAMESPACE}:"
-    raw = {k[len(prefix):]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
+    raw = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
