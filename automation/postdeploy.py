@@ -95,19 +95,21 @@ class GpuTarget:
 
 @dataclass
 class Poller:
-    """Retries a check until it passes or the shared deadline passes; the clock is injectable."""
+    """Retries a check until it passes or the shared deadline passes; the clock is injectable.
+
+    The deadline starts with the first check, not when the poller is made (before a long ``up``).
+    """
 
     timeout: float
     interval: float = POLL_SECONDS
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    deadline: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.deadline = self.clock() + self.timeout
+    deadline: float | None = field(default=None, init=False)
 
     def until(self, name: str, probe: Callable[[], tuple]) -> CheckResult:
         """``probe`` returns ``(ok, detail)`` or ``(ok, detail, final)``; final failures stop waiting."""
+        if self.deadline is None:
+            self.deadline = self.clock() + self.timeout
         while True:
             try:
                 ok, detail, *final = probe()

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import CalledProcessError
-from urllib.parse import urlparse
+from urllib.parse import unquote
 
 import yaml
 from pulumi.automation import LocalWorkspace, PulumiCommand
@@ -111,8 +111,7 @@ def resolve_backend(
     """
     url = environ.get("PULUMI_BACKEND_URL") or default_backend_url(project)
     if url.startswith("file://"):
-        path = Path(urlparse(url).path)
-        path.mkdir(parents=True, exist_ok=True)
+        url = _absolute_file_url(url)
     provider = secrets_provider or environ.get(SECRETS_PROVIDER_ENV) or "passphrase"
     if provider != "passphrase" and not provider.startswith(SECRETS_PROVIDER_SCHEMES):
         raise WorkspaceError(
@@ -130,6 +129,17 @@ def resolve_backend(
         "PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER": "true",
     }
     return Backend(url=url, secrets_provider=provider, env=env)
+
+
+def _absolute_file_url(url: str) -> str:
+    """``file://~/state`` or ``file://./state`` made absolute (the CLI runs in a temporary directory,
+    where a relative path would put state in a directory that is deleted), and the directory created."""
+    location, sep, query = url[len("file://"):].partition("?")
+    path = Path(os.path.expanduser(unquote(location)))
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path.resolve().as_uri() + sep + query
 
 
 def pulumi_command(environ: Mapping[str, str] = os.environ) -> PulumiCommand:

@@ -27,6 +27,7 @@ import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 VERSION = os.environ.get("STANDIN_PULUMI_VERSION", "3.272.0")
 RECORDED_ENV = (
@@ -135,7 +136,7 @@ class Backend:
         if not url.startswith("file://"):
             raise Fail(f"error: the stand-in supports file:// backends only, got {url}")
         self.url = url
-        self.root = Path(url[len("file://"):]) / ".pulumi"
+        self.root = Path(unquote(url[len("file://"):].partition("?")[0])) / ".pulumi"
         self.project = project
         self.stacks = self.root / "stacks" / project
         self.stacks.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,7 @@ class Clock:
 def test_poller_retries_until_the_deadline_and_stops_on_final_failures():
     clock = Clock()
     poller = Poller(timeout=60, interval=10, clock=clock, sleep=clock.sleep)
+    clock.now = 1800.0  # `up` takes half an hour between making the poller and the first check
     attempts = []
 
     def never() -> tuple[bool, str]:
@@ -118,9 +119,10 @@ def test_poller_retries_until_the_deadline_and_stops_on_final_failures():
 
     result = poller.until("never", never)
     assert not result.ok and result.detail == "not yet (gave up after 60s)"
-    assert attempts == [0, 10, 20, 30, 40, 50, 60]
+    assert attempts == [1800, 1810, 1820, 1830, 1840, 1850, 1860], "the full timeout, counted from the first check"
+    assert poller.until("later", lambda: (False, "no")).detail == "no (gave up after 60s)", "the deadline is shared"
 
-    clock.now, attempts[:] = 0.0, []
+    attempts.clear()
     poller = Poller(timeout=60, interval=10, clock=clock, sleep=clock.sleep)
     assert poller.until("final", lambda: (attempts.append(1), (False, "failed", True))[1]).detail == "failed"
     assert attempts == [1]

@@ -34,6 +34,17 @@ def test_backend_url_and_secrets_provider_from_the_environment(tmp_path: Path):
     assert flag.secrets_provider == "passphrase"
 
 
+def test_relative_and_home_file_backends_become_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    secrets = {"PULUMI_CONFIG_PASSPHRASE": ""}
+    relative = resolve_backend(Project(tmp_path), environ={**secrets, "PULUMI_BACKEND_URL": "file://./my state"})
+    assert relative.url == (tmp_path / "my state").as_uri() and (tmp_path / "my state").is_dir()
+    home = resolve_backend(Project(tmp_path), environ={**secrets, "PULUMI_BACKEND_URL": "file://~/.pulumi-state"})
+    assert home.url == (tmp_path / "home" / ".pulumi-state").as_uri()
+    assert home.env["PULUMI_BACKEND_URL"] == home.url
+
+
 def test_secrets_provider_errors(tmp_path: Path):
     with pytest.raises(WorkspaceError, match="PULUMI_CONFIG_PASSPHRASE"):
         resolve_backend(Project(tmp_path), environ={})
