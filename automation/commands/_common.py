@@ -84,7 +84,7 @@ def add_secrets_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_ERROR_LINE = re.compile(r"^\s*error:\s*(.+)$", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"^\s*(?:(?:stdout|stderr):\s*)?error:\s*(.+)$", re.IGNORECASE)
 
 
 def error_lines(exc: BaseException, limit: int = 3) -> list[str]:

@@ -149,7 +149,8 @@ def render_report(report: OperationReport, console: Console) -> None:
         console.print(f"  policy violations: {counts}")
         for v in sorted(report.violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn)):
             console.print(f"    {v.level:<9} {escape(v.pack)}/{escape(v.policy)}  {escape(v.urn)}")
-            console.print(f"              {escape(v.message)}")
+            for line in v.message.splitlines():
+                console.print(f"              {escape(line)}")
     for line in report.errors:
         console.print(f"  error: {escape(line)}")
 

@@ -245,6 +245,9 @@ def _run_destroy(args: argparse.Namespace) -> int:
         render_report(report, stdout())
         if report.ok:
             stdout().print(f"env {meta.name}: destroyed and removed", markup=False)
+    if not report.ok:
+        err.print(f"env {meta.name}: destroy failed, the stack stays; fix the cause and run `env destroy` again "
+                  f"(`env reap` retries it after {format_time(meta.expires_at)})", markup=False)
     return exit_codes.OK if report.ok else exit_codes.FAILED
 
 

@@ -523,9 +523,10 @@ class Cli:
             type_ = urn.split("::")[2] if urn else ""
             events.emit(resOpFailedEvent={"metadata": {"op": "create", "urn": urn, "type": type_, "provider": ""},
                                           "status": 1, "steps": 1})
-            events.emit(diagnosticEvent={"urn": urn, "message": "error: creating EKS Node Group (inference): "
-                                         "InvalidRequestException: insufficient Spot capacity\n",
-                                         "color": "raw", "severity": "error"})
+            message = ("error: deleting EC2 VPC: DependencyViolation: the vpc has dependencies and cannot be deleted"
+                       if kind == "destroy" else
+                       "error: creating EKS Node Group (inference): InvalidRequestException: insufficient Spot capacity")
+            events.emit(diagnosticEvent={"urn": urn, "message": message + "\n", "color": "raw", "severity": "error"})
         if kind != "preview":
             if kind == "update" and not failed:
                 state["outputs"] = self.outputs(stack)

@@ -185,6 +185,8 @@ def test_destroy_errors_are_distinct(rig: Rig):
     assert create(rig, "alice-exp").code == exit_codes.OK
     failed = rig.run("env", "destroy", "alice-exp")
     assert failed.code == exit_codes.FAILED
+    assert "DependencyViolation" in failed.out
+    assert "env alice-exp: destroy failed, the stack stays" in failed.err
     assert rig.stacks() == ["dev", "env-alice-exp"], "a failed destroy never removes the stack"
 
 

@@ -72,6 +72,7 @@ def test_mandatory_policy_violation_fails_with_exit_1_and_is_summarised(rig: Rig
     assert "policy violations: 1 mandatory" in result.out
     assert "llm-platform-gpu/gpu-pool-tainted" in result.out
     assert "GpuNodePool::inference" in result.out
+    assert "  error: preview failed" in result.out and "stderr:" not in result.out, "the CLI's error line, unwrapped"
 
 
 def test_advisory_violation_is_reported_but_passes(rig: Rig):
