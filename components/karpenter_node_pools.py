@@ -30,7 +30,8 @@ AUTO_MODE_LABELS = "eks.amazonaws.com"
 def ec2_node_class_manifest(
     node_class: KarpenterNodeClass, *, cluster_name: str, node_role: str, tags: dict[str, str]
 ) -> dict[str, Any]:
-    """An EC2NodeClass: pinned AL2023 alias, discovery-tag selectors, IMDSv2, encrypted gp3 root."""
+    """An EC2NodeClass: pinned AL2023 alias, discovery-tag selectors, IMDSv2, encrypted gp3 root, and
+    the instance's NVMe drives striped as RAID0 ephemeral storage, where model caches (``emptyDir``) live."""
     volume, kubelet = node_class.root_volume, node_class.kubelet
     discovery = karpenter_discovery_tag(cluster_name)
     return {
@@ -39,6 +40,7 @@ def ec2_node_class_manifest(
         "metadata": {"name": node_class.name},
         "spec": {
             "amiSelectorTerms": [{"alias": node_class.ami_alias}],
+            "instanceStorePolicy": "RAID0",
             "role": node_role,
             "subnetSelectorTerms": [{"tags": discovery}],
             "securityGroupSelectorTerms": [{"tags": discovery}],

@@ -7,6 +7,7 @@ contract: the system pool carries no taint; a GPU pool carries the GPU taint and
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 
 import pulumi
@@ -37,6 +38,35 @@ class LaunchSettings:
     disk_throughput_mibps: int = 125
     disk_iops: int = 3000
     metadata_hop_limit: int = 1
+    #: Stripe the instance's NVMe drives as RAID0 and put kubelet/containerd on them (AL2023 nodeadm),
+    #: so ``emptyDir`` model caches live on local NVMe.
+    nvme_ephemeral_storage: bool = False
+
+
+def nodeadm_user_data(launch: LaunchSettings) -> str | None:
+    """MIME multipart user data that EKS merges with its own bootstrap for AL2023 nodes."""
+    if not launch.nvme_ephemeral_storage:
+        return None
+    document = "\n".join(
+        [
+            'MIME-Version: 1.0',
+            'Content-Type: multipart/mixed; boundary="==LLMPLATFORM=="',
+            "",
+            "--==LLMPLATFORM==",
+            "Content-Type: application/node.eks.aws",
+            "",
+            "apiVersion: node.eks.aws/v1alpha1",
+            "kind: NodeConfig",
+            "spec:",
+            "  instance:",
+            "    localStorage:",
+            "      strategy: RAID0",
+            "",
+            "--==LLMPLATFORM==--",
+            "",
+        ]
+    )
+    return base64.b64encode(document.encode()).decode()
 
 
 class _ManagedNodePool(pulumi.ComponentResource):
@@ -90,6 +120,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
                     ),
                 )
             ],
+            user_data=nodeadm_user_data(launch),
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": name})
                 for kind in ("instance", "volume")

@@ -111,7 +111,12 @@ class Platform(pulumi.ComponentResource):
                     instance_types=pool.instance_types,
                     capacity_type=pool.capacity_type,
                     scaling=_scaling(pool.scaling),
-                    launch=LaunchSettings(disk_size_gib=pool.disk_size_gib, disk_throughput_mibps=500, disk_iops=6000),
+                    launch=LaunchSettings(
+                        disk_size_gib=pool.disk_size_gib,
+                        disk_throughput_mibps=500,
+                        disk_iops=6000,
+                        nvme_ephemeral_storage=True,
+                    ),
                     purpose=pool.purpose,
                     labels={**pool.labels, **operator_node_labels(software, "managed", pool.purpose)},
                     tags=tags,
@@ -169,23 +174,29 @@ class Platform(pulumi.ComponentResource):
                 opts=on_aws,
             )
 
+        observability = None
+        if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
+            observability = Observability("observability", ObservabilityArgs(), opts=on_cluster)
+        with_monitoring = pulumi.ResourceOptions.merge(
+            on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])
+        )
         if software == "device-plugin":
             GpuDevicePlugin("nvidia-device-plugin", GpuDevicePluginArgs(), opts=on_cluster)
             if settings.gpu_software.dcgm_exporter:
-                DcgmExporter("dcgm-exporter", DcgmExporterArgs(), opts=on_cluster)
+                DcgmExporter("dcgm-exporter", DcgmExporterArgs(), opts=with_monitoring)
         elif software == "gpu-operator":
             GpuOperator(
                 "gpu-operator",
                 GpuOperatorArgs(
                     install_driver=settings.hybrid_nodes.enabled, dcgm_exporter=settings.gpu_software.dcgm_exporter
                 ),
-                opts=on_cluster,
+                opts=with_monitoring,
             )
 
         self.endpoints: dict[str, str] = {}
         self.gateway_url: str | None = None
         if settings.serving.enabled:
-            self._serving(settings, cluster_name, on_cluster, tags)
+            self._serving(settings, cluster_name, on_cluster, observability, tags)
 
         self.cluster_name = cluster.name
         self.kubeconfig = cluster.kubeconfig
@@ -206,10 +217,16 @@ class Platform(pulumi.ComponentResource):
             }
         )
 
-    def _serving(self, settings: Settings, cluster_name: str, on_cluster: pulumi.ResourceOptions, tags: dict[str, str]) -> None:
+    def _serving(
+        self,
+        settings: Settings,
+        cluster_name: str,
+        on_cluster: pulumi.ResourceOptions,
+        observability: Observability,
+        tags: dict[str, str],
+    ) -> None:
         """Prometheus and KEDA first (their CRDs), then the tiers, then the gateway in front of them."""
         serving = settings.serving
-        observability = Observability("observability", ObservabilityArgs(), opts=on_cluster)
         autoscaler = EventAutoscaler("keda", EventAutoscalerArgs(), opts=on_cluster)
         after_platform = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability, autoscaler])

@@ -89,3 +89,15 @@ def test_switching_software_changes_the_plan():
     assert group.inputs["labels"]["nvidia.com/gpu.deploy.driver"] == "false"
     none = releases(plan_with("dev", gpuSoftware={"provider": "none", "dcgmExporter": False}))
     assert not {"gpu-operator", "nvidia-device-plugin", "dcgm-exporter"} & set(none)
+
+
+def test_gpu_metrics_bring_prometheus_even_without_serving():
+    serving = read_stack_config("dev")["llm-platform:serving"]
+    plan = plan_with("dev", serving={**serving, "enabled": False, "tiers": []})
+    charts = releases(plan)
+    assert {"dcgm-exporter", "kube-prometheus-stack"} <= set(charts)
+    assert "keda" not in charts
+    (dcgm,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "dcgm-exporter"]
+    (observability,) = plan.of_type("llm-platform:index:Observability")
+    assert dcgm.parent.split("::")[-1] == "dcgm-exporter"
+    assert plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")

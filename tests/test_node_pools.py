@@ -114,3 +114,22 @@ def test_contract_helpers_agree_with_each_other():
     toleration = contract.gpu_toleration()
     assert toleration["key"] == taint["key"] and toleration["effect"] == taint["effect"]
     assert contract.gpu_taint_eks() == GPU_TAINT
+
+
+def test_gpu_nodes_put_ephemeral_storage_on_local_nvme(dev_plan):
+    import base64
+
+    import yaml
+
+    gpu_template = launch_template_of(dev_plan, gpu_node_groups(dev_plan)[0])
+    document = base64.b64decode(gpu_template.inputs["userData"]).decode()
+    assert "Content-Type: application/node.eks.aws" in document
+    node_config = yaml.safe_load(document.split("application/node.eks.aws", 1)[1].split("--==", 1)[0])
+    assert node_config == {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {"instance": {"localStorage": {"strategy": "RAID0"}}},
+    }
+    assert "userData" not in launch_template_of(dev_plan, system_node_group(dev_plan)).inputs
+    (node_class,) = dev_plan.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    assert node_class.inputs["spec"]["instanceStorePolicy"] == "RAID0"
