@@ -43,6 +43,7 @@ class PlannedResource:
     custom: bool
     inputs: dict[str, Any]
     provider: str = ""
+    dependencies: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -192,6 +193,7 @@ class RecordingMonitor(MockMonitor):
                     custom=bool(request.custom),
                     inputs=inputs,
                     provider=request.provider,
+                    dependencies=sorted(request.dependencies),
                 )
             )
         return response

@@ -97,7 +97,6 @@ def test_gpu_metrics_bring_prometheus_even_without_serving():
     charts = releases(plan)
     assert {"dcgm-exporter", "kube-prometheus-stack"} <= set(charts)
     assert "keda" not in charts
-    (dcgm,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "dcgm-exporter"]
-    (observability,) = plan.of_type("llm-platform:index:Observability")
-    assert dcgm.parent.split("::")[-1] == "dcgm-exporter"
-    assert plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    (exporter,) = plan.of_type("llm-platform:index:DcgmExporter")
+    (prometheus,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
+    assert prometheus.urn in exporter.dependencies, "ServiceMonitor CRDs must exist before the exporter's release"
