@@ -18,7 +18,7 @@ check: $(STAMP)
 	$(VENV)/bin/python -m automation check --stack $(STACK)
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_check.py
