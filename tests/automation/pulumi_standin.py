@@ -4,8 +4,8 @@ It appends every invocation (argv, cwd, selected environment) to the JSON-lines 
 ``STANDIN_LOG`` and answers like the real CLI (v3.272) on a self-managed file backend: stacks,
 config in the workspace's ``Pulumi.<stack>.yaml``, stack tags in ``<stack>.pulumi-tags`` files,
 outputs, history, locks, and engine events streamed to the ``--event-log`` the Automation API
-passes (a gRPC ``tcp://`` address for CLI versions after 3.205, a file before). Error messages match
-the ones ``pulumi.automation.errors`` classifies.
+passes (a gRPC ``tcp://`` address, as for every CLI after 3.205; the driver needs 3.211+). Error
+messages match the ones ``pulumi.automation.errors`` classifies.
 
 Failure simulation, through the environment:
   STANDIN_FAIL=up,destroy        those operations fail after some resources (a resource error)
@@ -566,21 +566,19 @@ class Cli:
 
 
 class EventSink:
-    """Engine events, JSON-encoded like the CLI's, to a file or over the Automation API's gRPC stream."""
+    """Engine events, JSON-encoded like the CLI's, sent over the Automation API's gRPC event stream."""
 
     def __init__(self, target: object):
         self.target = str(target) if target else ""
+        if self.target and not self.target.startswith("tcp://"):
+            raise Fail(f"error: the stand-in streams engine events over gRPC only, got --event-log {self.target}")
         self.events: list[str] = []
 
     def emit(self, **payload: object) -> None:
-        line = json.dumps({"sequence": len(self.events) + 1, "timestamp": int(time.time()), **payload})
-        self.events.append(line)
-        if self.target and not self.target.startswith("tcp://"):
-            with open(self.target, "a") as handle:
-                handle.write(line + "\n")
+        self.events.append(json.dumps({"sequence": len(self.events) + 1, "timestamp": int(time.time()), **payload}))
 
     def close(self) -> None:
-        if not self.target.startswith("tcp://") or not self.events:
+        if not self.target or not self.events:
             return
         import grpc
 
