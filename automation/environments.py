@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import getpass
-import json
 import re
 import secrets
 import subprocess
@@ -22,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from components.settings import NAMESPACE
+from components.settings import NAMESPACE, decode_config_value
 
 TAG_PREFIX = f"{NAMESPACE}:"
 TAG_KIND = f"{TAG_PREFIX}kind"
@@ -277,16 +276,6 @@ def parse_override(text: str) -> Override:
     return Override(text=text, path=tuple(tokens), value=value)
 
 
-def _decoded(value: Any) -> Any:
-    """Config written by the CLI keeps objects as JSON text; overrides need the object."""
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def apply_override(config: dict[str, Any], override: Override) -> None:
     first, *rest = override.path
     key = f"{TAG_PREFIX}{first}"
@@ -294,7 +283,7 @@ def apply_override(config: dict[str, Any], override: Override) -> None:
         config[key] = override.value
         return
     node = config.setdefault(key, {} if isinstance(rest[0], str) else [])
-    node = config[key] = _decoded(node)
+    node = config[key] = decode_config_value(node)
     for step, nxt in zip(rest, [*rest[1:], None]):
         last = nxt is None
         if isinstance(step, int):
@@ -322,7 +311,7 @@ def apply_override(config: dict[str, Any], override: Override) -> None:
 def tag_resources(config: dict[str, Any], meta: EnvMetadata) -> None:
     """Add owner and stack to the AWS tags of every resource, for cost reports per environment."""
     key = f"{TAG_PREFIX}tags"
-    tags = _decoded(config.get(key)) or {}
+    tags = decode_config_value(config.get(key)) or {}
     if not isinstance(tags, dict):
         raise EnvRequestError(f"{key} must be a map of tags, got {tags!r}")
     config[key] = {**tags, "llm-platform/owner": meta.owner, "llm-platform/stack": meta.stack}

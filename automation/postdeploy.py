@@ -22,11 +22,11 @@ import yaml
 
 from components import contract
 from components.gpu_device_plugin import GpuDevicePluginArgs
-from components.versions import Image
+from components import versions
 
 #: ``nvidia-smi`` comes from the node's driver (the NVIDIA runtime mounts it); the image only needs
 #: to set NVIDIA_DRIVER_CAPABILITIES=utility, which the CUDA base images do.
-SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
+SMOKE_IMAGE = versions.CUDA_SMOKE_IMAGE
 SMOKE_NAMESPACE = "llm-platform-smoke"
 SMOKE_JOB = "gpu-smoke"
 DEVICE_PLUGIN_NAMESPACE = GpuDevicePluginArgs().namespace

@@ -69,6 +69,9 @@ NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", reposit
 DCGM_EXPORTER = HelmChart(chart="dcgm-exporter", version="4.8.2", repository="https://nvidia.github.io/dcgm-exporter/helm-charts")
 DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="4.5.3-4.8.2")
 
+#: GPU smoke test of ``python -m automation test``: runs ``nvidia-smi`` on a GPU node.
+CUDA_SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
+
 #: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
 VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.31.0")
 AWS_CLI_IMAGE = Image(repository="amazon/aws-cli", tag="2.37.5")
