@@ -178,27 +178,22 @@ class Settings(_Model):
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
         catalog = load_catalog()
-        facts = {}
-        for pool in self.gpu_pools:
-            types = [catalog.instances[t] for t in pool.instance_types]
-            facts[pool.name] = PoolFacts(
-                pool.purpose,
-                pool.accelerator,
-                pool.gpu_memory_mib,
-                max(t.gpus for t in types),
-                max(t.on_demand_hourly_usd / t.gpus for t in types),
-            )
+        candidates = [(pool, [catalog.instances[t] for t in pool.instance_types]) for pool in self.gpu_pools]
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
-        for pool in node_pools:
-            types = [t for t in catalog.instances.values() if t.is_gpu and t.family in pool.instance_families]
-            facts[pool.name] = PoolFacts(
-                pool.purpose,
-                pool.accelerator,
-                pool.gpu_memory_mib,
-                max(t.gpus for t in types),
-                max(t.on_demand_hourly_usd / t.gpus for t in types),
+        candidates += [
+            (pool, [t for t in catalog.instances.values() if t.is_gpu and t.family in pool.instance_families])
+            for pool in node_pools
+        ]
+        return {
+            pool.name: PoolFacts(
+                purpose=pool.purpose,
+                accelerator=pool.accelerator,
+                gpu_memory_mib=pool.gpu_memory_mib,
+                max_gpus_per_node=max(t.gpus for t in types),
+                max_usd_per_gpu_hour=max(t.on_demand_hourly_usd / t.gpus for t in types),
             )
-        return facts
+            for pool, types in candidates
+        }
 
     @property
     def cluster_name(self) -> str:
