@@ -21,7 +21,7 @@ import pulumi_random as random
 import yaml
 
 from . import contract, versions
-from .karpenter_policy import pod_identity_trust
+from .iam import pod_identity_trust
 
 TYPE = "llm-platform:index:Gateway"
 NAMESPACE = "llm-gateway"

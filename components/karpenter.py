@@ -13,8 +13,9 @@ import pulumi_aws as aws
 
 from . import contract, versions
 from .helm import pinned_release
+from .iam import pod_identity_trust
 from .interruption_queue import InterruptionQueue, InterruptionQueueArgs
-from .karpenter_policy import PolicyScope, controller_policy, pod_identity_trust
+from .karpenter_policy import PolicyScope, controller_policy
 from .node_role import NodeRole, NodeRoleArgs
 from .tags import karpenter_discovery_tag
 

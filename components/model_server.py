@@ -17,7 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from . import contract, versions
-from .karpenter_policy import pod_identity_trust
+from .iam import pod_identity_trust
 from .settings import PoolFacts, ServedModel, TierScaling
 
 TYPE = "llm-platform:index:ModelServer"

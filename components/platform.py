@@ -7,10 +7,8 @@ import pulumi_aws as aws
 
 from .autoscaler import EventAutoscaler, EventAutoscalerArgs
 from .cluster import Cluster, ClusterArgs
-from .gateway import Gateway, GatewayArgs
-from .observability import Observability, ObservabilityArgs
-from .serving_tier import ServingTier, ServingTierArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from .gateway import Gateway, GatewayArgs
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
 from .gpu_software import operator_node_labels
@@ -18,7 +16,16 @@ from .hybrid_nodes import HybridNodes, HybridNodesArgs
 from .karpenter import Karpenter, KarpenterArgs
 from .karpenter_node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
 from .network import Network, NetworkArgs
-from .node_pools import GpuNodePool, GpuNodePoolArgs, LaunchSettings, Scaling, SystemNodePool, SystemNodePoolArgs
+from .node_pools import (
+    GpuNodePool,
+    GpuNodePoolArgs,
+    LaunchSettings,
+    Scaling,
+    SystemNodePool,
+    SystemNodePoolArgs,
+)
+from .observability import Observability, ObservabilityArgs
+from .serving_tier import ServingTier, ServingTierArgs
 from .settings import Settings
 
 TYPE = "llm-platform:index:Platform"

@@ -13,7 +13,8 @@ import pulumi_kubernetes as k8s
 
 from . import contract
 from .model_server import ModelServer, ModelServerArgs
-from .settings import PoolFacts, ServingTier as TierSettings
+from .settings import PoolFacts
+from .settings import ServingTier as TierSettings
 
 TYPE = "llm-platform:index:ServingTier"
 

@@ -25,7 +25,16 @@ from .karpenter import (
     RootVolume,
 )
 from .managed_pools import GpuPool, Scaling, SystemPool
-from .serving import Gateway, ModelSource, Replicas, ServedModel, Serving, ServingTier, TierQuota, TierScaling
+from .serving import (
+    Gateway,
+    ModelSource,
+    Replicas,
+    ServedModel,
+    Serving,
+    ServingTier,
+    TierQuota,
+    TierScaling,
+)
 from .stack import (
     CONTROL_PLANE_LOG_TYPES,
     PoolFacts,
