@@ -104,6 +104,26 @@ def alert_rules() -> list[dict[str, object]]:
     ]
 
 
+def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
+    """GPU hours as the cluster actually ran them (kube-state-metrics allocatable GPUs, sampled every
+    5 minutes), and an alert when the last 30 days exceed the stack's monthly GPU-hour budget."""
+    rules: list[dict[str, object]] = [
+        {"record": "llm_platform:gpus_allocatable:sum", "expr": 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu"})'},
+        {"record": "llm_platform:gpu_hours:30d", "expr": "sum_over_time(llm_platform:gpus_allocatable:sum[30d:5m]) / 12"},
+    ]
+    if gpu_hours_budget is not None:
+        rules.append(
+            _alert(
+                "GpuHoursAboveMonthlyBudget", f"llm_platform:gpu_hours:30d > {gpu_hours_budget}", "1h", "warning",
+                f"GPU hours over the last 30 days above the budget of {gpu_hours_budget}",
+                "GPU nodes ran longer than budgeted. Look for pools that do not scale down (consolidation off, "
+                "desiredSize raised by hand, models with replicas.min > 0 outside business hours) and for "
+                "environments past their expiry (python -m automation env list).",
+            )
+        )
+    return {"name": "gpu-cost", "rules": rules}
+
+
 def prometheus_stack_values() -> dict[str, object]:
     system = contract.system_node_selector()
     return {
@@ -128,10 +148,11 @@ def prometheus_stack_values() -> dict[str, object]:
 
 @dataclass(frozen=True)
 class ObservabilityArgs:
-    """Inputs of :class:`Observability`. ``retention`` and sizing are fixed for now; the alert
-    thresholds are the module constants."""
+    """Inputs of :class:`Observability`. ``gpu_hours_budget`` (GPU hours per 30 days) adds the cost
+    alert; the other alert thresholds are the module constants."""
 
     namespace: str = NAMESPACE
+    gpu_hours_budget: int | None = None
 
 
 class Observability(pulumi.ComponentResource):
@@ -168,7 +189,7 @@ class Observability(pulumi.ComponentResource):
             api_version="monitoring.coreos.com/v1",
             kind="PrometheusRule",
             metadata={"name": "llm-platform-gpu-serving", "namespace": args.namespace},
-            spec={"groups": alert_rules()},
+            spec={"groups": [*alert_rules(), cost_rules(args.gpu_hours_budget)]},
             opts=after_stack,
         )
         self.prometheus_url = PROMETHEUS_URL

@@ -183,7 +183,9 @@ class Platform(pulumi.ComponentResource):
 
         observability = None
         if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
-            observability = Observability("observability", ObservabilityArgs(), opts=on_cluster)
+            observability = Observability(
+                "observability", ObservabilityArgs(gpu_hours_budget=settings.gpu_hours_monthly_budget), opts=on_cluster
+            )
         with_monitoring = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])
         )

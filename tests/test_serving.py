@@ -139,7 +139,7 @@ def test_tiers_have_priorities_quotas_and_limits(prod_plan):
 
 def test_alerts_cover_the_thresholds(dev_plan):
     (rule,) = [r.inputs for r in dev_plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")]
-    alerts = {a["alert"]: a for g in rule["spec"]["groups"] for a in g["rules"]}
+    alerts = {a["alert"]: a for g in rule["spec"]["groups"] for a in g["rules"] if "alert" in a}
     assert "> 90" in alerts["GpuUtilizationHigh"]["expr"] and "> 95" in alerts["GpuUtilizationCritical"]["expr"]
     assert "< 0.1" in alerts["GpuFramebufferLow"]["expr"]
     assert "vllm:kv_cache_usage_perc" in alerts["VllmKvCacheHigh"]["expr"] and "> 0.8" in alerts["VllmKvCacheHigh"]["expr"]
@@ -239,3 +239,13 @@ def test_hugging_face_source_uses_hf_transfer_and_a_secret_token():
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hugging-face-token", "key": "token"}
     args = pod["containers"][0]["args"]
     assert args[args.index("--model") + 1] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_gpu_hours_are_recorded_and_budgeted(dev_plan):
+    (rule,) = [r.inputs for r in dev_plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")]
+    (cost,) = [g for g in rule["spec"]["groups"] if g["name"] == "gpu-cost"]
+    records = {r["record"]: r["expr"] for r in cost["rules"] if "record" in r}
+    assert 'resource="nvidia_com_gpu"' in records["llm_platform:gpus_allocatable:sum"]
+    assert records["llm_platform:gpu_hours:30d"].endswith("[30d:5m]) / 12")
+    (alert,) = [r for r in cost["rules"] if "alert" in r]
+    assert alert["expr"] == "llm_platform:gpu_hours:30d > 1500"

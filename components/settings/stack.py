@@ -50,6 +50,7 @@ class Settings(_Model):
     hybrid_nodes: HybridNodes = Field(default_factory=HybridNodes)
     serving: Serving = Field(default_factory=Serving)
     hugging_face_token: SecretStr | None = None
+    gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("region")
