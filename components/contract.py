@@ -53,6 +53,11 @@ RESERVED_LABEL_KEYS = frozenset(
 )
 
 
+def k8s_effect(eks_effect: str) -> str:
+    """Kubernetes spelling of an EKS taint effect (``NO_SCHEDULE`` -> ``NoSchedule``)."""
+    return {v: k for k, v in _EKS_EFFECT.items()}[eks_effect]
+
+
 def eks_taint(key: str, value: str, effect: str) -> dict[str, str]:
     """A taint in the EKS managed node group API spelling."""
     return {"key": key, "value": value, "effect": _EKS_EFFECT[effect]}

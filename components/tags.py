@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from . import contract
+
 
 def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:
     """Karpenter finds node subnets and security groups by this tag."""
@@ -20,9 +22,8 @@ def cluster_autoscaler_tags(
     }
     tags.update({f"k8s.io/cluster-autoscaler/node-template/label/{k}": v for k, v in labels.items()})
     for taint in taints:
-        effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
         tags[f"k8s.io/cluster-autoscaler/node-template/taint/{taint['key']}"] = (
-            f"{taint['value']}:{effect[taint['effect']]}"
+            f"{taint['value']}:{contract.k8s_effect(taint['effect'])}"
         )
     if gpus_per_node:
         tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node)
