@@ -1,0 +1,67 @@
+"""A gpu-dra pool gets the NVIDIA DRA driver; the device plugin stays off it; Cluster Autoscaler grows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import contract, versions
+from components.dra_driver import GPU_DEVICE_CLASS
+from tests.conftest import plan_with, read_stack_config
+
+
+@pytest.fixture(scope="module")
+def dra_plan():
+    inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
+    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"]}
+    return plan_with("dev", gpuPools=[inference, dra])
+
+
+def release(plan, chart):
+    matches = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == chart]
+    return matches[0] if matches else None
+
+
+def test_dev_and_prod_have_no_dra_driver_without_a_dra_pool(stack_plan):
+    assert release(stack_plan, "nvidia-dra-driver-gpu") is None
+
+
+def test_a_dra_pool_installs_the_pinned_driver(dra_plan):
+    inputs = release(dra_plan, "nvidia-dra-driver-gpu").inputs
+    assert (inputs["version"], inputs["repositoryOpts"]["repo"]) == (
+        versions.NVIDIA_DRA_DRIVER.version, versions.NVIDIA_DRA_DRIVER.repository
+    )
+    assert inputs["namespace"] not in ("default", "kube-system")
+    values = inputs["values"]
+    assert values["image"]["tag"] == versions.NVIDIA_DRA_DRIVER_IMAGE.tag
+    assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
+    assert values["gpuResourcesEnabledOverride"] is True
+    assert values["nvidiaDriverRoot"] == "/"
+    assert values["resourceApiVersion"] == "resource.k8s.io/v1"
+
+
+def test_kubelet_plugin_reaches_dra_pools_only(dra_plan):
+    plugin = release(dra_plan, "nvidia-dra-driver-gpu").inputs["values"]["kubeletPlugin"]
+    assert plugin["nodeSelector"] == {contract.PURPOSE_LABEL: contract.GPU_DRA_PURPOSE}
+    tolerated = {(t["key"], t.get("value")) for t in plugin["tolerations"]}
+    (dra_group,) = [g for g in dra_plan.of_type("eks:index:ManagedNodeGroup") if g.name == "dra"]
+    for taint in dra_group.inputs["taints"]:
+        assert (taint["key"], None) in tolerated or (taint["key"], taint["value"]) in tolerated
+
+
+def test_device_plugin_stays_off_dra_pools(dra_plan):
+    values = release(dra_plan, "nvidia-device-plugin").inputs["values"]
+    (term,) = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": contract.PURPOSE_LABEL, "operator": "NotIn", "values": [contract.GPU_DRA_PURPOSE]} in term["matchExpressions"]
+
+
+def test_cluster_autoscaler_can_grow_the_dra_group_from_zero(dra_plan):
+    (group,) = [g for g in dra_plan.of_type("eks:index:ManagedNodeGroup") if g.name == "dra"]
+    tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in dra_plan.of_type("aws:autoscaling/tag:Tag") if t.parent == group.parent}
+    template = "k8s.io/cluster-autoscaler/node-template/"
+    assert tags[f"{template}label/{contract.PURPOSE_LABEL}"] == contract.GPU_DRA_PURPOSE
+    assert tags[f"{template}taint/{contract.WORKLOAD_TAINT_KEY}"] == "dra:NoSchedule"
+    assert release(dra_plan, "cluster-autoscaler") is not None
+
+
+def test_device_class_name_is_the_charts():
+    assert GPU_DEVICE_CLASS == "gpu.nvidia.com"
