@@ -113,7 +113,7 @@ def test_every_rendered_object_passes_strict_schema_validation(plan, chart):
     assert not failures, failures
 
 
-@pytest.mark.parametrize("chart", [versions.CLUSTER_AUTOSCALER, versions.KARPENTER], ids=lambda c: c.chart)
+@pytest.mark.parametrize("chart", [versions.CLUSTER_AUTOSCALER, versions.KARPENTER, versions.KEDA], ids=lambda c: c.chart)
 def test_controllers_land_on_the_system_pool_only(plan, chart):
     deployments = [o for o in rendered(plan, chart) if o["kind"] == "Deployment"]
     assert deployments
@@ -177,3 +177,11 @@ def test_the_engine_honours_the_kube_version():
     with pytest.raises(ValueError, match="requires kubeVersion >=1.32.0-0, not Kubernetes v1.31.0"):
         helm_render.render(chart, dra_driver_values(), release_name="d", namespace="d", kube_version="1.31")
     assert helm_render.render(chart, dra_driver_values(), release_name="d", namespace="d", kube_version="1.32")
+
+
+def test_dcgm_exporter_lands_on_gpu_nodes_only(plan):
+    (daemonset,) = [o for o in rendered(plan, versions.DCGM_EXPORTER) if o["kind"] == "DaemonSet"]
+    where = landing(plan, daemonset)
+    managed_gpu = {n for n in nodes(plan) if n.startswith("managed/") and purpose_of(plan, n) in contract.GPU_PURPOSES}
+    assert managed_gpu <= where
+    assert {purpose_of(plan, n) for n in where} <= set(contract.GPU_PURPOSES)
