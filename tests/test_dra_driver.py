@@ -65,3 +65,22 @@ def test_cluster_autoscaler_can_grow_the_dra_group_from_zero(dra_plan):
 
 def test_device_class_name_is_the_charts():
     assert GPU_DEVICE_CLASS == "gpu.nvidia.com"
+
+
+def test_readme_dra_example_is_valid_and_targets_the_dra_pool():
+    """The documented workload passes strict Kubernetes schemas and tolerates a DRA pool's taints."""
+    import re
+    from pathlib import Path
+
+    import kubernetes_validate
+    import yaml
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "ResourceClaimTemplate" in b]
+    documents = list(yaml.safe_load_all(block))
+    for document in documents:
+        kubernetes_validate.validate(document, versions.DEFAULT_KUBERNETES_VERSION, strict=True)
+    template, pod = documents
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == GPU_DEVICE_CLASS
+    assert pod["spec"]["tolerations"] == contract.workload_tolerations(contract.GPU_DRA_PURPOSE)
+    assert pod["spec"]["containers"][0]["image"] == str(versions.CUDA_SMOKE_IMAGE)
