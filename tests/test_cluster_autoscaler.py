@@ -111,3 +111,46 @@ def test_not_installed_when_no_managed_group_can_grow():
     plan = plan_with("dev", systemPool=system, gpuPools=[], serving=serving)
     assert not plan.of_type("llm-platform:index:ClusterAutoscaler")
     assert not plan.of_type("aws:autoscaling/tag:Tag")
+
+
+def template_nodes(plan) -> dict[str, tuple[dict[str, str], list[dict[str, str]], int]]:
+    """What Cluster Autoscaler builds for each ASG from its node-template tags alone (the group has
+    no node to copy): labels, taints, GPU count."""
+    from collections import defaultdict
+
+    by_asg: dict[str, dict[str, str]] = defaultdict(dict)
+    for tag in plan.of_type("aws:autoscaling/tag:Tag"):
+        by_asg[tag.inputs["autoscalingGroupName"]][tag.inputs["tag"]["key"]] = tag.inputs["tag"]["value"]
+    nodes = {}
+    for asg, tags in by_asg.items():
+        labels = {k[len(f"{TEMPLATE}label/"):]: v for k, v in tags.items() if k.startswith(f"{TEMPLATE}label/")}
+        taints = []
+        for key, value in tags.items():
+            if key.startswith(f"{TEMPLATE}taint/"):
+                taint_value, effect = value.rsplit(":", 1)
+                taints.append({"key": key[len(f"{TEMPLATE}taint/"):], "value": taint_value, "effect": effect})
+        nodes[asg] = (labels, taints, int(tags.get(f"{TEMPLATE}resources/nvidia.com/gpu", "0")))
+    return nodes
+
+
+def test_every_model_on_a_managed_pool_fits_exactly_its_groups_template(stack_plan):
+    """Scale-up from zero, simulated: a pending model pod fits the node Cluster Autoscaler would
+    build from its pool's ASG tags, and no other group's, so the right group grows."""
+    from tests.helm_render import schedulable_on
+
+    templates = template_nodes(stack_plan)
+    groups = {g.name: asg_name(stack_plan, g) for g in gpu_node_groups(stack_plan)}
+    checked = 0
+    for deployment in stack_plan.of_type("kubernetes:apps/v1:Deployment"):
+        spec = deployment.inputs["spec"]["template"]["spec"]
+        pool = (spec.get("nodeSelector") or {}).get(contract.POOL_LABEL)
+        if pool not in groups:
+            continue  # system pool (never at zero) or Karpenter capacity
+        gpus = sum(int(c.get("resources", {}).get("limits", {}).get(contract.GPU_RESOURCE, 0)) for c in spec["containers"])
+        fits = {
+            asg for asg, (labels, taints, capacity) in templates.items()
+            if schedulable_on(spec, labels, taints) and gpus <= capacity
+        }
+        assert fits == {groups[pool]}, (deployment.name, fits)
+        checked += 1
+    assert checked >= 1
