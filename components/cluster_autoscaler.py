@@ -43,6 +43,9 @@ GPU_SCALING_FLAGS: dict[str, object] = {
     # autoscaler gives up on a scale-up and backs off the group.
     "max-node-provision-time": "20m",
     "cordon-node-before-terminating": True,
+    # Simulate DRA claims (locked on from 1.35, off by default in 1.34): without it the autoscaler
+    # would think a claimed GPU is free and never grow a DRA pool.
+    "enable-dynamic-resource-allocation": True,
     "leader-elect": True,
 }
 

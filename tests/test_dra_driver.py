@@ -12,7 +12,8 @@ from tests.conftest import plan_with, read_stack_config
 @pytest.fixture(scope="module")
 def dra_plan():
     inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
-    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"]}
+    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
+           "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
     return plan_with("dev", gpuPools=[inference, dra])
 
 
@@ -54,13 +55,14 @@ def test_device_plugin_stays_off_dra_pools(dra_plan):
     assert {"key": contract.PURPOSE_LABEL, "operator": "NotIn", "values": [contract.GPU_DRA_PURPOSE]} in term["matchExpressions"]
 
 
-def test_cluster_autoscaler_can_grow_the_dra_group_from_zero(dra_plan):
+def test_cluster_autoscaler_grows_the_dra_group_from_a_real_node(dra_plan):
+    """A DRA group keeps one node, whose ResourceSlices the autoscaler copies into its template; its
+    DRA simulation is on so a claimed GPU is not mistaken for a free one."""
     (group,) = [g for g in dra_plan.of_type("eks:index:ManagedNodeGroup") if g.name == "dra"]
-    tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in dra_plan.of_type("aws:autoscaling/tag:Tag") if t.parent == group.parent}
-    template = "k8s.io/cluster-autoscaler/node-template/"
-    assert tags[f"{template}label/{contract.PURPOSE_LABEL}"] == contract.GPU_DRA_PURPOSE
-    assert tags[f"{template}taint/{contract.WORKLOAD_TAINT_KEY}"] == "dra:NoSchedule"
-    assert release(dra_plan, "cluster-autoscaler") is not None
+    assert group.inputs["scalingConfig"]["minSize"] >= 1
+    assert group.inputs["scalingConfig"]["maxSize"] > group.inputs["scalingConfig"]["minSize"]
+    autoscaler = release(dra_plan, "cluster-autoscaler").inputs["values"]
+    assert autoscaler["extraArgs"]["enable-dynamic-resource-allocation"] is True
 
 
 def test_device_class_name_is_the_charts():

@@ -35,7 +35,8 @@ CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "Prometheus", 
 @pytest.fixture(scope="module")
 def dra_plan():
     inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
-    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"]}
+    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
+           "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
     return plan_with("dev", gpuPools=[inference, dra])
 
 

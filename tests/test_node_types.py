@@ -103,7 +103,10 @@ def test_remote_network_transform_targets_the_eks_cluster_only():
 
 
 def test_dra_pool_is_reserved_by_label_and_taint():
-    pool = {**read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra"}
+    pool = {
+        **read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra",
+        "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2},
+    }
     plan = plan_with("dev", gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool])
     (group,) = [g for g in gpu_node_groups(plan) if g.name == "dra"]
     assert group.inputs["labels"]["node.kubernetes.io/purpose"] == "gpu-dra"
@@ -121,3 +124,9 @@ def test_dra_on_karpenter_is_rejected_with_a_clear_error():
 def test_dra_on_auto_mode_is_rejected_with_a_clear_error():
     message = problems_for(autoMode={"enabled": True, "gpuNodePools": [{**AUTO_POOL, "purpose": "gpu-dra"}]})
     assert "gpu-dra is not allowed on Karpenter or Auto Mode capacity" in message
+
+
+def test_a_dra_pool_at_zero_is_refused_because_the_autoscaler_could_not_grow_it():
+    pool = {**read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra"}
+    message = problems_for(gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool])
+    assert "llm-platform:gpuPools[1]" in message and "cannot describe DRA devices" in message and "minSize >= 1" in message

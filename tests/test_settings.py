@@ -105,7 +105,7 @@ def test_on_demand_gpu_pool_may_have_one_type():
 
 def test_gpu_pool_scales_to_zero():
     config = with_changes(DEV, gpuPools__0__scaling__minSize=1, gpuPools__0__scaling__desiredSize=1)
-    assert_rejected(config, "llm-platform:gpuPools[0].scaling", "GPU pools scale to minSize 0")
+    assert_rejected(config, "llm-platform:gpuPools[0]", "GPU pools scale to minSize 0")
 
 
 def test_capacity_type_is_an_eks_value():
