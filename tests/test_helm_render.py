@@ -186,3 +186,30 @@ def test_dcgm_exporter_lands_on_gpu_nodes_only(plan):
     managed_gpu = {n for n in nodes(plan) if n.startswith("managed/") and purpose_of(plan, n) in contract.GPU_PURPOSES}
     assert managed_gpu <= where
     assert {purpose_of(plan, n) for n in where} <= set(contract.GPU_PURPOSES)
+
+
+def test_the_helper_renders_with_helms_engine_everywhere(tmp_path, monkeypatch):
+    """Runs without the chart cache (CI): a chart written here goes through the same cache and
+    render path, so the engine, the kube version and schema checks are exercised on every run."""
+    if helm_render.helm is None:
+        pytest.skip("helm-python-sdk is not installed (tests/requirements-helm.txt)")
+    chart_dir = tmp_path / "probe"
+    (chart_dir / "templates").mkdir(parents=True)
+    (chart_dir / "Chart.yaml").write_text('apiVersion: v2\nname: probe\nversion: 1.2.3\nkubeVersion: ">= 1.34.0-0"\n')
+    (chart_dir / "values.schema.json").write_text('{"type": "object", "properties": {"replicas": {"type": "integer"}}}')
+    (chart_dir / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n  namespace: {{ .Release.Namespace }}\n"
+        "data:\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n  replicas: {{ .Values.replicas | quote }}\n"
+    )
+    monkeypatch.setenv(helm_render.CACHE_ENV, str(tmp_path / "cache"))
+    archive = helm_render.add_to_cache(chart_dir)
+    assert archive.name == "probe-1.2.3.tgz"
+    chart = versions.HelmChart(chart="probe", version="1.2.3", repository="https://example.invalid")
+    (config_map,) = helm_render.render(chart, {"replicas": 2}, release_name="r", namespace="ns", kube_version="1.35")
+    assert config_map["metadata"] == {"name": "r", "namespace": "ns"}
+    assert config_map["data"] == {"kube": "v1.35.0", "replicas": "2"}
+    kubernetes_validate.validate(config_map, "1.35", strict=True)
+    with pytest.raises(helm_render.helm.HelmError, match="replicas"):
+        helm_render.render(chart, {"replicas": "two"}, release_name="r", namespace="ns", kube_version="1.35")
+    with pytest.raises(ValueError, match="requires kubeVersion"):
+        helm_render.render(chart, {}, release_name="r", namespace="ns", kube_version="1.33")
