@@ -65,9 +65,11 @@ class EksAddons:
 
 
 #: Per minor: kube-proxy follows the minor; CoreDNS and the VPC CNI are shared across minors.
+#: Check with ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>``
+#: before changing the default minor (these builds were not confirmed against that API here).
 EKS_ADDONS: dict[str, EksAddons] = {
-    "1.34": EksAddons(coredns="v1.12.4-eksbuild.1", kube_proxy="v1.34.0-eksbuild.5", vpc_cni="v1.20.4-eksbuild.2"),
-    "1.35": EksAddons(coredns="v1.13.1-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.1"),
+    "1.34": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
+    "1.35": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
 }
 
 #: Cluster Autoscaler: chart 9.59.0 (appVersion 1.35.0); the image is the release for the cluster's minor.
