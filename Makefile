@@ -7,7 +7,7 @@ STACK ?= dev
 
 .PHONY: venv check test bench clean
 
-$(STAMP): requirements.txt policies/requirements.txt
+$(STAMP): requirements.txt policies/requirements.txt tests/requirements-helm.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements.txt
 	touch $(STAMP)

@@ -253,7 +253,7 @@ class Override:
 def parse_override(text: str) -> Override:
     """``gpuPools[0].scaling.maxSize=2``; the value is read as YAML (numbers, booleans, lists, JSON).
 
-    Quote a value to keep it a string: ``kubernetesVersion='"1.33"'``.
+    Quote a value to keep it a string: ``kubernetesVersion='"1.34"'``.
     """
     key, sep, raw = text.partition("=")
     key = key.strip().removeprefix(TAG_PREFIX)

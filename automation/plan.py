@@ -32,6 +32,7 @@ ACCOUNT_ID = "123456789012"
 SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
 RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 
 
 @dataclass
@@ -183,6 +184,8 @@ class RecordingMonitor(MockMonitor):
         flattened.object.Clear()
         flattened.object.update(_refs_to_urns(inputs))
         response = super().RegisterResource(flattened)
+        if request.type == MANAGED_NODE_GROUP:
+            self._add_node_group_child(response, request.name, inputs)
         if request.type != "pulumi:pulumi:Stack":
             self.plan.resources.append(
                 PlannedResource(
@@ -198,6 +201,26 @@ class RecordingMonitor(MockMonitor):
             )
         return response
 
+    def _add_node_group_child(self, response, name: str, inputs: dict[str, Any]) -> None:
+        """pulumi-eks's ManagedNodeGroup is a remote component: in a deployment its provider creates
+        the ``aws.eks.NodeGroup`` and returns it as the ``nodeGroup`` output (a resource reference),
+        whose ``resources[0].autoscalingGroups[0].name`` is the Auto Scaling group EKS made. Under
+        mocks nobody creates that child, so register it here and answer with a reference to it."""
+        urn = self.make_urn(response.urn, "aws:eks/nodeGroup:NodeGroup", name)
+        node_group_id = _fake_id("ng", name)
+        asg_name = f"eks-{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{node_group_id[-8:]}"
+        state = {
+            "nodeGroupName": name,
+            "amiType": inputs.get("amiType", ""),
+            "version": inputs.get("version", ""),
+            "labels": inputs.get("labels", {}),
+            "resources": [{"autoscalingGroups": [{"name": asg_name}], "remoteAccessSecurityGroupId": ""}],
+            "status": "ACTIVE",
+        }
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, node_group_id, state)
+        response.object.update(
+            {"nodeGroup": {SPECIAL_SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
+        )
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
         self.plan.outputs[request.urn] = _ints(json_format.MessageToDict(request.outputs))

@@ -27,6 +27,9 @@ class InstanceType(BaseModel):
     gpu_name: str | None = Field(default=None, alias="gpuName")
     gpu_memory_mib: int | None = Field(default=None, alias="gpuMemoryMiB")
     on_demand_hourly_usd: float = Field(alias="onDemandHourlyUsd")
+    #: Pods the VPC CNI can give an IP without prefix delegation: ENIs x (IPv4 per ENI - 1) + 2
+    #: (awslabs/amazon-eks-ami eni-max-pods.txt).
+    max_pods: int | None = Field(default=None, alias="maxPods")
 
     @property
     def is_gpu(self) -> bool:

@@ -88,6 +88,17 @@ class Cluster(pulumi.ComponentResource):
             for i, arn in enumerate(args.admin_role_arns)
         }
 
+        addons = versions.EKS_ADDONS[args.kubernetes_version]
+        self.addon_versions = addons
+        # kube-proxy and the VPC CNI are managed add-ons at pinned versions (pulumi-eks would resolve
+        # "most recent" on every update otherwise). The system pool is a managed group even with
+        # Auto Mode, so they are always installed (their DaemonSets skip Auto Mode nodes).
+        # CoreDNS needs nodes: see install_coredns.
+        networking = {
+            "kube_proxy_addon_options": eks.KubeProxyAddonOptionsArgs(enabled=True, version=addons.kube_proxy),
+            "vpc_cni_options": eks.VpcCniOptionsArgs(addon_version=addons.vpc_cni),
+            "coredns_addon_options": eks.CoreDnsAddonOptionsArgs(enabled=False),
+        }
         self.eks = eks.Cluster(
             f"{name}-eks",
             name=args.name,
@@ -114,6 +125,7 @@ class Cluster(pulumi.ComponentResource):
                 else None
             ),
             tags=args.tags,
+            **networking,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 transforms=(
@@ -124,17 +136,21 @@ class Cluster(pulumi.ComponentResource):
             ),
         )
 
-        aws.eks.Addon(
+        #: Controllers that take AWS credentials from Pod Identity (Karpenter, Cluster Autoscaler)
+        #: are ordered after this add-on.
+        self.pod_identity_agent = aws.eks.Addon(
             f"{name}-pod-identity-agent",
             cluster_name=args.name,
             addon_name="eks-pod-identity-agent",
-            addon_version=versions.POD_IDENTITY_AGENT_ADDON_VERSION,
+            addon_version=addons.pod_identity_agent,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
         )
 
+        self._name = name
+        self._args = args
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.eks.kubeconfig_json,
@@ -157,4 +173,18 @@ class Cluster(pulumi.ComponentResource):
                 "secrets_key_arn": self.secrets_key_arn,
                 "node_security_group_id": self.node_security_group_id,
             }
+        )
+
+    def install_coredns(self, nodes: list[pulumi.Resource]) -> aws.eks.Addon:
+        """CoreDNS as a managed add-on at its pinned version, once ``nodes`` exist to run it (the
+        add-on stays DEGRADED, and the update fails, on a cluster without nodes)."""
+        return aws.eks.Addon(
+            f"{self._name}-coredns",
+            cluster_name=self._args.name,
+            addon_name="coredns",
+            addon_version=self.addon_versions.coredns,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=self._args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks, *nodes]),
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from . import contract, versions
-from .gpu_software import device_plugin_affinity
+from .gpu_software import gpu_monitoring_affinity
 from .helm import pinned_release
 
 TYPE = "llm-platform:index:DcgmExporter"
@@ -25,7 +25,7 @@ def dcgm_exporter_values() -> dict[str, object]:
     return {
         "image": {"repository": image.repository, "tag": image.tag},
         "tolerations": contract.gpu_agent_tolerations(),
-        "affinity": device_plugin_affinity(),
+        "affinity": gpu_monitoring_affinity(),
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
         "priorityClassName": "system-node-critical",

@@ -41,21 +41,27 @@ def operator_node_labels(provider: Provider, node_type: NodeType, purpose: str =
     return labels
 
 
+def _gpu_node_affinity(*, dra_pools: bool) -> dict[str, object]:
+    expressions = [
+        {"key": contract.GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]},
+        {"key": AUTO_MODE_COMPUTE_LABEL, "operator": "NotIn", "values": ["auto"]},
+    ]
+    if not dra_pools:
+        expressions.append({"key": contract.PURPOSE_LABEL, "operator": "NotIn", "values": [contract.GPU_DRA_PURPOSE]})
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        }
+    }
+
+
 def device_plugin_affinity() -> dict[str, object]:
     """Node affinity for the standalone device plugin: GPU nodes of the contract, except Auto Mode
     nodes (they run their own plugin) and DRA pools (a DRA driver owns their GPUs)."""
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": contract.GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]},
-                            {"key": AUTO_MODE_COMPUTE_LABEL, "operator": "NotIn", "values": ["auto"]},
-                            {"key": contract.PURPOSE_LABEL, "operator": "NotIn", "values": [contract.GPU_DRA_PURPOSE]},
-                        ]
-                    }
-                ]
-            }
-        }
-    }
+    return _gpu_node_affinity(dra_pools=False)
+
+
+def gpu_monitoring_affinity() -> dict[str, object]:
+    """Node affinity for GPU monitoring agents (DCGM exporter): every GPU node of the contract that
+    this program manages, DRA pools included (their GPUs need metrics too), Auto Mode excluded."""
+    return _gpu_node_affinity(dra_pools=True)

@@ -30,20 +30,24 @@ class KarpenterArgs:
     ``cluster_resource`` orders the access entry and releases after the control plane;
     ``node_security_group_id`` (the EKS cluster security group) gets the discovery tag that
     EC2NodeClasses select on. ``replicas`` controller pods run on the system pool only.
+    ``region`` goes to the controller as ``AWS_REGION``: with IMDS hop limit 1 a pod cannot ask
+    IMDS, and Karpenter panics at start without a region (aws/karpenter-provider-aws#8219).
+    ``pod_identity_agent`` orders the controller after the agent that hands out its credentials.
     """
 
     cluster_name: str
     cluster_resource: pulumi.Resource
     node_security_group_id: pulumi.Input[str]
     region: str
+    pod_identity_agent: pulumi.Resource | None = None
     replicas: int = 2
     namespace: str = "kube-system"
     tags: dict[str, str] = field(default_factory=dict)
 
 
-def controller_values(cluster_name: str, queue_name: str, replicas: int) -> dict[str, object]:
-    """Chart values: cluster and queue settings, fixed service account for Pod Identity, and a
-    placement that keeps the controller on the system pool and off nodes it manages."""
+def controller_values(cluster_name: str, queue_name: str, replicas: int, region: str) -> dict[str, object]:
+    """Chart values: cluster and queue settings, the region, fixed service account for Pod Identity,
+    and a placement that keeps the controller on the system pool and off nodes it manages."""
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
@@ -63,6 +67,7 @@ def controller_values(cluster_name: str, queue_name: str, replicas: int) -> dict
         },
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "controller": {
+            "env": [{"name": "AWS_REGION", "value": region}],
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
         },
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
@@ -153,10 +158,13 @@ class Karpenter(pulumi.ComponentResource):
             versions.KARPENTER,
             release_name="karpenter",
             namespace=args.namespace,
-            values=queue.queue_name.apply(lambda q: controller_values(args.cluster_name, q, args.replicas)),
+            values=queue.queue_name.apply(lambda q: controller_values(args.cluster_name, q, args.replicas, args.region)),
             create_namespace=False,
             skip_crds=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[crds, association]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[crds, association, *([args.pod_identity_agent] if args.pod_identity_agent else [])],
+            ),
         )
 
         self.controller_role_arn = controller_role.arn

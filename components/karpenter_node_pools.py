@@ -63,8 +63,10 @@ def ec2_node_class_manifest(
                 "httpPutResponseHopLimit": 1,
                 "httpTokens": "required",
             },
+            # No maxPods unless a stack sets one: Karpenter then derives it per instance type from
+            # its ENI limits, which is what the VPC CNI can actually give.
             "kubelet": {
-                "maxPods": kubelet.max_pods,
+                **({"maxPods": kubelet.max_pods} if kubelet.max_pods is not None else {}),
                 "evictionHard": dict(kubelet.eviction_hard),
                 "imageGCHighThresholdPercent": kubelet.image_gc_high_threshold_percent,
                 "imageGCLowThresholdPercent": kubelet.image_gc_low_threshold_percent,

@@ -17,7 +17,7 @@ import pulumi_eks as eks
 from . import contract, versions
 from .catalog import load_catalog
 from .node_role import NodeRole, NodeRoleArgs
-from .tags import cluster_autoscaler_tags
+from .tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,8 @@ class _ManagedNodePool(pulumi.ComponentResource):
     """Shared build of role, launch template and node group; subclasses decide labels and taints."""
 
     node_role_arn: pulumi.Output[str]
+    #: The Auto Scaling group EKS created for the group (pulumi-eks ``nodeGroup.resources``).
+    autoscaling_group_name: pulumi.Output[str]
     labels: dict[str, str]
     taints: list[dict[str, str]]
     instance_types: list[str]
@@ -84,6 +86,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
         name: str,
         *,
         cluster: eks.Cluster,
+        kubernetes_version: str,
         subnet_ids: pulumi.Input[list[str]],
         ami_type: str,
         instance_types: list[str],
@@ -95,6 +98,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
         role_description: str,
         tags: dict[str, str],
         node_group_tags: dict[str, str],
+        gpus_per_node: int = 0,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
         role = NodeRole(f"{name}-node", NodeRoleArgs(description=role_description, tags=tags), opts=child)
@@ -128,9 +132,11 @@ class _ManagedNodePool(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        eks.ManagedNodeGroup(
+        group = eks.ManagedNodeGroup(
             name,
             cluster=cluster,
+            # With a launch template and no ``version`` a group would never follow a cluster upgrade.
+            version=kubernetes_version,
             node_role_arn=role.arn,
             ami_type=ami_type,
             instance_types=instance_types,
@@ -148,6 +154,19 @@ class _ManagedNodePool(pulumi.ComponentResource):
             tags={**tags, **node_group_tags},
             opts=child,
         )
+        self.autoscaling_group_name = group.node_group.apply(lambda ng: ng.resources).apply(
+            lambda resources: resources[0].autoscaling_groups[0].name
+        )
+        if scaling.min_size == 0:
+            # EKS does not copy node group tags to the Auto Scaling group, and Cluster Autoscaler's
+            # DescribeNodegroup fallback covers only a group that never had a node: tag the ASG itself.
+            for key, value in node_template_tags(labels, taints, gpus_per_node).items():
+                aws.autoscaling.Tag(
+                    f"{name}-ca-{key[len(NODE_TEMPLATE_PREFIX):].replace('/', '-')}",
+                    autoscaling_group_name=self.autoscaling_group_name,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                    opts=child,
+                )
         self.node_role_arn = role.arn
         self.labels = labels
         self.taints = taints
@@ -161,6 +180,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
                 "taints": taints,
                 "instance_types": instance_types,
                 "capacity_type": capacity_type,
+                "autoscaling_group_name": self.autoscaling_group_name,
             }
         )
 
@@ -170,6 +190,7 @@ class SystemNodePoolArgs:
     """Inputs of :class:`SystemNodePool`: CPU instance types, on-demand, ``min_size >= 2``."""
 
     cluster: eks.Cluster
+    kubernetes_version: str
     subnet_ids: pulumi.Input[list[str]]
     instance_types: list[str]
     scaling: Scaling
@@ -186,6 +207,7 @@ class SystemNodePool(_ManagedNodePool):
         self._build(
             name,
             cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
             subnet_ids=args.subnet_ids,
             ami_type=versions.SYSTEM_AMI_TYPE,
             instance_types=args.instance_types,
@@ -206,11 +228,12 @@ class GpuNodePoolArgs:
 
     ``instance_types`` share one GPU model (the pool's accelerator label); SPOT pools list at least
     two. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
-    discovery tags.
+    discovery tags; ``kubernetes_version`` is the cluster's minor, so the group follows upgrades.
     """
 
     cluster: eks.Cluster
     cluster_name: str
+    kubernetes_version: str
     subnet_ids: pulumi.Input[list[str]]
     instance_types: list[str]
     capacity_type: str
@@ -249,6 +272,7 @@ class GpuNodePool(_ManagedNodePool):
         self._build(
             name,
             cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
             subnet_ids=args.subnet_ids,
             ami_type=versions.GPU_AMI_TYPE,
             instance_types=args.instance_types,
@@ -260,4 +284,5 @@ class GpuNodePool(_ManagedNodePool):
             role_description=f"EKS GPU node pool {name}",
             tags=args.tags,
             node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, min(self.gpus_per_node)),
+            gpus_per_node=min(self.gpus_per_node),
         )

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from . import contract
 from .autoscaler import EventAutoscaler, EventAutoscalerArgs
 from .cluster import Cluster, ClusterArgs
+from .cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from .dra_driver import GpuDraDriver, GpuDraDriverArgs
 from .gateway import Gateway, GatewayArgs
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
@@ -99,6 +102,7 @@ class Platform(pulumi.ComponentResource):
             "system",
             SystemNodePoolArgs(
                 cluster=cluster.eks,
+                kubernetes_version=settings.kubernetes_version,
                 subnet_ids=network.private_subnet_ids,
                 instance_types=system.instance_types,
                 scaling=_scaling(system.scaling),
@@ -114,6 +118,7 @@ class Platform(pulumi.ComponentResource):
                 GpuNodePoolArgs(
                     cluster=cluster.eks,
                     cluster_name=cluster_name,
+                    kubernetes_version=settings.kubernetes_version,
                     subnet_ids=network.private_subnet_ids,
                     instance_types=pool.instance_types,
                     capacity_type=pool.capacity_type,
@@ -132,6 +137,7 @@ class Platform(pulumi.ComponentResource):
             )
             for pool in settings.gpu_pools
         ]
+        cluster.install_coredns([self.system_pool])
 
         on_cluster = pulumi.ResourceOptions(
             parent=self, providers=[aws_provider, cluster.provider], depends_on=[self.system_pool]
@@ -145,6 +151,7 @@ class Platform(pulumi.ComponentResource):
                     cluster_resource=cluster.eks,
                     node_security_group_id=cluster.node_security_group_id,
                     region=settings.region,
+                    pod_identity_agent=cluster.pod_identity_agent,
                     replicas=settings.karpenter.replicas,
                     tags=tags,
                 ),
@@ -171,6 +178,22 @@ class Platform(pulumi.ComponentResource):
                     node_type="auto-mode",
                     node_pools=settings.auto_mode.gpu_node_pools,
                     gpu_software=software,
+                ),
+                opts=on_cluster,
+            )
+        managed_groups = [self.system_pool, *self.gpu_pools]
+        if any(group.scaling.max_size > group.scaling.min_size for group in managed_groups):
+            ClusterAutoscaler(
+                "cluster-autoscaler",
+                ClusterAutoscalerArgs(
+                    cluster_name=cluster_name,
+                    cluster_resource=cluster.eks,
+                    region=settings.region,
+                    kubernetes_version=settings.kubernetes_version,
+                    autoscaling_group_names=[group.autoscaling_group_name for group in managed_groups],
+                    pod_identity_agent=cluster.pod_identity_agent,
+                    replicas=2 if settings.production else 1,
+                    tags=tags,
                 ),
                 opts=on_cluster,
             )
@@ -201,6 +224,9 @@ class Platform(pulumi.ComponentResource):
                 ),
                 opts=with_monitoring,
             )
+
+        if any(pool.purpose == contract.GPU_DRA_PURPOSE for pool in settings.gpu_pools):
+            GpuDraDriver("nvidia-dra-driver", GpuDraDriverArgs(), opts=on_cluster)
 
         self.endpoints: dict[str, str] = {}
         self.gateway_url: str | None = None

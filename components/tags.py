@@ -12,6 +12,15 @@ def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:
     return {"karpenter.sh/discovery": cluster_name}
 
 
+NODE_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
+
+
+def node_template_tags(labels: Mapping[str, str], taints: list[Mapping[str, str]], gpus_per_node: int) -> dict[str, str]:
+    """What Cluster Autoscaler needs on an Auto Scaling group to build a node from nothing when the
+    group sits at zero: every label, every taint (``value:Effect``) and the GPU count."""
+    return {k: v for k, v in cluster_autoscaler_tags("", labels, taints, gpus_per_node).items() if k.startswith(NODE_TEMPLATE_PREFIX)}
+
+
 def cluster_autoscaler_tags(
     cluster_name: str, labels: Mapping[str, str], taints: list[Mapping[str, str]], gpus_per_node: int
 ) -> dict[str, str]:

@@ -39,9 +39,12 @@ class HelmChart:
         return f"{self.repository}/{self.chart}" if self.is_oci else self.chart
 
 
-#: EKS versions this program is tested against. AL2 AMIs end with 1.32; every pool here runs AL2023.
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.32", "1.33", "1.34")
-DEFAULT_KUBERNETES_VERSION = "1.34"
+#: EKS versions this program supports: only minors in EKS standard support (1.32 and 1.33 already bill
+#: extended support). The default is the newest minor that EKS, Karpenter 1.14 (1.26-1.36), Cluster
+#: Autoscaler (one release per minor) and every pinned chart support. Dates: EKS release calendar.
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35")
+DEFAULT_KUBERNETES_VERSION = "1.35"
+STANDARD_SUPPORT_ENDS: dict[str, str] = {"1.34": "2026-12-02", "1.35": "2027-03-27"}
 
 #: Managed node group AMI types. ``AL2_x86_64_GPU`` reached end of support on 2025-11-26: never emitted.
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
@@ -49,6 +52,39 @@ GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 #: EKS add-on versions, per add-on, valid for every version in SUPPORTED_KUBERNETES_VERSIONS.
 POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.10-eksbuild.2"
+
+
+@dataclass(frozen=True)
+class EksAddons:
+    """Managed add-on versions for one Kubernetes minor (``aws eks describe-addon-versions``)."""
+
+    coredns: str
+    kube_proxy: str
+    vpc_cni: str
+    pod_identity_agent: str = POD_IDENTITY_AGENT_ADDON_VERSION
+
+
+#: Per minor: kube-proxy follows the minor; CoreDNS and the VPC CNI are shared across minors.
+#: Check with ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>``
+#: before changing the default minor (these builds were not confirmed against that API here).
+EKS_ADDONS: dict[str, EksAddons] = {
+    "1.34": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
+    "1.35": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
+}
+
+#: Cluster Autoscaler: chart 9.59.0 (appVersion 1.35.0); the image is the release for the cluster's minor.
+CLUSTER_AUTOSCALER = HelmChart(
+    chart="cluster-autoscaler", version="9.59.0", repository="https://kubernetes.github.io/autoscaler"
+)
+CLUSTER_AUTOSCALER_IMAGE_1_34 = Image(repository="registry.k8s.io/autoscaling/cluster-autoscaler", tag="v1.34.5")
+CLUSTER_AUTOSCALER_IMAGE_1_35 = Image(repository="registry.k8s.io/autoscaling/cluster-autoscaler", tag="v1.35.2")
+CLUSTER_AUTOSCALER_IMAGES: dict[str, Image] = {"1.34": CLUSTER_AUTOSCALER_IMAGE_1_34, "1.35": CLUSTER_AUTOSCALER_IMAGE_1_35}
+
+#: NVIDIA DRA driver for GPUs (kubeVersion >= 1.32; DRA's resource.k8s.io/v1 is GA from 1.34).
+NVIDIA_DRA_DRIVER = HelmChart(
+    chart="nvidia-dra-driver-gpu", version="25.12.0", repository="https://helm.ngc.nvidia.com/nvidia"
+)
+NVIDIA_DRA_DRIVER_IMAGE = Image(repository="nvcr.io/nvidia/k8s-dra-driver-gpu", tag="v25.12.0")
 
 NVIDIA_DEVICE_PLUGIN = HelmChart(
     chart="nvidia-device-plugin",

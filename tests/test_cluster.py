@@ -44,11 +44,25 @@ def test_prod_endpoint_is_private(prod_plan):
     assert "publicAccessCidrs" not in inputs
 
 
-def test_pod_identity_agent_addon_is_pinned(stack_plan):
-    (addon,) = stack_plan.of_type("aws:eks/addon:Addon")
-    assert addon.inputs["addonName"] == "eks-pod-identity-agent"
-    assert addon.inputs["addonVersion"] == versions.POD_IDENTITY_AGENT_ADDON_VERSION
-    assert addon.inputs["clusterName"] == eks_cluster(stack_plan).inputs["name"]
+def test_every_managed_add_on_is_pinned_from_versions(stack_plan):
+    cluster = eks_cluster(stack_plan).inputs
+    pinned = versions.EKS_ADDONS[cluster["version"]]
+    addons = {a.inputs["addonName"]: a.inputs for a in stack_plan.of_type("aws:eks/addon:Addon")}
+    assert set(addons) == {"eks-pod-identity-agent", "coredns"}
+    assert addons["eks-pod-identity-agent"]["addonVersion"] == pinned.pod_identity_agent
+    assert addons["coredns"]["addonVersion"] == pinned.coredns
+    assert all(a["clusterName"] == cluster["name"] for a in addons.values())
+    # pulumi-eks creates kube-proxy and the VPC CNI itself: at the pinned versions, never "most recent".
+    assert cluster["kubeProxyAddonOptions"]["enabled"] is True
+    assert cluster["kubeProxyAddonOptions"]["version"] == pinned.kube_proxy
+    assert cluster["vpcCniOptions"]["addonVersion"] == pinned.vpc_cni
+    # pulumi-eks's own CoreDNS would be created before any node exists; ours waits for the system pool.
+    assert cluster["corednsAddonOptions"]["enabled"] is False
+
+
+def test_coredns_waits_for_the_system_pool(stack_plan):
+    (coredns,) = [a for a in stack_plan.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "coredns"]
+    assert any(d.endswith("llm-platform:index:SystemNodePool$eks:index:ManagedNodeGroup::system") for d in coredns.dependencies)
 
 
 def test_admin_roles_get_cluster_admin_access_entries():

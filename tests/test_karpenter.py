@@ -120,3 +120,15 @@ def test_karpenter_can_be_switched_off(stack):
     assert not plan.of_type("llm-platform:index:Karpenter")
     assert not plan.of_type("kubernetes:karpenter.sh/v1:NodePool")
     assert not plan.of_type("aws:sqs/queue:Queue")
+
+
+def test_controller_gets_the_region_explicitly(stack_plan):
+    # Hop limit 1 keeps pods off IMDS; without AWS_REGION Karpenter 1.14 panics at start (#8219).
+    values = releases(stack_plan)["karpenter"]["values"]
+    assert {"name": "AWS_REGION", "value": "us-east-1"} in values["controller"]["env"]
+
+
+def test_controller_starts_after_the_pod_identity_agent(stack_plan):
+    (controller,) = [r for r in stack_plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "karpenter"]
+    assert any(d.endswith("aws:eks/addon:Addon::llm-platform-cluster-pod-identity-agent") for d in controller.dependencies)
+    assert any(d.endswith("PodIdentityAssociation::karpenter-controller") for d in controller.dependencies)

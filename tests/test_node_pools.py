@@ -133,3 +133,9 @@ def test_gpu_nodes_put_ephemeral_storage_on_local_nvme(dev_plan):
     assert "userData" not in launch_template_of(dev_plan, system_node_group(dev_plan)).inputs
     (node_class,) = dev_plan.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
     assert node_class.inputs["spec"]["instanceStorePolicy"] == "RAID0"
+
+
+def test_managed_groups_follow_the_cluster_version(stack_plan):
+    (cluster,) = stack_plan.of_type("eks:index:Cluster")
+    groups = stack_plan.of_type("eks:index:ManagedNodeGroup")
+    assert groups and all(g.inputs["version"] == cluster.inputs["version"] for g in groups)

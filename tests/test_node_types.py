@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from components.hybrid_nodes import remote_network_transform
@@ -55,31 +53,36 @@ def test_auto_mode_only_with_a_second_device_plugin_is_rejected():
     assert parse_settings(config).auto_mode.enabled
 
 
-HYBRID = {"enabled": True, "remoteNodeNetworks": ["192.168.0.0/16"], "remotePodNetworks": ["172.16.0.0/16"]}
+HYBRID = {"enabled": False, "remoteNodeNetworks": ["192.168.0.0/16"], "remotePodNetworks": ["172.16.0.0/16"]}
 
 
-def test_hybrid_nodes_need_the_gpu_operator():
-    with pytest.raises(SettingsError, match="on-prem GPU nodes need the GPU Operator"):
-        parse_settings(dev_config(hybridNodes=HYBRID))
+def problems_for(**overrides) -> str:
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(dev_config(**overrides))
+    return str(caught.value)
 
 
-def test_hybrid_networks_must_not_overlap_the_vpc():
-    with pytest.raises(SettingsError, match="overlap network.vpcCidr"):
-        parse_settings(
-            dev_config(hybridNodes={**HYBRID, "remoteNodeNetworks": ["10.40.0.0/24"]}, gpuSoftware={"provider": "gpu-operator"})
-        )
+def test_hybrid_nodes_are_refused_until_networking_exists():
+    message = problems_for(hybridNodes={**HYBRID, "enabled": True}, gpuSoftware={"provider": "gpu-operator"})
+    assert "llm-platform:hybridNodes" in message
+    assert "not supported yet" in message and "CNI" in message and "set hybridNodes.enabled to false" in message
 
 
-def test_hybrid_nodes_plan():
-    plan = plan_with("dev", hybridNodes=HYBRID, gpuSoftware={"provider": "gpu-operator", "dcgmExporter": True})
-    role = plan.named("aws:iam/role:Role", "hybrid-nodes-role")
-    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "ssm.amazonaws.com"}
-    entries = {e.inputs["type"] for e in plan.of_type("aws:eks/accessEntry:AccessEntry")}
-    assert entries == {"EC2_LINUX", "HYBRID_LINUX"}
-    (activation,) = plan.of_type("aws:ssm/activation:Activation")
-    assert activation.inputs["iamRole"] == "hybrid-nodes-role"
-    (operator,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator"]
-    assert operator.inputs["values"]["driver"] == {"enabled": True}
+@pytest.mark.parametrize(
+    ("networks", "fragment"),
+    [
+        ({"remoteNodeNetworks": ["10.40.0.0/24"]}, "overlap network.vpcCidr"),
+        ({"remoteNodeNetworks": ["172.20.0.0/24"]}, "overlap the cluster's Service range 172.20.0.0/16"),
+        ({"remoteNodeNetworks": ["8.8.8.0/24"]}, "is not a private IPv4 range"),
+        ({"remotePodNetworks": ["192.168.1.0/24"]}, "overlap; node and pod networks must be disjoint"),
+    ],
+)
+def test_hybrid_networks_are_validated(networks, fragment):
+    assert fragment in problems_for(hybridNodes={**HYBRID, **networks})
+
+
+def test_valid_hybrid_networks_with_hybrid_off_are_accepted():
+    assert not parse_settings(dev_config(hybridNodes=HYBRID)).hybrid_nodes.enabled
 
 
 def test_remote_network_transform_targets_the_eks_cluster_only():
@@ -100,9 +103,30 @@ def test_remote_network_transform_targets_the_eks_cluster_only():
 
 
 def test_dra_pool_is_reserved_by_label_and_taint():
-    pool = {**read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra"}
+    pool = {
+        **read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra",
+        "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2},
+    }
     plan = plan_with("dev", gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool])
     (group,) = [g for g in gpu_node_groups(plan) if g.name == "dra"]
     assert group.inputs["labels"]["node.kubernetes.io/purpose"] == "gpu-dra"
     assert {"key": "llm-platform.io/workload", "value": "dra", "effect": "NO_SCHEDULE"} in group.inputs["taints"]
     assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in group.inputs["taints"]
+
+
+def test_dra_on_karpenter_is_rejected_with_a_clear_error():
+    karpenter = read_stack_config("dev")["llm-platform:karpenter"]
+    pools = [{**karpenter["nodePools"][0], "purpose": "gpu-dra"}, *karpenter["nodePools"][1:]]
+    message = problems_for(karpenter={**karpenter, "nodePools": pools})
+    assert "gpu-dra is not allowed on Karpenter or Auto Mode capacity" in message
+
+
+def test_dra_on_auto_mode_is_rejected_with_a_clear_error():
+    message = problems_for(autoMode={"enabled": True, "gpuNodePools": [{**AUTO_POOL, "purpose": "gpu-dra"}]})
+    assert "gpu-dra is not allowed on Karpenter or Auto Mode capacity" in message
+
+
+def test_a_dra_pool_at_zero_is_refused_because_the_autoscaler_could_not_grow_it():
+    pool = {**read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra"}
+    message = problems_for(gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool])
+    assert "llm-platform:gpuPools[1]" in message and "cannot describe DRA devices" in message and "minSize >= 1" in message

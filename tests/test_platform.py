@@ -23,6 +23,7 @@ COMPONENTS = {
     "llm-platform:index:ModelServer",
     "llm-platform:index:Observability",
     "llm-platform:index:EventAutoscaler",
+    "llm-platform:index:ClusterAutoscaler",
     "llm-platform:index:Gateway",
 }
 

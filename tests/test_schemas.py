@@ -1,12 +1,13 @@
-"""Every core Kubernetes object in both plans passes strict Kubernetes 1.33 schema validation."""
+"""Every core Kubernetes object in both plans passes strict schema validation at the default minor."""
 
 from __future__ import annotations
 
 import kubernetes_validate
 
 from automation.manifests import kubernetes_documents
+from components import versions
 
-KUBERNETES_VERSION = "1.33"
+KUBERNETES_VERSION = versions.DEFAULT_KUBERNETES_VERSION
 CUSTOM_KINDS = {"NodePool", "EC2NodeClass", "ScaledObject", "PodMonitor", "ServiceMonitor", "PrometheusRule"}
 
 

@@ -105,7 +105,7 @@ def test_on_demand_gpu_pool_may_have_one_type():
 
 def test_gpu_pool_scales_to_zero():
     config = with_changes(DEV, gpuPools__0__scaling__minSize=1, gpuPools__0__scaling__desiredSize=1)
-    assert_rejected(config, "llm-platform:gpuPools[0].scaling", "GPU pools scale to minSize 0")
+    assert_rejected(config, "llm-platform:gpuPools[0]", "GPU pools scale to minSize 0")
 
 
 def test_capacity_type_is_an_eks_value():
@@ -167,7 +167,7 @@ def test_network_rules(network, key, fragment):
 
 
 def test_kubernetes_version_is_supported():
-    assert_rejected(with_changes(DEV, kubernetesVersion="1.29"), "llm-platform:kubernetesVersion", "allowed: 1.32, 1.33, 1.34")
+    assert_rejected(with_changes(DEV, kubernetesVersion="1.33"), "llm-platform:kubernetesVersion", "allowed: 1.34, 1.35")
 
 
 def test_region_name():
@@ -391,3 +391,14 @@ def test_model_source_is_exactly_one():
 
 def test_bedrock_models_need_a_region():
     assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform", "bedrockRegion is required")
+
+
+def test_karpenter_max_pods_above_what_the_cni_gives_is_rejected():
+    karpenter = copy.deepcopy(DEV["llm-platform:karpenter"])
+    karpenter["nodeClasses"][0]["kubelet"] = {"maxPods": 110}
+    assert_rejected(
+        with_changes(DEV, karpenter=karpenter), "llm-platform:karpenter",
+        "the VPC CNI gives g5.xlarge", "only 58 pod IPs", "remove maxPods",
+    )
+    karpenter["nodeClasses"][0]["kubelet"] = {"maxPods": 58}
+    assert parse_settings(with_changes(DEV, karpenter=karpenter)).karpenter.node_classes[0].kubelet.max_pods == 58

@@ -57,3 +57,14 @@ def test_ami_types_come_from_versions(stack_plan):
     used = {r.inputs["amiType"] for r in stack_plan.of_type("eks:index:ManagedNodeGroup")}
     assert used == {versions.SYSTEM_AMI_TYPE, versions.GPU_AMI_TYPE}
 
+
+
+def test_every_supported_minor_has_pinned_add_ons_and_an_autoscaler_release():
+    assert versions.DEFAULT_KUBERNETES_VERSION == max(versions.SUPPORTED_KUBERNETES_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
+    for minor in versions.SUPPORTED_KUBERNETES_VERSIONS:
+        addons = versions.EKS_ADDONS[minor]
+        for name in ("coredns", "kube_proxy", "vpc_cni", "pod_identity_agent"):
+            assert re.match(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", getattr(addons, name)), (minor, name)
+        assert addons.kube_proxy.startswith(f"v{minor}."), "kube-proxy follows the cluster minor"
+        assert versions.CLUSTER_AUTOSCALER_IMAGES[minor].tag.startswith(f"v{minor}."), "one autoscaler release per minor"
+        assert minor in versions.STANDARD_SUPPORT_ENDS

@@ -60,8 +60,27 @@ class Network(_Model):
         return cidr
 
 
+#: Ranges EKS accepts for remote node and pod networks (RFC 1918 and CGNAT).
+HYBRID_ALLOWED_RANGES = tuple(
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
+
+
+def service_cidr(vpc_cidr: str) -> str:
+    """The Service range EKS picks when none is given: 172.20.0.0/16 for a VPC in 10.0.0.0/8,
+    10.100.0.0/16 otherwise."""
+    in_ten = ipaddress.ip_network(vpc_cidr).subnet_of(ipaddress.ip_network("10.0.0.0/8"))
+    return "172.20.0.0/16" if in_ten else "10.100.0.0/16"
+
+
 class HybridNodes(_Model):
-    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster; the GPU Operator installs their driver."""
+    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster.
+
+    Refused for now (``enabled: true`` is an error): a working setup also needs cluster security
+    group rules and VPC routes to the remote networks and a CNI for the on-prem nodes (Cilium or
+    Calico per the EKS docs), which this program does not create yet. The networks are still
+    validated (private IPv4, no overlap with each other, the VPC or the Service range).
+    """
 
     enabled: bool = False
     remote_node_networks: list[str] = Field(default_factory=list)
@@ -72,15 +91,29 @@ class HybridNodes(_Model):
     def _cidrs(cls, cidrs: list[str]) -> list[str]:
         for cidr in cidrs:
             try:
-                ipaddress.ip_network(cidr, strict=True)
+                net = ipaddress.ip_network(cidr, strict=True)
             except ValueError as exc:
                 raise ValueError(f"{cidr!r} is not a CIDR ({exc})") from None
+            if net.version != 4 or not any(net.subnet_of(r) for r in HYBRID_ALLOWED_RANGES):
+                raise ValueError(
+                    f"{cidr!r} is not a private IPv4 range; EKS accepts 10.0.0.0/8, 172.16.0.0/12, "
+                    "192.168.0.0/16 or 100.64.0.0/10"
+                )
         return cidrs
 
     @model_validator(mode="after")
     def _networks(self) -> HybridNodes:
-        if self.enabled and not self.remote_node_networks:
-            raise ValueError("enabled is true but remoteNodeNetworks is empty; list the on-prem node CIDRs")
+        nets = [ipaddress.ip_network(c) for c in self.remote_node_networks + self.remote_pod_networks]
+        for i, a in enumerate(nets):
+            for b in nets[i + 1:]:
+                if a.overlaps(b):
+                    raise ValueError(f"remote networks {a} and {b} overlap; node and pod networks must be disjoint")
+        if self.enabled:
+            raise ValueError(
+                "enabled: true is not supported yet: hybrid nodes also need cluster security group rules and "
+                "routes for the remote networks and a CNI (Cilium or Calico) on the on-prem nodes, which this "
+                "program does not create; set hybridNodes.enabled to false"
+            )
         return self
 
 

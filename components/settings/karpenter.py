@@ -112,7 +112,9 @@ class RootVolume(_Model):
 class Kubelet(_Model):
     """Kubelet settings of an EC2NodeClass (in Karpenter v1 they live there, not on the NodePool)."""
 
-    max_pods: int = Field(default=110, ge=1, le=737)
+    #: Unset by default: Karpenter derives it per instance type from ENI limits. A value above what
+    #: the VPC CNI can give an instance type of a pool using this class is rejected.
+    max_pods: int | None = Field(default=None, ge=1, le=737)
     eviction_hard: dict[str, str] = Field(
         default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%", "imagefs.available": "10%"}
     )
@@ -172,6 +174,17 @@ class KarpenterNodePool(_Model):
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
+    @field_validator("purpose", mode="before")
+    @classmethod
+    def _no_dra(cls, value: Any) -> Any:
+        if value == contract.GPU_DRA_PURPOSE:
+            raise ValueError(
+                "gpu-dra is not allowed on Karpenter or Auto Mode capacity: Karpenter does not provision for pods "
+                "with resourceClaims and Auto Mode has no DRA; put DRA pools in gpuPools (managed groups grown by "
+                "Cluster Autoscaler)"
+            )
+        return value
+
     @field_validator("instance_families")
     @classmethod
     def _families(cls, families: list[str]) -> list[str]:
@@ -225,6 +238,22 @@ class Karpenter(_Model):
             if pool.node_class not in classes:
                 raise ValueError(
                     f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}"
+                )
+        by_name = {c.name: c for c in self.node_classes}
+        for pool in self.node_pools:
+            max_pods = by_name[pool.node_class].kubelet.max_pods
+            if max_pods is None:
+                continue
+            fitting = [
+                t for t in load_catalog().instances.values()
+                if t.family in pool.instance_families and t.max_pods is not None
+            ]
+            smallest = min(fitting, key=lambda t: t.max_pods, default=None)
+            if smallest is not None and max_pods > smallest.max_pods:
+                raise ValueError(
+                    f"nodeClasses {pool.node_class!r} sets kubelet.maxPods {max_pods}, but the VPC CNI gives "
+                    f"{smallest.name} (nodePools {pool.name!r}) only {smallest.max_pods} pod IPs; remove maxPods "
+                    f"(Karpenter derives it per instance type) or set it to at most {smallest.max_pods}"
                 )
         latest = [c.name for c in self.node_classes if c.ami == "latest"]
         if latest and not self.allow_latest_ami:

@@ -85,12 +85,19 @@ class GpuPool(_Model):
             )
         return types
 
-    @field_validator("scaling")
-    @classmethod
-    def _scale_to_zero(cls, scaling: Scaling) -> Scaling:
-        if scaling.min_size != 0:
-            raise ValueError(f"minSize is {scaling.min_size}; GPU pools scale to minSize 0")
-        return scaling
+    @model_validator(mode="after")
+    def _min_size(self) -> GpuPool:
+        minimum = self.scaling.min_size
+        if self.purpose == contract.GPU_DRA_PURPOSE:
+            if minimum < 1:
+                raise ValueError(
+                    f"scaling.minSize is 0 on gpu-dra pool {self.name!r}; Cluster Autoscaler builds an empty group's "
+                    "node from its ASG tags, which cannot describe DRA devices (ResourceSlices), so a DRA pool at "
+                    "zero never grows: keep minSize >= 1"
+                )
+        elif minimum != 0:
+            raise ValueError(f"scaling.minSize is {minimum}; GPU pools scale to minSize 0")
+        return self
 
     @model_validator(mode="after")
     def _spot_diversity(self) -> GpuPool:

@@ -21,7 +21,7 @@ from pydantic import (
 from .. import contract, versions
 from ..catalog import load_catalog
 from ._base import _REGION_RE, NAMESPACE, _Model
-from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
+from .cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
 from .serving import Serving
@@ -126,15 +126,16 @@ class Settings(_Model):
                 "gpuSoftware.provider device-plugin with only Auto Mode GPU capacity: Auto Mode nodes already run "
                 "a device plugin, a second one would fight it; set gpuSoftware.provider to none"
             )
-        overlap = [
-            cidr
-            for cidr in self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
-            if ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(self.network.vpc_cidr))
-        ]
+        remote = self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
+        overlap = [c for c in remote if ipaddress.ip_network(c).overlaps(ipaddress.ip_network(self.network.vpc_cidr))]
         if overlap:
             raise ValueError(
                 f"hybridNodes networks {', '.join(overlap)} overlap network.vpcCidr {self.network.vpc_cidr}"
             )
+        services = service_cidr(self.network.vpc_cidr)
+        overlap = [c for c in remote if ipaddress.ip_network(c).overlaps(ipaddress.ip_network(services))]
+        if overlap:
+            raise ValueError(f"hybridNodes networks {', '.join(overlap)} overlap the cluster's Service range {services}")
         return self
 
     @model_validator(mode="after")
