@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from . import contract, versions
+from .gateway import demand_query
 from .iam import pod_identity_trust
 from .settings import PoolFacts, ServedModel, TierScaling
 
@@ -25,6 +26,8 @@ PORT = 8000
 MODEL_DIR = "/models"
 #: Marker the init container writes after a verified copy; its content is the object manifest.
 COMPLETE_MARKER = ".llm-platform-complete"
+#: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
+FALLBACK_FAILURE_THRESHOLD = 3
 
 
 def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
@@ -99,26 +102,28 @@ def metric_selector(namespace: str, model: str) -> str:
 
 def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
     """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
-    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them)."""
+    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
+
+    The gateway trigger does not ignore an empty answer: an empty answer means the gateway is not
+    scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
+    replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
+    model's histogram_quantile is NaN).
+    """
     sel = metric_selector(namespace, model.name)
     triggers = [
-        (
-            "gateway-demand",
-            f'sum(rate(litellm_proxy_total_requests_metric_total{{requested_model="{model.name}"}}[2m]))',
-            scaling.gateway_requests_per_second,
-            "AverageValue",
-        ),
-        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue"),
-        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value"),
+        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True),
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True),
         (
             "ttft-p95",
-            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m])))",
+            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",
             scaling.ttft_p95_seconds,
             "Value",
+            True,
         ),
     ]
     result = []
-    for name, query, threshold, metric_type in triggers:
+    for name, query, threshold, metric_type, ignore_null in triggers:
         result.append(
             {
                 "type": "prometheus",
@@ -129,11 +134,48 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
                     "query": query,
                     "threshold": str(threshold),
                     "activationThreshold": str(scaling.activation_requests),
-                    "ignoreNullValues": "true",
+                    "ignoreNullValues": "true" if ignore_null else "false",
                 },
             }
         )
     return result
+
+
+def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> dict[str, Any]:
+    """ScaledObject spec: bounds from the model, pace from the tier.
+
+    ``cooldownPeriod`` only governs the step to zero; above the minimum the HPA's scale-down
+    stabilization window (the tier's cooldown) keeps replicas through short lulls. When Prometheus
+    cannot answer (down, or the gateway unscraped) for ``failureThreshold`` polls, KEDA holds the
+    current replicas, or at least one (``currentReplicasIfHigher``), instead of scaling on no data.
+    """
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+        "minReplicaCount": model.replicas.min,
+        "maxReplicaCount": model.replicas.max,
+        "cooldownPeriod": scaling.cooldown_seconds,
+        "pollingInterval": scaling.polling_seconds,
+        "fallback": {
+            "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+            "replicas": max(model.replicas.min, 1),
+            "behavior": "currentReplicasIfHigher",
+        },
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": scaling.cooldown_seconds,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    },
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 0,
+                        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+                    },
+                }
+            }
+        },
+        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url),
+    }
 
 
 @dataclass(frozen=True)
@@ -300,14 +342,7 @@ class ModelServer(pulumi.ComponentResource):
             api_version="keda.sh/v1alpha1",
             kind="ScaledObject",
             metadata=metadata,
-            spec={
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
-                "minReplicaCount": model.replicas.min,
-                "maxReplicaCount": model.replicas.max,
-                "cooldownPeriod": args.scaling.cooldown_seconds,
-                "pollingInterval": args.scaling.polling_seconds,
-                "triggers": scaling_triggers(args.namespace_name, model, args.scaling, args.prometheus_url),
-            },
+            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )
         self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"

@@ -8,7 +8,7 @@ import pulumi_aws as aws
 from .autoscaler import EventAutoscaler, EventAutoscalerArgs
 from .cluster import Cluster, ClusterArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from .gateway import Gateway, GatewayArgs
+from .gateway import Gateway, GatewayArgs, Route
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
 from .gpu_software import operator_node_labels
@@ -260,8 +260,12 @@ class Platform(pulumi.ComponentResource):
             gateway = Gateway(
                 "gateway",
                 GatewayArgs(
-                    models=dict(self.endpoints),
-                    bedrock_models=serving.gateway.bedrock_models,
+                    routes=[
+                        Route(model.name, self.endpoints[model.name], model.kind)
+                        for tier in serving.tiers
+                        for model in tier.models
+                    ],
+                    bedrock_models=serving.gateway.fallbacks(),
                     bedrock_region=serving.gateway.bedrock_region,
                     cluster_name=cluster_name,
                     replicas=serving.gateway.replicas,

@@ -175,7 +175,7 @@ class Settings(_Model):
         if (
             self.serving.enabled
             and self.serving.gateway.enabled
-            and self.serving.gateway.bedrock_models
+            and (self.serving.gateway.bedrock_models or self.serving.gateway.bedrock_embedding_models)
             and not self.serving.gateway.bedrock_region
         ):
             problems.append("serving.gateway.bedrockRegion is required when bedrockModels are listed")
