@@ -184,7 +184,18 @@ class Platform(pulumi.ComponentResource):
         observability = None
         if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
             observability = Observability(
-                "observability", ObservabilityArgs(gpu_hours_budget=settings.gpu_hours_monthly_budget), opts=on_cluster
+                "observability",
+                ObservabilityArgs(
+                    gpu_hours_budget=settings.gpu_hours_monthly_budget,
+                    gpu_memory_utilizations=tuple(
+                        m.gpu_memory_utilization for t in settings.serving.tiers for m in t.models
+                    ),
+                    gateway=settings.serving.enabled and settings.serving.gateway.enabled,
+                    settings=settings.observability,
+                    cluster_name=cluster_name,
+                    tags=tags,
+                ),
+                opts=on_cluster,
             )
         with_monitoring = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])

@@ -14,8 +14,8 @@ from automation.plan import ROOT
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (130, 15, "$23,107/month"),
-    "prod": (155, 50, "$81,389/month"),
+    "dev": (137, 15, "$23,107/month"),
+    "prod": (165, 50, "$81,389/month"),
 }
 
 

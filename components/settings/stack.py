@@ -24,6 +24,7 @@ from ._base import _REGION_RE, NAMESPACE, _Model
 from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
+from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability
 from .serving import Serving
 
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
@@ -49,6 +50,7 @@ class Settings(_Model):
     auto_mode: AutoMode = Field(default_factory=AutoMode)
     hybrid_nodes: HybridNodes = Field(default_factory=HybridNodes)
     serving: Serving = Field(default_factory=Serving)
+    observability: Observability = Field(default_factory=Observability)
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
     tags: dict[str, str] = Field(default_factory=dict)
@@ -183,6 +185,37 @@ class Settings(_Model):
             raise ValueError("; ".join(problems))
         return self
 
+    @model_validator(mode="after")
+    def _observability(self) -> Settings:
+        problems = []
+        prometheus = self.observability.prometheus
+        if self.gpu_hours_monthly_budget is not None and prometheus.retention_days < GPU_HOURS_WINDOW_DAYS:
+            problems.append(
+                f"observability.prometheus.retentionDays {prometheus.retention_days} is shorter than the "
+                f"{GPU_HOURS_WINDOW_DAYS}-day window of the GPU-hour budget rule; keep at least {GPU_HOURS_WINDOW_DAYS}"
+            )
+        if self.production and prometheus.replicas < 2:
+            problems.append(
+                f"observability.prometheus.replicas is {prometheus.replicas} in a production stack; run 2 so "
+                "alerts and KEDA's queries survive a Prometheus restart"
+            )
+        if self.production and self.serving.enabled and not self.observability.alerting.receivers:
+            problems.append(
+                "observability.alerting.receivers is empty in a production stack: alerts would reach no one; "
+                "add a slack, pagerDuty, sns or webhook receiver"
+            )
+        tiers = {t.name for t in self.serving.tiers}
+        for i, route in enumerate(self.observability.alerting.routes if self.serving.enabled else []):
+            unknown = [t for t in route.tiers if t not in tiers]
+            if unknown:
+                problems.append(
+                    f"observability.alerting.routes[{i}].tiers names unknown tier(s) {', '.join(unknown)}; "
+                    f"tiers: {', '.join(sorted(tiers)) or 'none'}"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
         catalog = load_catalog()
@@ -304,7 +337,11 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
         problems = []
         for error in exc.errors():
             loc = tuple(error["loc"])
-            problems.append(Problem(_key_path(loc), _lookup(raw, loc), _reason(error, loc)))
+            if SECRET_FIELDS & {str(part) for part in loc}:
+                shown = "(secret, not shown)"
+            else:
+                shown = _lookup(raw, loc) if loc else "(several settings, named below)"
+            problems.append(Problem(_key_path(loc), shown, _reason(error, loc)))
         raise SettingsError(problems) from None
 
 
