@@ -107,23 +107,26 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
     The gateway trigger does not ignore an empty answer: an empty answer means the gateway is not
     scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
     replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
-    model's histogram_quantile is NaN).
+    model's histogram_quantile is NaN). Only demand (gateway requests, waiting requests) activates a
+    model from zero or keeps it from returning there.
     """
     sel = metric_selector(namespace, model.name)
     triggers = [
-        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False),
-        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True),
-        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True),
+        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
+        # Cache use and latency size a running model; they never keep an idle one from zero.
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
         (
             "ttft-p95",
             f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",
             scaling.ttft_p95_seconds,
             "Value",
             True,
+            scaling.ttft_p95_seconds,
         ),
     ]
     result = []
-    for name, query, threshold, metric_type, ignore_null in triggers:
+    for name, query, threshold, metric_type, ignore_null, activation in triggers:
         result.append(
             {
                 "type": "prometheus",
@@ -133,7 +136,7 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
                     "serverAddress": prometheus_url,
                     "query": query,
                     "threshold": str(threshold),
-                    "activationThreshold": str(scaling.activation_requests),
+                    "activationThreshold": str(activation),
                     "ignoreNullValues": "true" if ignore_null else "false",
                 },
             }

@@ -136,7 +136,7 @@ def backfill(openmetrics: str, data_dir: Path, workdir: Path) -> None:
     source.write_text(openmetrics)
     data_dir.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=800h", str(source), str(data_dir)],
         capture_output=True,
         text=True,
         timeout=300,

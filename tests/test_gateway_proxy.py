@@ -4,6 +4,7 @@ kind only, and KEDA's demand query answered by a real Prometheus scraping the pr
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import time
@@ -151,7 +152,8 @@ def test_chat_fallbacks_never_go_to_embedding_models(prod_gateway):
 
 def test_keda_demand_query_on_a_prometheus_scraping_the_proxy_wakes_the_cold_model(dev_gateway, dev_plan, tmp_path):
     """Prometheus scrapes the proxy as the ServiceMonitor says (path, bearer token, target labels);
-    the ScaledObject's own gateway-demand query then reads above its activation threshold."""
+    the ScaledObject's own gateway-demand query then reads above its activation threshold, and every
+    panel of the gateway dashboard answers from the proxy's real series."""
     endpoint = dev_gateway.given["endpoint"]
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -186,5 +188,13 @@ def test_keda_demand_query_on_a_prometheus_scraping_the_proxy_wakes_the_cold_mod
         time.sleep(1.5)
         (woken,) = prometheus.query(demand.query)
         assert woken.value > demand.activation, f"demand {woken.value} does not pass activation {demand.activation}"
+        (board,) = [
+            json.loads(r.inputs["data"]["llm-gateway.json"])
+            for r in dev_plan.of_type("kubernetes:core/v1:ConfigMap")
+            if r.inputs["metadata"]["name"] == "dashboard-llm-gateway"
+        ]
+        for panel in board["panels"]:
+            for target in panel["targets"]:
+                assert prometheus.query(target["expr"]), f"gateway panel {panel['title']!r} answered nothing: {target['expr']}"
     finally:
         prometheus.stop()
