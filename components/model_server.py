@@ -9,6 +9,7 @@ that model's prefix.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,26 +36,35 @@ def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
 
     The listing (key and size of every object) is the manifest: a cache is warm only if its marker
     holds the same listing, and a fresh copy is accepted only if every listed file exists locally
-    with the listed size.
+    with the listed size. Calls go to the bucket's own region (asked from S3, not assumed from the
+    pod's); folder markers (zero-byte keys ending in ``/``) are not files and are left out; keys may
+    contain spaces (the listing is split on tabs only).
     """
     return f"""set -eu
-src="s3://{bucket}/{prefix}"
-dst="{target}"
+bucket={shlex.quote(bucket)}
+prefix={shlex.quote(prefix)}
+dst={shlex.quote(target)}
+tab=$(printf '\t')
 mkdir -p "$dst"
-manifest=$(aws s3api list-objects-v2 --bucket "{bucket}" --prefix "{prefix}" \\
-  --query 'Contents[].[Key,Size]' --output text | sed 's#^{prefix}##' | sort)
-[ -n "$manifest" ] || {{ echo "no objects under $src" >&2; exit 1; }}
+region=$(aws s3api get-bucket-location --bucket "$bucket" --query LocationConstraint --output text)
+case "$region" in ""|None|null) region=us-east-1 ;; EU) region=eu-west-1 ;; esac
+export AWS_REGION="$region" AWS_DEFAULT_REGION="$region"
+manifest=$(aws s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" --region "$region" \
+  --query 'Contents[].[Key,Size]' --output text \
+  | awk -F '\t' -v p="$prefix" 'NF == 2 && substr($1, length($1)) != "/" && index($1, p) == 1 {{ print substr($1, length(p) + 1) "\t" $2 }}' \
+  | LC_ALL=C sort)
+[ -n "$manifest" ] || {{ echo "no objects under s3://$bucket/$prefix" >&2; exit 1; }}
 if [ -f "$dst/{COMPLETE_MARKER}" ] && [ "$(cat "$dst/{COMPLETE_MARKER}")" = "$manifest" ]; then
-  echo "cache warm: $dst matches $src"; exit 0
+  echo "cache warm: $dst matches s3://$bucket/$prefix"; exit 0
 fi
 rm -f "$dst/{COMPLETE_MARKER}"
-aws s3 sync "$src" "$dst" --only-show-errors --no-progress
-echo "$manifest" | while read -r key size; do
+aws s3 sync "s3://$bucket/$prefix" "$dst" --region "$region" --only-show-errors --no-progress
+printf '%s\n' "$manifest" | while IFS="$tab" read -r key size; do
   actual=$(stat -c %s "$dst/$key" 2>/dev/null || echo missing)
   [ "$actual" = "$size" ] || {{ echo "incomplete copy: $key is $actual, expected $size bytes" >&2; exit 1; }}
 done
-echo "$manifest" > "$dst/{COMPLETE_MARKER}"
-echo "copied and verified $(echo "$manifest" | wc -l) objects from $src"
+printf '%s\n' "$manifest" > "$dst/{COMPLETE_MARKER}"
+echo "copied and verified $(printf '%s\n' "$manifest" | wc -l) objects from s3://$bucket/$prefix ($region)"
 """
 
 
@@ -70,6 +80,12 @@ def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
                     "Action": "s3:ListBucket",
                     "Resource": f"arn:{partition}:s3:::{bucket}",
                     "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                },
+                {
+                    "Sid": "FindBucketRegion",
+                    "Effect": "Allow",
+                    "Action": "s3:GetBucketLocation",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
                 },
                 {
                     "Sid": "ReadModelObjects",

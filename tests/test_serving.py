@@ -69,7 +69,7 @@ def test_model_pod_suits_long_loads_and_drains(dev_plan):
     assert pod["terminationGracePeriodSeconds"] >= 60
     (init,) = pod["initContainers"]
     assert init["image"] == str(versions.AWS_CLI_IMAGE)
-    assert "s3://llm-platform-models-dev/meta-llama/Llama-3.1-8B-Instruct/" in init["command"][-1]
+    assert "bucket=llm-platform-models-dev\nprefix=meta-llama/Llama-3.1-8B-Instruct/\n" in init["command"][-1]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["model-cache"]["emptyDir"] == {"sizeLimit": "100Gi"}
     assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
@@ -82,7 +82,8 @@ def test_weights_role_reads_only_its_prefix(dev_plan):
     policies = [json.loads(p.inputs["policy"]) for p in dev_plan.of_type("aws:iam/rolePolicy:RolePolicy")]
     (policy,) = [p for p in policies if p["Statement"][0].get("Sid") == "ListModelPrefix" and
                  "meta-llama/Llama-3.1-8B-Instruct/" in json.dumps(p)]
-    listing, read = policy["Statement"]
+    listing, region, read = policy["Statement"]
+    assert region["Action"] == "s3:GetBucketLocation" and region["Resource"] == "arn:aws:s3:::llm-platform-models-dev"
     assert listing["Resource"] == "arn:aws:s3:::llm-platform-models-dev"
     assert listing["Condition"]["StringLike"]["s3:prefix"] == [
         "meta-llama/Llama-3.1-8B-Instruct/", "meta-llama/Llama-3.1-8B-Instruct/*"
@@ -165,10 +166,17 @@ def test_prometheus_and_keda_are_pinned_on_the_system_pool(dev_plan):
 
 
 FAKE_AWS = """#!/bin/sh
-# Stand-in for the aws CLI over a local "bucket" directory ($FAKE_BUCKET).
-if [ "$1" = "s3api" ]; then
-  prefix=$(echo "$@" | sed 's/.*--prefix \\([^ ]*\\).*/\\1/')
+# Stand-in for the aws CLI over a local "bucket" directory ($FAKE_BUCKET). Lists keys tab-separated
+# as the real CLI's text output does, adds folder-marker keys from $FAKE_MARKERS, answers the bucket's
+# region from $FAKE_REGION and records the region each call used.
+echo "$*|${AWS_REGION:-}" >> "$FAKE_BUCKET.calls"
+if [ "$1" = "s3api" ] && [ "$2" = "get-bucket-location" ]; then
+  echo "${FAKE_REGION:-None}"
+elif [ "$1" = "s3api" ]; then
+  prefix=$(echo "$@" | sed 's/.*--prefix \\([^ ]*\\) .*/\\1/')
   cd "$FAKE_BUCKET" && find "$prefix" -type f -printf '%p\\t%s\\n'
+  [ -n "${FAKE_MARKERS:-}" ] && printf '%s\\t0\\n' $FAKE_MARKERS
+  exit 0
 elif [ "$1" = "s3" ] && [ "$2" = "sync" ]; then
   src=$(echo "$3" | sed 's#^s3://[^/]*/##')
   cp -r "$FAKE_BUCKET/$src/." "$4/"
@@ -250,3 +258,58 @@ def test_gpu_hours_are_recorded_and_budgeted(dev_plan):
     assert records["llm_platform:gpu_hours:30d"].endswith("[30d:5m]) / 12")
     (alert,) = [r for r in cost["rules"] if "alert" in r]
     assert alert["expr"] == "llm_platform:gpu_hours:30d > 1500"
+
+
+def test_fetch_skips_folder_markers_keeps_spaces_and_uses_the_bucket_region(bucket):
+    tmp_path, env = bucket
+    spaced = tmp_path / "bucket" / "org" / "model" / "tokenizer config.json"
+    spaced.write_text('{"a": 1}')
+    env = {**env, "FAKE_MARKERS": "org/model/ org/model/sub/", "FAKE_REGION": "eu-central-1"}
+    done = run_fetch(tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert "copied and verified 3 objects" in done.stdout and "(eu-central-1)" in done.stdout
+    assert (tmp_path / "cache" / "tokenizer config.json").read_text() == '{"a": 1}'
+    calls = (tmp_path / "bucket.calls").read_text().splitlines()
+    assert all(line.endswith("|eu-central-1") for line in calls[1:]), calls
+    assert all("--region eu-central-1" in line for line in calls[1:]), calls
+    again = run_fetch(tmp_path, env)
+    assert again.returncode == 0 and "cache warm" in again.stdout
+
+
+def test_fetch_maps_the_legacy_region_answers(bucket):
+    tmp_path, env = bucket
+    assert "(us-east-1)" in run_fetch(tmp_path, {**env, "FAKE_REGION": "None"}).stdout
+    (tmp_path / "cache" / COMPLETE_MARKER).unlink()
+    assert "(eu-west-1)" in run_fetch(tmp_path, {**env, "FAKE_REGION": "EU"}).stdout
+
+
+def test_prod_interactive_model_keeps_two_on_demand_replicas_behind_a_pdb(prod_plan):
+    scaler = of_kind(prod_plan, SCALED_OBJECT, "llama-3-1-70b-instruct-awq")["spec"]
+    assert scaler["minReplicaCount"] >= 2
+    pdb = of_kind(prod_plan, "kubernetes:policy/v1:PodDisruptionBudget", "llama-3-1-70b-instruct-awq")["spec"]
+    assert pdb["maxUnavailable"] == 1, "one replica always serves through a drain"
+    pod = models(prod_plan)["llama-3-1-70b-instruct-awq"]["spec"]["template"]["spec"]
+    (pool,) = [
+        r.inputs for r in prod_plan.of_type("kubernetes:karpenter.sh/v1:NodePool")
+        if r.inputs["metadata"]["name"] == pod["nodeSelector"][contract.POOL_LABEL]
+    ]
+    (capacity,) = [req for req in pool["spec"]["template"]["spec"]["requirements"] if req["key"] == "karpenter.sh/capacity-type"]
+    assert capacity["values"] == ["on-demand"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m["replicas"].update(min=1), "replicas.min is 1 in a production stack; the interactive tier keeps at least 2"),
+        (lambda m: m.update(pool="gpu-inference"), "pool 'gpu-inference' allows Spot capacity"),
+    ],
+)
+def test_prod_settings_refuse_a_fragile_interactive_model(stack_config, change, message):
+    from components.settings import SettingsError, parse_settings
+
+    config = stack_config("prod")
+    (interactive,) = [t for t in config["llm-platform:serving"]["tiers"] if t["name"] == "interactive"]
+    change(interactive["models"][0])
+    with pytest.raises(SettingsError) as error:
+        parse_settings(config)
+    assert message in str(error.value)

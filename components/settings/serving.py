@@ -15,6 +15,9 @@ _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]
 _QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")
 _BEDROCK_MODEL_RE = re.compile(r"^([a-z]{2}\.)?[a-z0-9-]+\.[A-Za-z0-9.:-]+$")
 _EMBEDDING_ID_RE = re.compile(r"[.-]embed")
+#: Production rules for the tier that faces users: replicas that survive a node loss, no Spot.
+INTERACTIVE_TIER = "interactive"
+MIN_INTERACTIVE_REPLICAS = 2
 
 
 class Replicas(_Model):

@@ -25,7 +25,7 @@ from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
 from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability
-from .serving import Serving
+from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
@@ -181,6 +181,35 @@ class Settings(_Model):
             and not self.serving.gateway.bedrock_region
         ):
             problems.append("serving.gateway.bedrockRegion is required when bedrockModels are listed")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _production_interactive(self) -> Settings:
+        """In production the interactive tier keeps 2+ replicas (its PDB then always leaves one
+        serving) on capacity that is never reclaimed (on-demand only)."""
+        if not (self.production and self.serving.enabled):
+            return self
+        spot_pools = {p.name for p in self.gpu_pools if p.capacity_type == "SPOT"}
+        node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
+        spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
+        problems = []
+        for tier in self.serving.tiers:
+            if tier.name != INTERACTIVE_TIER:
+                continue
+            for model in tier.models:
+                where = f"serving.tiers[{tier.name}].models[{model.name}]"
+                if model.replicas.min < MIN_INTERACTIVE_REPLICAS:
+                    problems.append(
+                        f"{where}.replicas.min is {model.replicas.min} in a production stack; the interactive tier keeps "
+                        f"at least {MIN_INTERACTIVE_REPLICAS} so one node loss or drain never takes the model down"
+                    )
+                if model.pool in spot_pools:
+                    problems.append(
+                        f"{where}.pool {model.pool!r} allows Spot capacity; in production the interactive tier runs on an "
+                        "on-demand-only pool (a Spot reclaim would take replicas away under load)"
+                    )
         if problems:
             raise ValueError("; ".join(problems))
         return self
