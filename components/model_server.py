@@ -99,10 +99,14 @@ def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
 
 
 def vllm_args(model: ServedModel) -> list[str]:
-    """Server arguments derived from the model's settings; tensor parallel = GPUs per replica."""
+    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica."""
     source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    # The image's entrypoint is `vllm serve`, which takes the model as its positional argument
+    # (--model is deprecated there); embedding models run vLLM's pooling runner.
+    runner = ["--runner", "pooling"] if model.kind == "embedding" else []
     return [
-        "--model", str(source),
+        str(source),
+        *runner,
         "--served-model-name", model.name,
         "--tensor-parallel-size", str(model.gpus_per_replica),
         "--gpu-memory-utilization", str(model.gpu_memory_utilization),
@@ -269,7 +273,7 @@ class ModelServer(pulumi.ComponentResource):
         env = [{"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
         if model.source.hugging_face:
             env += [
-                {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"},
+                {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
                 {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
                 {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
             ]

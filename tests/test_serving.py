@@ -47,7 +47,8 @@ def test_model_pods_follow_the_contract(stack_plan):
         annotations = deployment["spec"]["template"]["metadata"]["annotations"]
         assert int(annotations[contract.GPU_MEMORY_NEED_ANNOTATION]) > 0, name
         assert vllm["image"] == str(versions.VLLM_IMAGE), name
-        args = dict(zip(vllm["args"][::2], vllm["args"][1::2]))
+        args = dict(zip(vllm["args"][1::2], vllm["args"][2::2])) if "--runner" not in vllm["args"] else dict(zip(vllm["args"][3::2], vllm["args"][4::2]))
+        assert vllm["args"][0].startswith("/models/"), "the model is vllm serve's positional argument"
         assert args["--tensor-parallel-size"] == gpus, name
         assert args["--served-model-name"] == name
         assert pod["priorityClassName"].startswith("llm-")
@@ -73,8 +74,8 @@ def test_model_pod_suits_long_loads_and_drains(dev_plan):
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["model-cache"]["emptyDir"] == {"sizeLimit": "100Gi"}
     assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
-    args = dict(zip(vllm["args"][::2], vllm["args"][1::2]))
-    assert args["--model"] == "/models/llama-3-1-8b-instruct"
+    args = dict(zip(vllm["args"][1::2], vllm["args"][2::2]))
+    assert vllm["args"][0] == "/models/llama-3-1-8b-instruct"
     assert (args["--gpu-memory-utilization"], args["--max-model-len"]) == ("0.9", "8192")
 
 
@@ -244,10 +245,10 @@ def test_hugging_face_source_uses_hf_transfer_and_a_secret_token():
     pod = models(plan)["llama-3-1-8b-instruct"]["spec"]["template"]["spec"]
     assert pod["initContainers"] == [], "Hugging Face models download in vLLM itself"
     env = {e["name"]: e for e in pod["containers"][0]["env"]}
-    assert env["HF_HUB_ENABLE_HF_TRANSFER"]["value"] == "1"
+    assert env["HF_XET_HIGH_PERFORMANCE"]["value"] == "1"
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hugging-face-token", "key": "token"}
     args = pod["containers"][0]["args"]
-    assert args[args.index("--model") + 1] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert args[0] == "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def test_gpu_hours_are_recorded_and_budgeted(dev_plan):
@@ -313,3 +314,10 @@ def test_prod_settings_refuse_a_fragile_interactive_model(stack_config, change, 
     with pytest.raises(SettingsError) as error:
         parse_settings(config)
     assert message in str(error.value)
+
+
+def test_embedding_models_run_the_pooling_runner(prod_plan):
+    (vllm,) = models(prod_plan)["bge-m3"]["spec"]["template"]["spec"]["containers"]
+    assert vllm["args"][:3] == ["/models/bge-m3", "--runner", "pooling"]
+    (chat,) = models(prod_plan)["qwen2-5-32b-instruct"]["spec"]["template"]["spec"]["containers"]
+    assert "--runner" not in chat["args"]
