@@ -13,7 +13,7 @@ import pytest
 
 from components import versions
 from components.gateway import DEMAND_METRIC
-from tests.keda_model import trigger_queries
+from tests.keda_model import Autoscaler, scaled_object, trigger_queries
 from tests.litellm_proxy import Proxy, emitted, localized
 from tests.model_standin import Behaviour, ModelStandIn
 from tests.prometheus_tools import PrometheusServer
@@ -188,6 +188,10 @@ def test_keda_demand_query_on_a_prometheus_scraping_the_proxy_wakes_the_cold_mod
         time.sleep(1.5)
         (woken,) = prometheus.query(demand.query)
         assert woken.value > demand.activation, f"demand {woken.value} does not pass activation {demand.activation}"
+        spec = scaled_object(dev_plan, "llama-3-1-8b-instruct")["spec"]
+        keda = Autoscaler(spec, replicas=0)
+        replicas = keda.poll(time.time(), lambda trigger: [s.value for s in prometheus.query(trigger.query)])
+        assert replicas >= 1, "KEDA would leave the cold model at zero"
         (board,) = [
             json.loads(r.inputs["data"]["llm-gateway.json"])
             for r in dev_plan.of_type("kubernetes:core/v1:ConfigMap")

@@ -26,6 +26,15 @@ _RECEIVER_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 ENCRYPTED_PLACEHOLDER = "https://pulumi-secret.invalid/encrypted"
 
 
+def mask_secrets(value: Any) -> Any:
+    """``value`` with every credential field replaced, for error messages."""
+    if isinstance(value, dict):
+        return {k: "(secret, not shown)" if k in SECRET_FIELDS else mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    return value
+
+
 def _secret(value: Any) -> Any:
     """A secret arrives decrypted (a string) from the engine, or as ``{secure: ...}`` from a stack
     file read offline; the latter stands for a placeholder of the right shape."""

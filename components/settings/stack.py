@@ -24,7 +24,7 @@ from ._base import _REGION_RE, NAMESPACE, _Model
 from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
-from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability
+from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, mask_secrets
 from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
@@ -369,7 +369,7 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
             if SECRET_FIELDS & {str(part) for part in loc}:
                 shown = "(secret, not shown)"
             else:
-                shown = _lookup(raw, loc) if loc else "(several settings, named below)"
+                shown = mask_secrets(_lookup(raw, loc)) if loc else "(several settings, named below)"
             problems.append(Problem(_key_path(loc), shown, _reason(error, loc)))
         raise SettingsError(problems) from None
 
