@@ -318,3 +318,24 @@ def test_encrypted_receiver_values_pass_the_offline_check(tmp_path):
     plan = plan_with("dev", observability={"alerting": alerting})
     done = amtool(alertmanager_yaml(plan), tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _days(duration: str) -> float:
+    units = {"s": 1 / 86400, "m": 1 / 1440, "h": 1 / 24, "d": 1, "w": 7, "y": 365}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+)([smhdwy])", duration))
+
+
+def test_retention_covers_the_longest_rule_window_on_an_encrypted_volume(stack_plan):
+    windows = [
+        _days(w)
+        for g in rule_groups(stack_plan)
+        for r in g["rules"]
+        for w in re.findall(r"\[([0-9smhdwy]+)(?::[0-9smhdwy]+)?\]", r["expr"])
+    ]
+    (release,) = [r.inputs for r in stack_plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
+    spec = release["values"]["prometheus"]["prometheusSpec"]
+    assert _days(spec["retention"]) >= max(windows) == 30
+    claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
+    (storage_class,) = [r.inputs for r in stack_plan.of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["metadata"]["name"] == claim["storageClassName"]]
+    assert storage_class["parameters"] == {"type": "gp3", "encrypted": "true"}
+    assert spec["replicas"] == (2 if stack_plan.stack == "prod" else 1)
