@@ -30,25 +30,73 @@ PORT = 4000
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
 
 
+#: The gateway's per-request counter. LiteLLM 1.109 counts a request that fell back under the model the
+#: caller asked for (``requested_model``), so a cold model's demand shows even while Bedrock serves it.
+DEMAND_METRIC = "litellm_proxy_total_requests_metric_total"
+#: Scrape target labels Prometheus gives the gateway (ServiceMonitor on the Service of that name).
+SCRAPE_SELECTOR = f'namespace="{NAMESPACE}",service="{NAME}"'
+#: Key of the Secret that holds the scraper's bearer token (the proxy's ``/metrics`` requires auth).
+METRICS_SECRET = f"{NAME}-metrics"
+
+
+def demand_query(model: str, window: str = "2m") -> str:
+    """Requests per second the gateway received for ``model``, fallbacks included.
+
+    Reads 0 while the gateway is scraped but the model had no request, and returns nothing when no
+    gateway target is up (a broken scrape): KEDA then reports an error and its ``fallback`` holds
+    replicas instead of reading a silent 0 as "no demand".
+    """
+    return (
+        f'sum(rate({DEMAND_METRIC}{{requested_model="{model}"}}[{window}]))'
+        f" or on() (0 * count(up{{{SCRAPE_SELECTOR}}} == 1))"
+    )
+
+
+@dataclass(frozen=True)
+class Route:
+    """One model behind the gateway: its served name, OpenAI base URL and kind (chat or embedding)."""
+
+    name: str
+    url: str
+    kind: str = "chat"
+
+
 def gateway_config(
-    models: dict[str, str], bedrock_models: list[str], region: str | None, timeout: int, retries: int
+    routes: list[Route],
+    bedrock: dict[str, list[str]],
+    region: str | None,
+    timeout: int,
+    retries: int,
 ) -> dict[str, Any]:
-    """LiteLLM proxy config: one route per self-hosted model, each falling back to Bedrock in order."""
+    """LiteLLM proxy config: one route per self-hosted model, each falling back, in order, to the
+    Bedrock models of the same kind (``bedrock`` maps kind to model ids): an embedding request never
+    reaches a chat model."""
     model_list: list[dict[str, Any]] = [
         {
-            "model_name": name,
+            "model_name": route.name,
             "litellm_params": {
-                "model": f"hosted_vllm/{name}",
-                "api_base": url,
+                "model": f"hosted_vllm/{route.name}",
+                "api_base": route.url,
                 "timeout": timeout,
                 "stream_timeout": timeout,
             },
+            "model_info": {"mode": route.kind},
         }
-        for name, url in sorted(models.items())
+        for route in sorted(routes, key=lambda r: r.name)
     ]
+    bedrock_ids = [(kind, model_id) for kind in sorted(bedrock) for model_id in bedrock[kind]]
     model_list += [
-        {"model_name": model_id, "litellm_params": {"model": f"bedrock/{model_id}", "aws_region_name": region}}
-        for model_id in bedrock_models
+        {
+            "model_name": model_id,
+            "litellm_params": {"model": f"bedrock/{model_id}", "aws_region_name": region},
+            "model_info": {"mode": kind},
+        }
+        for kind, model_id in bedrock_ids
+    ]
+    fallbacks = [
+        {route.name: list(bedrock[route.kind])}
+        for route in sorted(routes, key=lambda r: r.name)
+        if bedrock.get(route.kind)
     ]
     return {
         "model_list": model_list,
@@ -57,9 +105,15 @@ def gateway_config(
             "timeout": timeout,
             "allowed_fails": 3,
             "cooldown_time": 30,
-            "fallbacks": [{name: list(bedrock_models)} for name in sorted(models)] if bedrock_models else [],
+            "fallbacks": fallbacks,
         },
-        "litellm_settings": {"request_timeout": timeout, "drop_params": True, "callbacks": ["prometheus"]},
+        "litellm_settings": {
+            "request_timeout": timeout,
+            "drop_params": True,
+            "callbacks": ["prometheus"],
+            # The scraper authenticates with a bearer token from a Secret; never open /metrics.
+            "require_auth_for_metrics_endpoint": True,
+        },
         "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
     }
 
@@ -90,6 +144,16 @@ def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: 
     )
 
 
+def scrape_endpoint() -> dict[str, Any]:
+    """How Prometheus scrapes the gateway: the bearer token from :data:`METRICS_SECRET`."""
+    return {
+        "port": "http",
+        "path": "/metrics/",
+        "interval": "15s",
+        "authorization": {"type": "Bearer", "credentials": {"name": METRICS_SECRET, "key": "token"}},
+    }
+
+
 def _digest(data: dict[str, str]) -> str:
     """Rolls the pods when the config changes (LiteLLM reads it only at start)."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -97,10 +161,12 @@ def _digest(data: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class GatewayArgs:
-    """Inputs of :class:`Gateway`. ``models`` maps served model name to its in-cluster OpenAI base URL."""
+    """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
+    URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
+    models of that kind fall back to, in order."""
 
-    models: dict[str, str]
-    bedrock_models: list[str]
+    routes: list[Route]
+    bedrock_models: dict[str, list[str]]
     bedrock_region: str | None
     cluster_name: str
     replicas: int = 2
@@ -135,14 +201,15 @@ class Gateway(pulumi.ComponentResource):
             metadata=metadata,
             data={
                 "config.yaml": yaml.safe_dump(
-                    gateway_config(args.models, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries),
+                    gateway_config(args.routes, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries),
                     sort_keys=False,
                 )
             },
             opts=child,
         )
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
-        if args.bedrock_models:
+        bedrock_ids = [model_id for ids in args.bedrock_models.values() for model_id in ids]
+        if bedrock_ids:
             identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
             partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
             role = aws.iam.Role(
@@ -156,7 +223,7 @@ class Gateway(pulumi.ComponentResource):
                 f"{name}-bedrock",
                 role=role.name,
                 policy=pulumi.Output.all(partition, identity.account_id).apply(
-                    lambda a: bedrock_invoke_policy(a[0], args.bedrock_region or "", a[1], args.bedrock_models)
+                    lambda a: bedrock_invoke_policy(a[0], args.bedrock_region or "", a[1], bedrock_ids)
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -218,13 +285,22 @@ class Gateway(pulumi.ComponentResource):
         k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=metadata, spec={"minAvailable": 1, "selector": {"matchLabels": selector}}, opts=child
         )
+        # The proxy's /metrics answers 401 without a key (and the demand signal KEDA wakes cold models on
+        # would never exist): Prometheus scrapes with a bearer token read from its own Secret.
+        scrape_token = k8s.core.v1.Secret(
+            f"{name}-metrics-token",
+            metadata={**metadata, "name": METRICS_SECRET},
+            type="Opaque",
+            string_data={"token": master_key.result.apply(lambda key: f"sk-{key}")},
+            opts=child,
+        )
         k8s.apiextensions.CustomResource(
             f"{name}-metrics",
             api_version="monitoring.coreos.com/v1",
             kind="ServiceMonitor",
             metadata=metadata,
-            spec={"selector": {"matchLabels": labels}, "endpoints": [{"port": "http", "path": "/metrics/", "interval": "15s"}]},
-            opts=child,
+            spec={"selector": {"matchLabels": labels}, "endpoints": [scrape_endpoint()]},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, scrape_token]),
         )
         self.url = f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{PORT}/v1"
         self.master_key = pulumi.Output.secret(master_key.result.apply(lambda key: f"sk-{key}"))

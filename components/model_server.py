@@ -9,6 +9,7 @@ that model's prefix.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from . import contract, versions
+from .gateway import demand_query
 from .iam import pod_identity_trust
 from .settings import PoolFacts, ServedModel, TierScaling
 
@@ -25,6 +27,8 @@ PORT = 8000
 MODEL_DIR = "/models"
 #: Marker the init container writes after a verified copy; its content is the object manifest.
 COMPLETE_MARKER = ".llm-platform-complete"
+#: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
+FALLBACK_FAILURE_THRESHOLD = 3
 
 
 def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
@@ -32,26 +36,35 @@ def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
 
     The listing (key and size of every object) is the manifest: a cache is warm only if its marker
     holds the same listing, and a fresh copy is accepted only if every listed file exists locally
-    with the listed size.
+    with the listed size. Calls go to the bucket's own region (asked from S3, not assumed from the
+    pod's); folder markers (zero-byte keys ending in ``/``) are not files and are left out; keys may
+    contain spaces (the listing is split on tabs only).
     """
     return f"""set -eu
-src="s3://{bucket}/{prefix}"
-dst="{target}"
+bucket={shlex.quote(bucket)}
+prefix={shlex.quote(prefix)}
+dst={shlex.quote(target)}
+tab=$(printf '\t')
 mkdir -p "$dst"
-manifest=$(aws s3api list-objects-v2 --bucket "{bucket}" --prefix "{prefix}" \\
-  --query 'Contents[].[Key,Size]' --output text | sed 's#^{prefix}##' | sort)
-[ -n "$manifest" ] || {{ echo "no objects under $src" >&2; exit 1; }}
+region=$(aws s3api get-bucket-location --bucket "$bucket" --query LocationConstraint --output text)
+case "$region" in ""|None|null) region=us-east-1 ;; EU) region=eu-west-1 ;; esac
+export AWS_REGION="$region" AWS_DEFAULT_REGION="$region"
+manifest=$(aws s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" --region "$region" \
+  --query 'Contents[].[Key,Size]' --output text \
+  | awk -F '\t' -v p="$prefix" 'NF == 2 && substr($1, length($1)) != "/" && index($1, p) == 1 {{ print substr($1, length(p) + 1) "\t" $2 }}' \
+  | LC_ALL=C sort)
+[ -n "$manifest" ] || {{ echo "no objects under s3://$bucket/$prefix" >&2; exit 1; }}
 if [ -f "$dst/{COMPLETE_MARKER}" ] && [ "$(cat "$dst/{COMPLETE_MARKER}")" = "$manifest" ]; then
-  echo "cache warm: $dst matches $src"; exit 0
+  echo "cache warm: $dst matches s3://$bucket/$prefix"; exit 0
 fi
 rm -f "$dst/{COMPLETE_MARKER}"
-aws s3 sync "$src" "$dst" --only-show-errors --no-progress
-echo "$manifest" | while read -r key size; do
+aws s3 sync "s3://$bucket/$prefix" "$dst" --region "$region" --only-show-errors --no-progress
+printf '%s\n' "$manifest" | while IFS="$tab" read -r key size; do
   actual=$(stat -c %s "$dst/$key" 2>/dev/null || echo missing)
   [ "$actual" = "$size" ] || {{ echo "incomplete copy: $key is $actual, expected $size bytes" >&2; exit 1; }}
 done
-echo "$manifest" > "$dst/{COMPLETE_MARKER}"
-echo "copied and verified $(echo "$manifest" | wc -l) objects from $src"
+printf '%s\n' "$manifest" > "$dst/{COMPLETE_MARKER}"
+echo "copied and verified $(printf '%s\n' "$manifest" | wc -l) objects from s3://$bucket/$prefix ($region)"
 """
 
 
@@ -69,6 +82,12 @@ def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
                     "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
                 },
                 {
+                    "Sid": "FindBucketRegion",
+                    "Effect": "Allow",
+                    "Action": "s3:GetBucketLocation",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                },
+                {
                     "Sid": "ReadModelObjects",
                     "Effect": "Allow",
                     "Action": "s3:GetObject",
@@ -80,10 +99,14 @@ def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
 
 
 def vllm_args(model: ServedModel) -> list[str]:
-    """Server arguments derived from the model's settings; tensor parallel = GPUs per replica."""
+    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica."""
     source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    # The image's entrypoint is `vllm serve`, which takes the model as its positional argument
+    # (--model is deprecated there); embedding models run vLLM's pooling runner.
+    runner = ["--runner", "pooling"] if model.kind == "embedding" else []
     return [
-        "--model", str(source),
+        str(source),
+        *runner,
         "--served-model-name", model.name,
         "--tensor-parallel-size", str(model.gpus_per_replica),
         "--gpu-memory-utilization", str(model.gpu_memory_utilization),
@@ -99,26 +122,31 @@ def metric_selector(namespace: str, model: str) -> str:
 
 def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
     """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
-    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them)."""
+    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
+
+    The gateway trigger does not ignore an empty answer: an empty answer means the gateway is not
+    scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
+    replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
+    model's histogram_quantile is NaN). Only demand (gateway requests, waiting requests) activates a
+    model from zero or keeps it from returning there.
+    """
     sel = metric_selector(namespace, model.name)
     triggers = [
-        (
-            "gateway-demand",
-            f'sum(rate(litellm_proxy_total_requests_metric_total{{requested_model="{model.name}"}}[2m]))',
-            scaling.gateway_requests_per_second,
-            "AverageValue",
-        ),
-        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue"),
-        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value"),
+        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
+        # Cache use and latency size a running model; they never keep an idle one from zero.
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
         (
             "ttft-p95",
-            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m])))",
+            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",
             scaling.ttft_p95_seconds,
             "Value",
+            True,
+            scaling.ttft_p95_seconds,
         ),
     ]
     result = []
-    for name, query, threshold, metric_type in triggers:
+    for name, query, threshold, metric_type, ignore_null, activation in triggers:
         result.append(
             {
                 "type": "prometheus",
@@ -128,12 +156,49 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
                     "serverAddress": prometheus_url,
                     "query": query,
                     "threshold": str(threshold),
-                    "activationThreshold": str(scaling.activation_requests),
-                    "ignoreNullValues": "true",
+                    "activationThreshold": str(activation),
+                    "ignoreNullValues": "true" if ignore_null else "false",
                 },
             }
         )
     return result
+
+
+def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> dict[str, Any]:
+    """ScaledObject spec: bounds from the model, pace from the tier.
+
+    ``cooldownPeriod`` only governs the step to zero; above the minimum the HPA's scale-down
+    stabilization window (the tier's cooldown) keeps replicas through short lulls. When Prometheus
+    cannot answer (down, or the gateway unscraped) for ``failureThreshold`` polls, KEDA holds the
+    current replicas, or at least one (``currentReplicasIfHigher``), instead of scaling on no data.
+    """
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+        "minReplicaCount": model.replicas.min,
+        "maxReplicaCount": model.replicas.max,
+        "cooldownPeriod": scaling.cooldown_seconds,
+        "pollingInterval": scaling.polling_seconds,
+        "fallback": {
+            "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+            "replicas": max(model.replicas.min, 1),
+            "behavior": "currentReplicasIfHigher",
+        },
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": scaling.cooldown_seconds,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    },
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 0,
+                        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+                    },
+                }
+            }
+        },
+        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url),
+    }
 
 
 @dataclass(frozen=True)
@@ -208,7 +273,7 @@ class ModelServer(pulumi.ComponentResource):
         env = [{"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
         if model.source.hugging_face:
             env += [
-                {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"},
+                {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
                 {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
                 {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
             ]
@@ -300,14 +365,7 @@ class ModelServer(pulumi.ComponentResource):
             api_version="keda.sh/v1alpha1",
             kind="ScaledObject",
             metadata=metadata,
-            spec={
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
-                "minReplicaCount": model.replicas.min,
-                "maxReplicaCount": model.replicas.max,
-                "cooldownPeriod": args.scaling.cooldown_seconds,
-                "pollingInterval": args.scaling.polling_seconds,
-                "triggers": scaling_triggers(args.namespace_name, model, args.scaling, args.prometheus_url),
-            },
+            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )
         self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"

@@ -11,7 +11,7 @@ from .cluster import Cluster, ClusterArgs
 from .cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from .dra_driver import GpuDraDriver, GpuDraDriverArgs
-from .gateway import Gateway, GatewayArgs
+from .gateway import Gateway, GatewayArgs, Route
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
 from .gpu_software import operator_node_labels
@@ -207,7 +207,18 @@ class Platform(pulumi.ComponentResource):
         observability = None
         if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
             observability = Observability(
-                "observability", ObservabilityArgs(gpu_hours_budget=settings.gpu_hours_monthly_budget), opts=on_cluster
+                "observability",
+                ObservabilityArgs(
+                    gpu_hours_budget=settings.gpu_hours_monthly_budget,
+                    gpu_memory_utilizations=tuple(
+                        m.gpu_memory_utilization for t in settings.serving.tiers for m in t.models
+                    ),
+                    gateway=settings.serving.enabled and settings.serving.gateway.enabled,
+                    settings=settings.observability,
+                    cluster_name=cluster_name,
+                    tags=tags,
+                ),
+                opts=on_cluster,
             )
         with_monitoring = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])
@@ -286,8 +297,12 @@ class Platform(pulumi.ComponentResource):
             gateway = Gateway(
                 "gateway",
                 GatewayArgs(
-                    models=dict(self.endpoints),
-                    bedrock_models=serving.gateway.bedrock_models,
+                    routes=[
+                        Route(model.name, self.endpoints[model.name], model.kind)
+                        for tier in serving.tiers
+                        for model in tier.models
+                    ],
+                    bedrock_models=serving.gateway.fallbacks(),
                     bedrock_region=serving.gateway.bedrock_region,
                     cluster_name=cluster_name,
                     replicas=serving.gateway.replicas,

@@ -109,9 +109,9 @@ DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="
 CUDA_SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
 
 #: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
-VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.31.0")
+VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.33.0")
 AWS_CLI_IMAGE = Image(repository="amazon/aws-cli", tag="2.37.5")
-LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.99.3")
+LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
 KUBE_PROMETHEUS_STACK = HelmChart(
     chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"

@@ -28,9 +28,36 @@ def test_routes_every_model_and_falls_back_to_bedrock(prod_plan):
     assert routes["us.anthropic.claude-sonnet-4-5-20250929-v1:0"]["model"] == "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     fallbacks = {k: v for entry in cfg["router_settings"]["fallbacks"] for k, v in entry.items()}
     assert set(fallbacks) == {"bge-m3", "qwen2-5-32b-instruct", "llama-3-1-70b-instruct-awq"}
-    assert all(v == ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us.anthropic.claude-haiku-4-5-20251001-v1:0"] for v in fallbacks.values())
+    chat = ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us.anthropic.claude-haiku-4-5-20251001-v1:0"]
+    assert fallbacks["qwen2-5-32b-instruct"] == fallbacks["llama-3-1-70b-instruct-awq"] == chat
+    assert fallbacks["bge-m3"] == ["cohere.embed-multilingual-v3", "amazon.titan-embed-text-v2:0"], "embeddings fall back to embeddings"
+    modes = {m["model_name"]: m["model_info"]["mode"] for m in cfg["model_list"]}
+    assert modes["bge-m3"] == modes["amazon.titan-embed-text-v2:0"] == "embedding" and modes[chat[0]] == "chat"
     assert cfg["general_settings"]["master_key"] == "os.environ/LITELLM_MASTER_KEY"
     assert "prometheus" in cfg["litellm_settings"]["callbacks"]
+    assert cfg["litellm_settings"]["require_auth_for_metrics_endpoint"] is True
+
+
+def test_gateway_is_scraped_with_a_token_from_a_secret(dev_plan):
+    (monitor,) = [r.inputs for r in dev_plan.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") if r.inputs["metadata"]["name"] == "llm-gateway"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": "llm-gateway-metrics", "key": "token"}}
+    (token,) = [r.inputs for r in dev_plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "llm-gateway-metrics"]
+    assert token["metadata"]["namespace"] == monitor["metadata"]["namespace"] == "llm-gateway"
+    assert token["stringData"][SPECIAL_SIG_KEY] == SECRET_SIG, "the token stays a Pulumi secret"
+
+
+def test_bedrock_models_are_listed_by_kind(stack_config):
+    from components.settings import SettingsError, parse_settings
+
+    config = stack_config("prod")
+    config["llm-platform:serving"]["gateway"]["bedrockModels"].append("amazon.titan-embed-text-v2:0")
+    try:
+        parse_settings(config)
+    except SettingsError as exc:
+        assert "is an embedding model; list it under bedrockEmbeddingModels" in str(exc)
+    else:
+        raise AssertionError("an embedding model among chat fallbacks was accepted")
 
 
 def test_gateway_runs_pinned_on_the_system_pool(dev_plan):
@@ -61,6 +88,8 @@ def test_bedrock_role_invokes_only_configured_models(prod_plan):
         "arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0",
         "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
         "arn:aws:bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0",
+        "arn:aws:bedrock:us-east-1::foundation-model/cohere.embed-multilingual-v3",
+        "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
     ]
 
 

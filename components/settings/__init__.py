@@ -25,6 +25,7 @@ from .karpenter import (
     RootVolume,
 )
 from .managed_pools import GpuPool, Scaling, SystemPool
+from .observability import Alerting, Observability, Receiver
 from .serving import (
     Gateway,
     ModelSource,
@@ -48,6 +49,9 @@ from .stack import (
 )
 
 __all__ = [
+    "Alerting",
+    "Observability",
+    "Receiver",
     "CONSOLIDATION_POLICIES",
     "CONTROL_PLANE_LOG_TYPES",
     "EVICTION_SIGNALS",

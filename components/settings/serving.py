@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 
 from ._base import _REGION_RE, _dns_name, _Model
@@ -12,6 +14,10 @@ _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*
 _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")
 _BEDROCK_MODEL_RE = re.compile(r"^([a-z]{2}\.)?[a-z0-9-]+\.[A-Za-z0-9.:-]+$")
+_EMBEDDING_ID_RE = re.compile(r"[.-]embed")
+#: Production rules for the tier that faces users: replicas that survive a node loss, no Spot.
+INTERACTIVE_TIER = "interactive"
+MIN_INTERACTIVE_REPLICAS = 2
 
 
 class Replicas(_Model):
@@ -68,6 +74,8 @@ class ServedModel(_Model):
     plus KV cache at ``maxModelLen``); it is split over ``gpusPerReplica`` GPUs (tensor parallel)."""
 
     name: str
+    #: ``chat`` (default) or ``embedding``: decides which Bedrock models the gateway may fall back to.
+    kind: Literal["chat", "embedding"] = "chat"
     source: ModelSource
     pool: str
     gpus_per_replica: int = Field(default=1, ge=1, le=8)
@@ -156,16 +164,39 @@ class Gateway(_Model):
     replicas: int = Field(default=2, ge=1, le=20)
     bedrock_region: str | None = None
     bedrock_models: list[str] = Field(default_factory=list)
+    bedrock_embedding_models: list[str] = Field(default_factory=list)
     timeout_seconds: int = Field(default=60, ge=5, le=600)
     num_retries: int = Field(default=1, ge=0, le=5)
 
-    @field_validator("bedrock_models")
+    @field_validator("bedrock_models", "bedrock_embedding_models")
     @classmethod
     def _model_ids(cls, ids: list[str]) -> list[str]:
         bad = [i for i in ids if not _BEDROCK_MODEL_RE.match(i)]
         if bad:
             raise ValueError(f"{', '.join(bad)} not Bedrock model ids like anthropic.claude-sonnet-4-5-20250929-v1:0")
+        if len(set(ids)) != len(ids):
+            raise ValueError("model ids must not repeat")
         return ids
+
+    @model_validator(mode="after")
+    def _kinds(self) -> Gateway:
+        misplaced = [i for i in self.bedrock_models if _EMBEDDING_ID_RE.search(i)]
+        if misplaced:
+            raise ValueError(
+                f"bedrockModels are chat fallbacks but {', '.join(misplaced)} is an embedding model; "
+                "list it under bedrockEmbeddingModels"
+            )
+        misplaced = [i for i in self.bedrock_embedding_models if not _EMBEDDING_ID_RE.search(i)]
+        if misplaced:
+            raise ValueError(
+                f"bedrockEmbeddingModels are embedding fallbacks but {', '.join(misplaced)} is not an embedding "
+                "model (ids like amazon.titan-embed-text-v2:0 or cohere.embed-multilingual-v3); list it under bedrockModels"
+            )
+        return self
+
+    def fallbacks(self) -> dict[str, list[str]]:
+        """Bedrock fallbacks by model kind."""
+        return {"chat": list(self.bedrock_models), "embedding": list(self.bedrock_embedding_models)}
 
     @field_validator("bedrock_region")
     @classmethod

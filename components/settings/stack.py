@@ -24,7 +24,8 @@ from ._base import _REGION_RE, NAMESPACE, _Model
 from .cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
-from .serving import Serving
+from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, mask_secrets
+from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
@@ -49,6 +50,7 @@ class Settings(_Model):
     auto_mode: AutoMode = Field(default_factory=AutoMode)
     hybrid_nodes: HybridNodes = Field(default_factory=HybridNodes)
     serving: Serving = Field(default_factory=Serving)
+    observability: Observability = Field(default_factory=Observability)
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
     tags: dict[str, str] = Field(default_factory=dict)
@@ -176,10 +178,70 @@ class Settings(_Model):
         if (
             self.serving.enabled
             and self.serving.gateway.enabled
-            and self.serving.gateway.bedrock_models
+            and (self.serving.gateway.bedrock_models or self.serving.gateway.bedrock_embedding_models)
             and not self.serving.gateway.bedrock_region
         ):
             problems.append("serving.gateway.bedrockRegion is required when bedrockModels are listed")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _production_interactive(self) -> Settings:
+        """In production the interactive tier keeps 2+ replicas (its PDB then always leaves one
+        serving) on capacity that is never reclaimed (on-demand only)."""
+        if not (self.production and self.serving.enabled):
+            return self
+        spot_pools = {p.name for p in self.gpu_pools if p.capacity_type == "SPOT"}
+        node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
+        spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
+        problems = []
+        for tier in self.serving.tiers:
+            if tier.name != INTERACTIVE_TIER:
+                continue
+            for model in tier.models:
+                where = f"serving.tiers[{tier.name}].models[{model.name}]"
+                if model.replicas.min < MIN_INTERACTIVE_REPLICAS:
+                    problems.append(
+                        f"{where}.replicas.min is {model.replicas.min} in a production stack; the interactive tier keeps "
+                        f"at least {MIN_INTERACTIVE_REPLICAS} so one node loss or drain never takes the model down"
+                    )
+                if model.pool in spot_pools:
+                    problems.append(
+                        f"{where}.pool {model.pool!r} allows Spot capacity; in production the interactive tier runs on an "
+                        "on-demand-only pool (a Spot reclaim would take replicas away under load)"
+                    )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _observability(self) -> Settings:
+        problems = []
+        prometheus = self.observability.prometheus
+        if self.gpu_hours_monthly_budget is not None and prometheus.retention_days < GPU_HOURS_WINDOW_DAYS:
+            problems.append(
+                f"observability.prometheus.retentionDays {prometheus.retention_days} is shorter than the "
+                f"{GPU_HOURS_WINDOW_DAYS}-day window of the GPU-hour budget rule; keep at least {GPU_HOURS_WINDOW_DAYS}"
+            )
+        if self.production and prometheus.replicas < 2:
+            problems.append(
+                f"observability.prometheus.replicas is {prometheus.replicas} in a production stack; run 2 so "
+                "alerts and KEDA's queries survive a Prometheus restart"
+            )
+        if self.production and self.serving.enabled and not self.observability.alerting.receivers:
+            problems.append(
+                "observability.alerting.receivers is empty in a production stack: alerts would reach no one; "
+                "add a slack, pagerDuty, sns or webhook receiver"
+            )
+        tiers = {t.name for t in self.serving.tiers}
+        for i, route in enumerate(self.observability.alerting.routes if self.serving.enabled else []):
+            unknown = [t for t in route.tiers if t not in tiers]
+            if unknown:
+                problems.append(
+                    f"observability.alerting.routes[{i}].tiers names unknown tier(s) {', '.join(unknown)}; "
+                    f"tiers: {', '.join(sorted(tiers)) or 'none'}"
+                )
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -305,7 +367,11 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
         problems = []
         for error in exc.errors():
             loc = tuple(error["loc"])
-            problems.append(Problem(_key_path(loc), _lookup(raw, loc), _reason(error, loc)))
+            if SECRET_FIELDS & {str(part) for part in loc}:
+                shown = "(secret, not shown)"
+            else:
+                shown = mask_secrets(_lookup(raw, loc)) if loc else "(several settings, named below)"
+            problems.append(Problem(_key_path(loc), shown, _reason(error, loc)))
         raise SettingsError(problems) from None
 
 

@@ -1,0 +1,181 @@
+"""Observability settings: Prometheus storage and replicas, and where alerts go.
+
+Receiver credentials (Slack webhook URL, PagerDuty routing key, webhook URL) are Pulumi secrets:
+``pulumi config set --secret --path 'llm-platform:alerting.receivers[0].slack.apiUrl' https://...``.
+In the stack file they read ``{secure: v1:...}``; the program gets them decrypted from the engine and
+passes them on only inside a Kubernetes Secret (a Pulumi secret too). They are never echoed in errors.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from ._base import _Model
+
+#: Config field names (camelCase) that hold credentials; errors about them never show the value.
+SECRET_FIELDS = frozenset({"apiUrl", "routingKey", "url"})
+SEVERITIES = ("critical", "warning", "info")
+#: Window of the GPU-hour budget rule, the longest any rule reads; retention must cover it.
+GPU_HOURS_WINDOW_DAYS = 30
+_SNS_TOPIC_RE = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+_RECEIVER_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+#: What an encrypted value (``{secure: ...}``) stands for when no engine decrypted it (offline check).
+ENCRYPTED_PLACEHOLDER = "https://pulumi-secret.invalid/encrypted"
+
+
+def mask_secrets(value: Any) -> Any:
+    """``value`` with every credential field replaced, for error messages."""
+    if isinstance(value, dict):
+        return {k: "(secret, not shown)" if k in SECRET_FIELDS else mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    return value
+
+
+def _secret(value: Any) -> Any:
+    """A secret arrives decrypted (a string) from the engine, or as ``{secure: ...}`` from a stack
+    file read offline; the latter stands for a placeholder of the right shape."""
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        return ENCRYPTED_PLACEHOLDER
+    return value
+
+
+class _Credential(_Model):
+    @field_validator("*", mode="before")
+    @classmethod
+    def _decrypt(cls, value: Any) -> Any:
+        return _secret(value)
+
+
+class SlackReceiver(_Credential):
+    """``apiUrl`` (secret): incoming-webhook URL; ``channel``: e.g. ``#ml-platform-alerts``."""
+
+    api_url: SecretStr
+    channel: str = Field(pattern=r"^[#@]?[A-Za-z0-9._-]{1,80}$")
+
+    @field_validator("api_url")
+    @classmethod
+    def _https(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().startswith("https://"):
+            raise ValueError("must be an https:// Slack webhook URL (value not shown: it is a secret)")
+        return value
+
+
+class PagerDutyReceiver(_Credential):
+    """``routingKey`` (secret): the Events API v2 integration key of a PagerDuty service."""
+
+    routing_key: SecretStr
+
+    @field_validator("routing_key")
+    @classmethod
+    def _key(cls, value: SecretStr) -> SecretStr:
+        text = value.get_secret_value()
+        if text != ENCRYPTED_PLACEHOLDER and not re.fullmatch(r"[A-Za-z0-9]{20,64}", text):
+            raise ValueError("must be a 32-character PagerDuty integration key (value not shown: it is a secret)")
+        return value
+
+
+class WebhookReceiver(_Credential):
+    """``url`` (secret): an http(s) endpoint that takes Alertmanager's webhook payload."""
+
+    url: SecretStr
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: SecretStr) -> SecretStr:
+        if not re.match(r"^https?://[^\s]+$", value.get_secret_value()):
+            raise ValueError("must be an http(s) URL (value not shown: it is a secret)")
+        return value
+
+
+class SnsReceiver(_Model):
+    """``topicArn``: an SNS topic in the stack's account; Alertmanager publishes with its own Pod
+    Identity role (allowed ``sns:Publish`` on this topic only), so no credential is stored."""
+
+    topic_arn: str
+
+    @field_validator("topic_arn")
+    @classmethod
+    def _arn(cls, value: str) -> str:
+        if not _SNS_TOPIC_RE.match(value):
+            raise ValueError(f"{value!r} is not an SNS topic ARN like arn:aws:sns:us-east-1:123456789012:llm-alerts")
+        return value
+
+    @property
+    def region(self) -> str:
+        return self.topic_arn.split(":")[3]
+
+
+class Receiver(_Model):
+    """Where alerts go: exactly one of ``slack``, ``pagerDuty``, ``sns``, ``webhook``."""
+
+    name: str
+    slack: SlackReceiver | None = None
+    pager_duty: PagerDutyReceiver | None = None
+    sns: SnsReceiver | None = None
+    webhook: WebhookReceiver | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _RECEIVER_NAME_RE.match(value):
+            raise ValueError(f"{value!r} must be lowercase letters, digits or '-', starting with a letter")
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> Receiver:
+        kinds = [k for k in ("slack", "pager_duty", "sns", "webhook") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("set exactly one of slack, pagerDuty, sns or webhook")
+        return self
+
+
+class Route(_Model):
+    """Alerts whose severity is in ``severities`` and (when given) whose tier is in ``tiers`` go to
+    ``receiver``; the first matching route wins."""
+
+    receiver: str
+    severities: list[Literal["critical", "warning", "info"]] = Field(default_factory=lambda: ["critical", "warning"], min_length=1)
+    tiers: list[str] = Field(default_factory=list)
+
+
+class Alerting(_Model):
+    """Alertmanager receivers and routes. ``defaultReceiver`` gets what no route matched; without
+    receivers alerts stay in Alertmanager's UI only (allowed outside production)."""
+
+    receivers: list[Receiver] = Field(default_factory=list)
+    routes: list[Route] = Field(default_factory=list)
+    default_receiver: str | None = None
+
+    @model_validator(mode="after")
+    def _references(self) -> Alerting:
+        names = [r.name for r in self.receivers]
+        if len(set(names)) != len(names):
+            raise ValueError("receiver names must be unique")
+        unknown = sorted({r.receiver for r in self.routes} - set(names))
+        if self.default_receiver is not None and self.default_receiver not in names:
+            unknown.append(self.default_receiver)
+        if unknown:
+            raise ValueError(f"routes name unknown receiver(s) {', '.join(unknown)}; defined: {', '.join(names) or 'none'}")
+        if self.receivers and self.default_receiver is None:
+            raise ValueError("defaultReceiver is required when receivers are defined (it gets what no route matched)")
+        return self
+
+
+class Prometheus(_Model):
+    """Prometheus storage: an encrypted gp3 volume per replica of ``volumeSizeGib``; ``retentionDays``
+    must cover the longest rule window (30 days for the GPU-hour budget)."""
+
+    replicas: int = Field(default=1, ge=1, le=5)
+    retention_days: int = Field(default=35, ge=1, le=400)
+    volume_size_gib: int = Field(default=100, ge=10, le=16384)
+
+
+class Observability(_Model):
+    """Prometheus sizing and alert delivery."""
+
+    prometheus: Prometheus = Field(default_factory=Prometheus)
+    alerting: Alerting = Field(default_factory=Alerting)
