@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from rich.console import Console
 from components.settings import SettingsError
 
 from . import exit_codes
-from .commands import env, integration, stack_ops
+from .commands import env, integration, stack_ops, unlock
 from .analyzer import PolicyConfigError, PolicyPackError
 from .check import PolicyConfigMissing
 from .stacks import StackFileError
@@ -73,13 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     stack_ops.declare(verbs)
     env.declare(verbs)
     integration.declare(verbs)
+    unlock.declare(verbs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.command_line = "python -m automation " + shlex.join(argv)
+    from .interrupts import Interrupted, guard_signals
+
     try:
-        return args.run(args)
+        with guard_signals(notify=lambda line: err.print(line, markup=False)):
+            return args.run(args)
     except SettingsError as exc:
         stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"
         err.print(f"error: stack {stack!r} has {len(exc.problems)} invalid setting(s):")
@@ -92,9 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PolicyPackError as exc:
         err.print(f"error: the policy pack failed: {exc}")
         return exit_codes.FAILED
+    except Interrupted as exc:
+        err.print(f"interrupted by {exc.signal_name}", markup=False)
+        return exc.exit_code
     except KeyboardInterrupt:
-        err.print("interrupted")
-        return exit_codes.FAILED
+        err.print("interrupted by Ctrl-C (SIGINT)", markup=False)
+        return exit_codes.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -20,8 +20,10 @@ from rich.console import Console
 
 from components.settings import Settings, SettingsError, parse_settings
 
-from .. import exit_codes
+from .. import exit_codes, locks
 from ..environments import EnvRequestError
+from ..interrupts import Interrupted
+from ..locks import LockInfo
 from ..postdeploy import KubectlError
 from ..stacks import StackFileError
 from ..workspace import WorkspaceError
@@ -100,22 +102,55 @@ def error_lines(exc: BaseException, limit: int = 3) -> list[str]:
     return lines[-limit:]
 
 
+def lock_advice(stack: str, held: list[LockInfo]) -> str:
+    """One line: who holds the lock and what to do about it."""
+    if not held:
+        return (f"stack {stack!r} is locked by another update; wait for it to finish, or clear a dead one with "
+                f"`python -m automation unlock --stack {stack}`")
+    lock = held[0]
+    more = f" (and {len(held) - 1} more lock(s))" if len(held) > 1 else ""
+    if lock.stale:
+        action = f"clear it with `python -m automation unlock --stack {stack}`"
+    elif lock.holder_alive():
+        action = "wait for that run to finish"
+    else:
+        action = f"once that run is gone, `python -m automation unlock --stack {stack} --force` clears it"
+    return f"stack {stack!r} is {lock.describe()}{more}; {action}"
+
+
 @contextmanager
 def translate_errors(stack: str, backend: str) -> Iterator[None]:
     """Distinct outcomes for distinct CLI errors: missing stack, existing stack, a held lock."""
     try:
         yield
     except StackNotFoundError:
-        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.USAGE) from None
+        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.NOT_FOUND) from None
     except StackAlreadyExistsError:
         raise DriverError(f"stack {stack!r} already exists in {backend}; pick another name", exit_codes.USAGE) from None
-    except ConcurrentUpdateError:
-        raise DriverError(
-            f"stack {stack!r} is locked by another update; wait for it to finish "
-            "(if its process died, clear the lock with `pulumi cancel`)"
-        ) from None
+    except ConcurrentUpdateError as exc:
+        raise DriverError(lock_advice(stack, locks.from_error(str(exc))), exit_codes.LOCKED) from None
     except CommandError as exc:
         raise DriverError(f"pulumi failed on stack {stack!r}: {'; '.join(error_lines(exc))}") from None
+
+
+def report_interruption(exc: Interrupted, command_line: str) -> None:
+    """What an interrupted verb did, and the command that continues or repairs it."""
+    where = f" during {exc.operation} of stack {exc.stack}" if exc.operation else ""
+    err.print(f"interrupted by {exc.signal_name}{where}", markup=False)
+    report = exc.report
+    done = ", ".join(f"{n} {op}" for op, n in sorted((report.changes if report else {}).items()) if n) or "none"
+    if exc.hard:
+        err.print(f"  the Pulumi CLI was stopped at once; changes recorded before it stopped: {done}", markup=False)
+        if exc.stack:
+            err.print(f"  the stack may still be locked and its state may list pending operations. Recover with:\n"
+                      f"    python -m automation unlock --stack {exc.stack}\n"
+                      f"    python -m automation refresh --stack {exc.stack}\n"
+                      f"  then run again: {command_line}", markup=False)
+        return
+    if exc.operation:
+        err.print(f"  the Pulumi CLI cancelled cleanly: in-flight steps finished, state written, lock released; "
+                  f"changes made: {done}", markup=False)
+    err.print(f"  next: {command_line} (picks up where this run stopped)", markup=False)
 
 
 def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -125,6 +160,9 @@ def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except Interrupted as exc:
+            report_interruption(exc, getattr(args, "resume", None) or getattr(args, "command_line", "the same command"))
+            return exc.exit_code
         except InvalidStackSettings as exc:
             err.print(f"error: stack {exc.stack!r} has {len(exc.problems)} invalid setting(s):", markup=False)
             for problem in exc.problems:

@@ -18,6 +18,7 @@ from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackN
 from rich.console import Console
 from rich.markup import escape
 
+from .. import interrupts, locks
 from ..environments import EnvMetadata
 from ._common import err, error_lines
 
@@ -113,6 +114,7 @@ def run_operation(
         kwargs["policy_packs"] = [str(policy[0])]
         kwargs["policy_pack_configs"] = [str(policy[1])]
     report = OperationReport(stack=stack.name, operation=operation)
+    signals_before = interrupts.mark()
     try:
         result = getattr(stack, operation)(**kwargs)
     except (ConcurrentUpdateError, StackNotFoundError):
@@ -130,6 +132,7 @@ def run_operation(
                               or collector.changes)
         report.outputs = {k: v.value for k, v in (getattr(result, "outputs", None) or {}).items()}
     report.violations = collector.violations
+    interrupts.raise_if_interrupted(operation, stack.name, report, since=signals_before)
     return report
 
 
@@ -173,9 +176,10 @@ def destroy_and_remove(
         try:
             report = run_operation(stack, "destroy", on_output=on_output)
             break
-        except ConcurrentUpdateError:
-            if waited >= lock_wait:
-                raise
+        except ConcurrentUpdateError as exc:
+            held = locks.from_error(str(exc))
+            if waited >= lock_wait or (held and all(lock.stale for lock in held)):
+                raise  # a dead holder never releases its lock: waiting would not help
             err.print(f"stack {stack.name} is locked (an interrupted update is still exiting); retrying in {poll:.0f}s")
             sleep(poll)
             waited += poll

@@ -131,7 +131,7 @@ def test_ctrl_c_during_checks_still_cleans_up(rig: Rig):
     rig.monkeypatch.setenv("STANDIN_KUBECTL", "interrupt")
     result = run_test(rig)
 
-    assert result.code == exit_codes.FAILED
+    assert result.code == exit_codes.INTERRUPTED
     assert "interrupted" in result.err
     order = timeline(rig)
     assert order.index("kubectl delete") < order.index("destroy"), "load balancers go before the VPC"
@@ -142,7 +142,7 @@ def test_ctrl_c_during_up_still_destroys_what_was_created(rig: Rig):
     rig.monkeypatch.setenv("STANDIN_INTERRUPT", "up")
     result = run_test(rig)
 
-    assert result.code == exit_codes.FAILED
+    assert result.code == exit_codes.INTERRUPTED
     assert "interrupted" in result.err
     stack = test_stack(rig)
     assert "Destroying (" in result.out and "3 delete" in result.out, "the resources created before Ctrl-C"
