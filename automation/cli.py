@@ -64,8 +64,17 @@ def _run_check(args: argparse.Namespace) -> int:
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 
+class UsageError(Exception):
+    """A bad command line: one line naming the flag, exit 2 (argparse would print the whole usage)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D102 - argparse hook
+        raise UsageError(f"{self.prog}: {message}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m automation",
         description="Run llm-platform stacks: offline checks, previews and updates, self-service environments.",
     )
@@ -80,12 +89,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        err.print(f"error: {exc} (see --help)", markup=False)
+        return exit_codes.USAGE
     args.command_line = "python -m automation " + shlex.join(argv)
-    from .interrupts import Interrupted, guard_signals
+    from .interrupts import Interrupted, cancel_grace, guard_signals
 
     try:
-        with guard_signals(notify=lambda line: err.print(line, markup=False)):
+        grace = cancel_grace()
+    except ValueError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return exit_codes.USAGE
+    try:
+        with guard_signals(notify=lambda line: err.print(line, markup=False), grace=grace):
             return args.run(args)
     except SettingsError as exc:
         stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"

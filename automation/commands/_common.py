@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import sys
+from pathlib import Path
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -71,6 +73,70 @@ def progress_writer(json_mode: bool) -> Callable[[str], None]:
         stream.flush()
 
     return write
+
+
+def ttl_flag(text: str):
+    """argparse type for ``--ttl``: a bad value is a one-line usage error naming the flag."""
+    from ..environments import EnvRequestError, parse_ttl
+
+    try:
+        return parse_ttl(text)
+    except EnvRequestError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--ttl ")) from None
+
+
+def duration_flag(flag: str):
+    def parse(text: str):
+        from ..environments import EnvRequestError, parse_duration
+
+        try:
+            return parse_duration(text, flag)
+        except EnvRequestError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+
+    return parse
+
+
+def output_file(text: str) -> Path:
+    """argparse type for a file to write: not a directory, and its folder exists or can be made."""
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file")
+    _check_creatable(path.parent, text)
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """argparse type for a directory to write into: not an existing file, and creatable."""
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
+    _check_creatable(path, text)
+    return path
+
+
+def _check_creatable(folder: Path, text: str) -> None:
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: {probe} is not writable")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -150,7 +216,7 @@ def report_interruption(exc: Interrupted, command_line: str) -> None:
     if exc.operation:
         err.print(f"  the Pulumi CLI cancelled cleanly: in-flight steps finished, state written, lock released; "
                   f"changes made: {done}", markup=False)
-    err.print(f"  next: {command_line} (picks up where this run stopped)", markup=False)
+    err.print(f"  next: {command_line}", markup=False)
 
 
 def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

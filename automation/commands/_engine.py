@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from .. import interrupts, locks
 from ..environments import EnvMetadata
+from ..teardown import TeardownReport
 from ._common import err, error_lines
 
 Progress = Callable[[str], None]
@@ -186,6 +187,43 @@ def destroy_and_remove(
     if report.succeeded:
         stack.workspace.remove_stack(stack.name)
     return report
+
+
+def clear_cluster(stack: Stack, kubectl_for: Callable[[Path], Any] | None) -> TeardownReport:
+    """Karpenter nodes and load balancers removed through the stack's ``kubeconfig`` output, before
+    ``destroy``; problems become warnings, because the destroy must still be attempted."""
+    from ..postdeploy import KubectlError, kubeconfig_file
+    from ..teardown import TeardownReport, prepare_destroy
+
+    report = TeardownReport()
+    if kubectl_for is None:
+        return report
+    try:
+        kubeconfig = stack.outputs().get("kubeconfig")
+    except Exception as exc:  # noqa: BLE001 - any failure here must not stop the destroy
+        report.warnings.append(f"could not read outputs: {'; '.join(error_lines(exc))}")
+        return report
+    if kubeconfig is None or not kubeconfig.value:
+        return report  # no cluster (yet): nothing inside it to remove
+    try:
+        with kubeconfig_file(kubeconfig.value) as path:
+            report = prepare_destroy(kubectl_for(path))
+    except (KubectlError, ValueError) as exc:
+        report.warnings.append(f"could not delete LoadBalancer Services, Ingresses and Karpenter nodes ({exc}); "
+                               "destroying anyway")
+    for warning in report.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    for leftover in report.leftovers:
+        err.print(f"warning: still in the cluster before destroy: {leftover} (its AWS resources may block the "
+                  "VPC's deletion)", markup=False)
+    return report
+
+
+def render_teardown(report: TeardownReport, console: Console) -> None:
+    if report.deleted:
+        console.print(f"\nremoved before destroy: {escape(', '.join(report.deleted))}")
+    if report.leftovers:
+        console.print(f"could not remove: {escape(', '.join(report.leftovers))}")
 
 
 @dataclass(frozen=True)

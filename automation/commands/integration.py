@@ -47,7 +47,6 @@ from ..postdeploy import (
     KubectlCli,
     KubectlError,
     Poller,
-    delete_load_balancers,
     kubeconfig_file,
     run_checks,
 )
@@ -64,7 +63,16 @@ from ._common import (
     translate_errors,
     validate,
 )
-from ._engine import OperationReport, Progress, destroy_and_remove, render_report, run_operation
+from ..teardown import TeardownReport
+from ._engine import (
+    OperationReport,
+    Progress,
+    clear_cluster,
+    destroy_and_remove,
+    render_report,
+    render_teardown,
+    run_operation,
+)
 
 KubectlFactory = Callable[[Path], Kubectl]
 
@@ -145,6 +153,7 @@ def _run_test(args: argparse.Namespace) -> int:
 @dataclass
 class Cleanup:
     load_balancers: list[str] = field(default_factory=list)
+    teardown: TeardownReport = field(default_factory=TeardownReport)
     destroy: OperationReport | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -155,6 +164,7 @@ class Cleanup:
     def to_json(self) -> dict[str, Any]:
         return {
             "loadBalancersDeleted": self.load_balancers,
+            "teardown": self.teardown.to_json(),
             "destroy": self.destroy.to_json() if self.destroy else None,
             "removed": self.removed,
             "warnings": self.warnings,
@@ -194,8 +204,7 @@ class IntegrationReport:
             for check in self.checks:
                 console.print(f"  {'PASS' if check.ok else 'FAIL'}  {escape(check.name)}: {escape(check.detail)}")
         if self.cleanup:
-            if self.cleanup.load_balancers:
-                console.print(f"\ndeleted LoadBalancer Services: {escape(', '.join(self.cleanup.load_balancers))}")
+            render_teardown(self.cleanup.teardown, console)
             if self.cleanup.destroy:
                 render_report(self.cleanup.destroy, console)
             console.print(f"stack {escape(self.stack)}: " + ("destroyed and removed" if self.cleanup.removed else
@@ -245,36 +254,26 @@ class IntegrationRun:
         return self.report
 
     def _cleanup_shielded(self, stack: Stack) -> Cleanup:
-        """A first Ctrl-C during clean-up restarts it (the destroy must finish); a second abandons it."""
-        try:
-            return self._cleanup(stack)
-        except KeyboardInterrupt:
-            err.print("clean-up interrupted; restarting it so nothing is left running. Ctrl-C again abandons it.")
+        """Clean-up runs after a first Ctrl-C too (that one cancelled ``up``); a second one stops it at once."""
         try:
             return self._cleanup(stack)
         except KeyboardInterrupt:
             err.print(f"clean-up abandoned: stack {self.meta.stack} remains until it expires at "
                       f"{format_time(self.meta.expires_at)}; `python -m automation env destroy {self.meta.stack}` "
-                      "removes it now", markup=False)
+                      "removes it now (after `python -m automation unlock --stack "
+                      f"{self.meta.stack}` if it is reported locked)", markup=False)
             raise
 
     def _cleanup(self, stack: Stack) -> Cleanup:
         cleanup = Cleanup()
-        try:
-            kubeconfig = stack.outputs().get("kubeconfig")
-        except Exception as exc:  # noqa: BLE001 - any failure here must not stop the destroy
-            kubeconfig = None
-            cleanup.warnings.append(f"could not read outputs: {'; '.join(error_lines(exc))}")
-        if kubeconfig is not None and kubeconfig.value:
-            try:
-                with kubeconfig_file(kubeconfig.value) as path:
-                    cleanup.load_balancers = delete_load_balancers(self.kubectl_for(path))
-            except (KubectlError, ValueError) as exc:
-                cleanup.warnings.append(f"could not delete LoadBalancer Services ({exc}); destroying anyway")
-        for warning in cleanup.warnings:
-            err.print(f"warning: {warning}", markup=False)
+        teardown = clear_cluster(stack, self.kubectl_for)
+        cleanup.load_balancers = [name.split("/", 1)[1] for name in teardown.deleted if name.startswith("service/")]
+        cleanup.teardown = teardown
+        cleanup.warnings.extend(teardown.warnings)
         try:
             cleanup.destroy = destroy_and_remove(stack, on_output=self.progress)
+        except KeyboardInterrupt:
+            raise
         except Exception as exc:  # noqa: BLE001 - report, keep the original outcome
             reason = "; ".join(error_lines(exc))
             cleanup.warnings.append(f"destroy failed: {reason}")

@@ -4,6 +4,7 @@ a temporary file backend and PULUMI_HOME, and one JSON-lines log of every call."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -132,12 +133,14 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
     monkeypatch.setattr(workspace, "PROJECT_ROOT", project)
     for name in ("PULUMI_BACKEND_URL", workspace.SECRETS_PROVIDER_ENV, "PULUMI_CONFIG_PASSPHRASE_FILE",
                  "STANDIN_FAIL", "STANDIN_POLICY", "STANDIN_INTERRUPT", "STANDIN_PULUMI_VERSION",
-                 "STANDIN_KUBECTL", "STANDIN_SERVICES"):
+                 "STANDIN_KUBECTL", "STANDIN_SERVICES", "STANDIN_INGRESSES", "STANDIN_NODEPOOLS",
+                 "STANDIN_STUCK", "STANDIN_STEP_SECONDS", "LLM_PLATFORM_CANCEL_GRACE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     monkeypatch.setenv(workspace.PULUMI_ROOT_ENV, str(cli_root))
     monkeypatch.setenv("PULUMI_HOME", str(home))
     monkeypatch.setenv("STANDIN_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{cli_root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")  # kubectl = stand-in
     monkeypatch.setenv("LOGNAME", "alice")
     monkeypatch.setenv("USER", "alice")
     return Rig(project, cli_root / "bin", home, Calls(log), capsys, monkeypatch)

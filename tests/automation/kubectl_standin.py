@@ -10,6 +10,11 @@ Appends each call (argv, the kubeconfig's server, stdin of ``apply``) to ``STAND
   unreachable        every call fails as if the API server were gone
   interrupt          Ctrl-C (SIGINT to the parent) on the first ``get nodes``
 ``STANDIN_SERVICES`` is a JSON list of ``[namespace, name, type]`` (default: one LoadBalancer, one ClusterIP).
+``STANDIN_INGRESSES`` is a JSON list of ``[namespace, name]`` (default: one).
+``STANDIN_NODEPOOLS`` is a JSON list of Karpenter NodePool names (default ``["inference"]``, each with one
+NodeClaim); ``none`` makes the cluster have no Karpenter CRDs.
+``STANDIN_STUCK`` names objects whose deletion times out (a load balancer that will not go).
+Deletions persist in ``<STANDIN_LOG>.kube.json``, so later listings no longer show what was deleted.
 """
 
 from __future__ import annotations
@@ -50,6 +55,51 @@ def node(name: str, *, gpu: bool, allocatable: int = 1) -> dict:
     return {"metadata": {"name": name, "labels": labels}, "status": status}
 
 
+def _deleted_path() -> str:
+    return os.environ["STANDIN_LOG"] + ".kube.json"
+
+
+def deleted() -> set[str]:
+    try:
+        with open(_deleted_path()) as handle:
+            return set(json.load(handle))
+    except OSError:
+        return set()
+
+
+def mark_deleted(key: str) -> None:
+    gone = deleted() | {key}
+    with open(_deleted_path(), "w") as handle:
+        json.dump(sorted(gone), handle)
+
+
+def listing(kind: str) -> list[dict]:
+    """The cluster's objects of ``kind`` that were not deleted."""
+    if kind == "services":
+        rows = json.loads(os.environ.get("STANDIN_SERVICES", '[["serving", "gateway", "LoadBalancer"], '
+                                         '["default", "kubernetes", "ClusterIP"]]'))
+        objects = [("service", ns, name, {"spec": {"type": t}}) for ns, name, t in rows]
+    elif kind == "ingresses":
+        rows = json.loads(os.environ.get("STANDIN_INGRESSES", '[["llm-gateway", "gateway"]]'))
+        objects = [("ingress", ns, name, {}) for ns, name in rows]
+    elif kind in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh"):
+        pools = json.loads(os.environ.get("STANDIN_NODEPOOLS", '["inference"]'))
+        if kind.startswith("nodepools"):
+            objects = [("nodepool.karpenter.sh", "", p, {}) for p in pools]
+        else:
+            objects = [("nodeclaim.karpenter.sh", "", f"{p}-x1", {}) for p in pools]
+    else:
+        return []
+    gone = deleted()
+    items = []
+    for kind_, ns, name, extra in objects:
+        if f"{kind_}/{ns}/{name}" in gone:
+            continue
+        meta = {"name": name, **({"namespace": ns} if ns else {})}
+        items.append({"metadata": meta, **extra})
+    return items
+
+
 def respond(args: list[str], mode: str) -> str:
     if mode == "unreachable":
         raise SystemExit("The connection to the server llm-platform.eks.example was refused")
@@ -72,17 +122,21 @@ def respond(args: list[str], mode: str) -> str:
     if verb == "get" and args[1] == "job":
         done = {"failed": 1} if mode == "job-fails" else {"succeeded": 1}
         return json.dumps({"metadata": {"name": args[2]}, "status": done})
-    if verb == "get" and args[1] == "services":
-        services = json.loads(os.environ.get("STANDIN_SERVICES", '[["serving", "gateway", "LoadBalancer"], '
-                                             '["default", "kubernetes", "ClusterIP"]]'))
-        return json.dumps({"items": [{"metadata": {"namespace": ns, "name": name}, "spec": {"type": kind}}
-                                     for ns, name, kind in services]})
+    if verb == "get" and args[1] in ("services", "ingresses", "nodepools.karpenter.sh", "nodeclaims.karpenter.sh"):
+        if args[1].endswith("karpenter.sh") and os.environ.get("STANDIN_NODEPOOLS") == "none":
+            raise SystemExit(f"error: the server doesn't have a resource type {args[1]!r}")
+        return json.dumps({"items": listing(args[1])})
     if verb == "apply":
         return "namespace/llm-platform-smoke created\njob.batch/gpu-smoke created\n"
     if verb == "logs":
         return "nvidia-smi: no devices found\n" if mode == "job-fails" else NVIDIA_SMI + "\n"
     if verb == "delete":
-        return f'service "{args[2]}" deleted\n'
+        kind, name = args[1], args[2]
+        namespace = args[args.index("--namespace") + 1] if "--namespace" in args else ""
+        if name in os.environ.get("STANDIN_STUCK", "").split(","):
+            raise SystemExit(f"error: timed out waiting for the condition on {kind}s/{name}")
+        mark_deleted(f"{kind}/{namespace}/{name}")
+        return f'{kind} "{name}" deleted\n'
     raise SystemExit(f"error: the kubectl stand-in does not answer {' '.join(args)}")
 
 

@@ -43,6 +43,7 @@ def test_reap_help_says_it_suits_cron(capsys):
     "argv", [["env"], ["up"], ["env", "create", "x"], ["test"], ["env", "list", "--output", "xml"]]
 )
 def test_usage_errors_exit_2(argv, capsys):
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    assert exited.value.code == exit_codes.USAGE
+    assert main(argv) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err

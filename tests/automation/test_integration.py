@@ -86,7 +86,12 @@ def test_healthy_run_checks_the_cluster_then_destroys_it(rig: Rig):
     order = timeline(rig)
     assert order.index("up") < order.index("kubectl apply") < order.index("kubectl delete") < order.index("destroy")
     deletes = [k["argv"] for k in kubectl if k["argv"][0] == "delete"]
-    assert deletes == [["delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"]]
+    assert deletes == [
+        ["delete", "nodepool.karpenter.sh", "inference", "--wait=true", "--timeout=10m"],
+        ["delete", "nodeclaim.karpenter.sh", "inference-x1", "--wait=true", "--timeout=10m"],
+        ["delete", "ingress", "gateway", "--namespace", "llm-gateway", "--wait=true", "--timeout=10m"],
+        ["delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"],
+    ], "Karpenter's nodes first, then the objects that own AWS load balancers, each awaited"
     assert_cleaned_up(rig, stack)
     for check in ("nodes ready", "device plugin ready on gpu nodes", "allocatable nvidia.com/gpu", "gpu smoke job"):
         assert f"PASS  {check}" in result.out
@@ -145,7 +150,8 @@ def test_ctrl_c_during_up_still_destroys_what_was_created(rig: Rig):
     assert result.code == exit_codes.INTERRUPTED
     assert "interrupted" in result.err
     stack = test_stack(rig)
-    assert "Destroying (" in result.out and "3 delete" in result.out, "the resources created before Ctrl-C"
+    assert "Destroying (" in result.out and "4 delete" in result.out, (
+        "the resources created before Ctrl-C, and the step in flight when it came")
     assert f"clean-up: stack {stack} destroyed and removed" in result.err
     assert_cleaned_up(rig, stack)
 

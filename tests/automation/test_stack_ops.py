@@ -124,16 +124,18 @@ def test_destroy_and_refresh_run_without_policy_flags(rig: Rig):
 
 def test_missing_stack_and_locked_stack_are_distinct_errors(rig: Rig):
     missing = rig.run("destroy", "--stack", "dev")
-    assert missing.code == exit_codes.USAGE
+    assert missing.code == exit_codes.NOT_FOUND
     assert "stack 'dev' does not exist in file://" in missing.err
 
     assert rig.run("up", "--stack", "dev").code == exit_codes.OK
-    lock = rig.state / ".pulumi" / "locks" / "llm-platform" / "dev" / "other.json"
+    lock = rig.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "dev" / "other.json"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("{}")
+    lock.write_text(json.dumps({"pid": 4242, "username": "bob", "hostname": "ci-runner-7",
+                                "timestamp": "2026-11-23T08:00:00Z"}))
     locked = rig.run("up", "--stack", "dev")
-    assert locked.code == exit_codes.FAILED
-    assert "stack 'dev' is locked by another update" in locked.err
+    assert locked.code == exit_codes.LOCKED
+    assert "stack 'dev' is locked by bob@ci-runner-7 (pid 4242) for " in locked.err
+    assert "on another host" in locked.err and "unlock --stack dev --force" in locked.err
     assert "Traceback" not in locked.err
 
 
