@@ -37,12 +37,18 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
     parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
-    parser.add_argument("--out", type=Path, help="output directory (default: build/STACK)")
+    parser.add_argument("--out", type=_output_dir, help="output directory (default: build/STACK)")
     parser.add_argument(
         "--policy-config", type=Path, help="policy pack config (default: policies/config/STACK.json)"
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
     parser.set_defaults(run=_run_check)
+
+
+def _output_dir(text: str) -> Path:
+    from .commands._common import output_dir
+
+    return output_dir(text)
 
 
 def _run_check(args: argparse.Namespace) -> int:

@@ -36,7 +36,6 @@ from ..environments import (
     format_time,
     merged_config,
     new_metadata,
-    parse_duration,
     parse_override,
     tag_resources,
 )
@@ -55,9 +54,11 @@ from ..workspace import Project, isolated_workspace, pulumi_command, resolve_bac
 from ._common import (
     add_output_flags,
     add_secrets_flag,
+    duration_flag,
     err,
     error_lines,
     guarded,
+    positive_int,
     progress_writer,
     stdout,
     translate_errors,
@@ -89,9 +90,10 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting (as in env create); repeatable")
-    parser.add_argument("--gpu-nodes", type=int, default=1,
+    parser.add_argument("--gpu-nodes", type=positive_int, default=1,
                         help="GPU nodes to start in the first GPU pool (its desiredSize; default 1)")
-    parser.add_argument("--timeout", default="30m", help="time allowed for all post-deploy checks (default 30m)")
+    parser.add_argument("--timeout", default="30m", type=duration_flag("--timeout"),
+                        help="time allowed for all post-deploy checks (default 30m)")
     parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
     add_secrets_flag(parser)
@@ -131,7 +133,7 @@ def _run_test(args: argparse.Namespace) -> int:
     target, index = gpu_target(validate(stack_name, config), args.gpu_nodes)
     start_gpu_nodes(config, validate(stack_name, config), index, args.gpu_nodes)
     validate(stack_name, config)
-    poller = Poller(timeout=parse_duration(args.timeout, "--timeout").total_seconds())
+    poller = Poller(timeout=args.timeout.total_seconds())
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()

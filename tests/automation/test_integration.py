@@ -181,7 +181,7 @@ def test_failed_destroy_leaves_the_stack_tagged_for_reap(rig: Rig):
 def test_zero_gpu_nodes_is_a_usage_error(rig: Rig):
     zero = run_test(rig, "--gpu-nodes", "0")
     assert zero.code == exit_codes.USAGE
-    assert "--gpu-nodes must be at least 1" in zero.err
+    assert "argument --gpu-nodes: '0': must be at least 1" in zero.err
     assert rig.calls.entries() == []
 
 
