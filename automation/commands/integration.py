@@ -41,12 +41,14 @@ from ..environments import (
 )
 from ..postdeploy import (
     CheckResult,
+    CheckPlan,
     GpuTarget,
     Kubectl,
     KubectlCli,
     KubectlError,
     Poller,
     kubeconfig_file,
+    plan_checks,
     run_checks,
 )
 from ..stacks import read_stack_config
@@ -83,9 +85,11 @@ def declare(verbs: argparse._SubParsersAction) -> None:
         "test",
         help="ephemeral integration run: up, post-deploy GPU checks, destroy",
         description="Create a uniquely named stack from a template, `up` it, check the cluster (nodes Ready, "
-        "device plugin Ready on every GPU node, allocatable nvidia.com/gpu, an nvidia-smi Job under the "
-        "contract's toleration and selector), then always delete LoadBalancer Services, destroy and remove "
-        "the stack, also on failure and on Ctrl-C. Needs kubectl and AWS credentials.",
+        "the device plugin of the installed GPU software Ready on every GPU node, allocatable nvidia.com/gpu, "
+        "nvidia-smi on each GPU pool with nodes, every warm model's health, one chat completion and one "
+        "embedding through the gateway), then always delete Karpenter nodes, Ingresses and LoadBalancer "
+        "Services, destroy and remove the stack, also on failure and on Ctrl-C. Preflight first checks kubectl, "
+        "aws, credentials, the backend and the secrets provider. Needs kubectl, aws and AWS credentials.",
     )
     parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -99,6 +103,16 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_test)
+
+
+def smoke_targets(settings: Settings, first: GpuTarget) -> list[GpuTarget]:
+    """``first`` (the pool the run starts nodes in), then every other managed GPU pool (not DRA)
+    that keeps nodes running; pools at desiredSize 0 have no node to run ``nvidia-smi`` on."""
+    targets = [first]
+    for pool in settings.gpu_pools:
+        if pool.name != first.pool and pool.purpose != contract.GPU_DRA_PURPOSE and pool.scaling.desired_size >= 1:
+            targets.append(GpuTarget(pool=pool.name, purpose=pool.purpose, nodes=pool.scaling.desired_size))
+    return targets
 
 
 def gpu_target(settings: Settings, nodes: int) -> tuple[GpuTarget, int]:
@@ -132,7 +146,8 @@ def _run_test(args: argparse.Namespace) -> int:
     tag_resources(config, meta)
     target, index = gpu_target(validate(stack_name, config), args.gpu_nodes)
     start_gpu_nodes(config, validate(stack_name, config), index, args.gpu_nodes)
-    validate(stack_name, config)
+    settings = validate(stack_name, config)
+    plan = plan_checks(settings, smoke_targets(settings, target))
     poller = Poller(timeout=args.timeout.total_seconds())
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
@@ -143,7 +158,7 @@ def _run_test(args: argparse.Namespace) -> int:
         return KubectlCli(path, binary=args.kubectl)
 
     with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
-        run = IntegrationRun(ws, meta, config, policy, target, kubectl_for, poller, progress_writer(json_mode))
+        run = IntegrationRun(ws, meta, config, policy, plan, kubectl_for, poller, progress_writer(json_mode))
         report = run.execute()
     if json_mode:
         print(json.dumps(report.to_json(), indent=2))
@@ -173,6 +188,25 @@ class Cleanup:
         }
 
 
+def checks_passed(checks: list[CheckResult]) -> bool:
+    return all(c.ok for c in checks)
+
+
+def render_checks(checks: list[CheckResult], console) -> None:
+    """The pass/fail table: one row per check."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print("\npost-deploy checks:")
+    table = Table("RESULT", "CHECK", "DETAIL", box=None, pad_edge=False)
+    for check in checks:
+        table.add_row(Text(check.status), Text(check.name), Text(check.detail))
+    console.print(table)
+    failed = [c.name for c in checks if not c.ok]
+    console.print(f"{len(checks) - len(failed)} of {len(checks)} passed" + (f"; failed: {', '.join(failed)}"
+                                                                              if failed else ""), markup=False)
+
+
 @dataclass
 class IntegrationReport:
     stack: str
@@ -184,7 +218,7 @@ class IntegrationReport:
     @property
     def passed(self) -> bool:
         return (
-            self.up is not None and self.up.ok and bool(self.checks) and all(c.ok for c in self.checks)
+            self.up is not None and self.up.ok and bool(self.checks) and checks_passed(self.checks)
             and self.cleanup is not None and self.cleanup.removed
         )
 
@@ -202,9 +236,7 @@ class IntegrationReport:
         if self.up:
             render_report(self.up, console)
         if self.checks:
-            console.print("\npost-deploy checks:")
-            for check in self.checks:
-                console.print(f"  {'PASS' if check.ok else 'FAIL'}  {escape(check.name)}: {escape(check.detail)}")
+            render_checks(self.checks, console)
         if self.cleanup:
             render_teardown(self.cleanup.teardown, console)
             if self.cleanup.destroy:
@@ -223,13 +255,13 @@ class IntegrationRun:
         meta: EnvMetadata,
         config: dict[str, Any],
         policy: tuple[Path, Path],
-        target: GpuTarget,
+        plan: CheckPlan,
         kubectl_for: KubectlFactory,
         poller: Poller,
         progress: Progress,
     ):
         self.ws, self.meta, self.config, self.policy = ws, meta, config, policy
-        self.target, self.kubectl_for, self.poller, self.progress = target, kubectl_for, poller, progress
+        self.plan, self.kubectl_for, self.poller, self.progress = plan, kubectl_for, poller, progress
         self.report = IntegrationReport(stack=meta.stack, expires_at=format_time(meta.expires_at))
 
     def execute(self) -> IntegrationReport:
@@ -245,7 +277,7 @@ class IntegrationRun:
                     self.report.checks = [CheckResult("kubeconfig output", False, "the stack exported no kubeconfig")]
                 else:
                     with kubeconfig_file(kubeconfig) as path:
-                        self.report.checks = run_checks(self.kubectl_for(path), self.target, self.poller)
+                        self.report.checks = run_checks(self.kubectl_for(path), self.plan, self.poller)
         finally:
             self.report.cleanup = self._cleanup_shielded(stack)
             if sys.exc_info()[0] is not None:  # interrupted or crashed: the summary will not be rendered
