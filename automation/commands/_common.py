@@ -139,6 +139,26 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_endpoint_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint-reachable", action="store_true",
+                        help="this machine is inside (or routed to) the cluster's VPC: skip the private API endpoint "
+                        "check of preflight")
+
+
+def preflight(needs, backend, command, extra=()) -> None:
+    """Run the preflight checks; any failure stops the verb before anything changes (exit 5)."""
+    from ..preflight import run_preflight
+
+    version = str(command.version) if getattr(command, "version", None) else "?"
+    results = run_preflight(needs, backend.url, backend.secrets_provider, version, [e for e in extra if e])
+    failed = [r for r in results if not r.ok]
+    if failed:
+        lines = "\n".join(f"  FAIL  {r.name}: {r.detail}" for r in failed)
+        raise DriverError(f"preflight failed, nothing was changed:\n{lines}", exit_codes.PREFLIGHT)
+    passed = ", ".join(r.name for r in results if not r.skipped)
+    err.print(f"preflight: {len(results)} check(s) passed ({passed})", markup=False)
+
+
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
     parser.add_argument("--json", dest="output", action="store_const", const="json", help="same as --output json")

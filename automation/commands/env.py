@@ -40,10 +40,12 @@ from ..environments import (
     select_expired,
     tag_resources,
 )
+from ..preflight import PreflightNeeds, endpoint_check
 from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
     DriverError,
+    add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
     err,
@@ -51,6 +53,7 @@ from ._common import (
     guarded,
     lock_advice,
     output_file,
+    preflight,
     progress_writer,
     stdout,
     translate_errors,
@@ -105,6 +108,7 @@ def _declare_create(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
     parser.add_argument("--purpose", default="", help="what the environment is for (shown by env list)")
+    add_endpoint_flag(parser)
     parser.add_argument("--via", choices=("local", "operator"), default="local",
                         help="local: run `up` here (default); operator: write a Pulumi Kubernetes Operator Stack")
     operator_flags = parser.add_argument_group("--via operator")
@@ -140,6 +144,9 @@ def _run_create(args: argparse.Namespace) -> int:
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
+    settings = validate(stack_name, config)
+    preflight(PreflightNeeds(region=settings.region), backend, command,
+              [endpoint_check(settings, None, args.endpoint_reachable, stack_name)])
     with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
         try:
             stack = Stack.create(stack_name, ws)
@@ -215,6 +222,7 @@ def _declare_update(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--unset", action="append", default=[], metavar="KEY",
                         help="drop a stored override, back to the template's value; repeatable")
     parser.add_argument("--force", action="store_true", help="update even if you are not the owner")
+    add_endpoint_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_update)
@@ -238,7 +246,8 @@ def _run_update(args: argparse.Namespace) -> int:
     for text in args.overrides:
         parse_override(text)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
-    with isolated_workspace(project, backend, pulumi_command()) as ws, translate_errors(stack_name, backend.url):
+    command = pulumi_command()
+    with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
         stack, meta, tags = _select_env(ws, stack_name, True, args.force)
         try:
             combined = combine_overrides(meta.overrides, args.overrides, args.unset)
@@ -248,8 +257,12 @@ def _run_update(args: argparse.Namespace) -> int:
         config = merged_config(read_stack_config(meta.template, project.root),
                                [parse_override(text) for text in combined], environment=meta.name)
         tag_resources(config, meta)
-        validate(stack_name, config)
+        settings = validate(stack_name, config)
         policy = project.policy_args(meta.template)
+        kubeconfig = stack.outputs().get("kubeconfig")
+        preflight(PreflightNeeds(region=settings.region), backend, command,
+                  [endpoint_check(settings, kubeconfig.value if kubeconfig else None, args.endpoint_reachable,
+                                  stack_name)])
         new_tags = meta.to_tags()
         for key, value in new_tags.items():
             if tags.get(key) != value:
@@ -366,8 +379,10 @@ def _run_destroy(args: argparse.Namespace) -> int:
     stack_name = managed_stack_name(args.name)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     json_mode = args.output == "json"
-    with isolated_workspace(project, backend, pulumi_command()) as ws, translate_errors(stack_name, backend.url):
+    command = pulumi_command()
+    with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
         stack, meta, _ = _select_env(ws, stack_name, True, args.force)
+        preflight(PreflightNeeds(kubectl=args.kubectl), backend, command)
         args.resume = f"python -m automation env destroy {meta.name}"
         teardown = clear_cluster(stack, kubectl_factory(args.kubectl))
         report = destroy_and_remove(stack, on_output=progress_writer(json_mode))
@@ -449,9 +464,12 @@ def _run_reap(args: argparse.Namespace) -> int:
     json_mode = args.output == "json"
     progress = progress_writer(json_mode)
     now = environments.utcnow()
-    with isolated_workspace(project, backend, pulumi_command()) as ws:
+    command = pulumi_command()
+    with isolated_workspace(project, backend, command) as ws:
         with translate_errors("(list)", backend.url):
             expired = select_expired([m.meta for m in managed_stacks(ws)], now)
+        if expired and not args.dry_run:
+            preflight(PreflightNeeds(kubectl=args.kubectl), backend, command)
         results = [ReapResult(meta) for meta in expired]
         pending = [] if args.dry_run else list(results)
         delay = args.backoff

@@ -51,9 +51,11 @@ from ..postdeploy import (
     plan_checks,
     run_checks,
 )
+from ..preflight import PreflightNeeds, endpoint_check
 from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
+    add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
     duration_flag,
@@ -61,6 +63,7 @@ from ._common import (
     error_lines,
     guarded,
     positive_int,
+    preflight,
     progress_writer,
     stdout,
     translate_errors,
@@ -100,6 +103,7 @@ def declare(verbs: argparse._SubParsersAction) -> None:
                         help="time allowed for all post-deploy checks (default 30m)")
     parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
+    add_endpoint_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_test)
@@ -152,6 +156,8 @@ def _run_test(args: argparse.Namespace) -> int:
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
+    preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
+              [endpoint_check(settings, None, args.endpoint_reachable, stack_name)])
     json_mode = args.output == "json"
 
     def kubectl_for(path: Path) -> Kubectl:

@@ -171,9 +171,11 @@ def serve_gateway(target_port: str) -> None:
 
 
 def respond(args: list[str], mode: str) -> str:
-    if mode == "unreachable":
+    if mode == "unreachable" and args[:1] != ["version"]:
         raise SystemExit("The connection to the server llm-platform.eks.example was refused")
     verb = args[0]
+    if verb == "version":
+        return "Client Version: v1.34.2\nKustomize Version: v5.7.1\n"
     if verb == "get" and args[1] == "nodes":
         if mode == "interrupt":
             os.kill(os.getppid(), signal.SIGINT)

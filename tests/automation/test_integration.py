@@ -44,7 +44,7 @@ def timeline(rig: Rig) -> list[str]:
     """Pulumi and kubectl calls in the order they happened, as short labels."""
     labels = []
     for entry in rig.calls.entries():
-        if entry["tool"] not in ("pulumi", "kubectl"):
+        if entry["tool"] not in ("pulumi", "kubectl") or entry["argv"][:1] == ["version"]:
             continue
         argv = [a for a in entry["argv"] if a != "--non-interactive"]
         if entry["tool"] == "kubectl":
@@ -211,7 +211,7 @@ def test_smoke_target_skips_dra_pools():
 def run_prod(rig: Rig, *extra: str):
     rig.monkeypatch.setenv("STANDIN_GPU_SOFTWARE", "gpu-operator")
     rig.monkeypatch.setenv("STANDIN_GPU_POOLS", json.dumps(["inference-a10g"]))
-    return rig.run("test", "--from", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", *extra)
+    return rig.run("test", "--from", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", "--endpoint-reachable", *extra)
 
 
 def test_checks_follow_the_gpu_operator_and_call_every_model_through_the_gateway(rig: Rig):
@@ -246,3 +246,32 @@ def test_an_unhealthy_model_fails_the_run_clearly(rig: Rig):
     assert "ServiceUnavailable" in failed["model bge-m3 health"]
     assert "HTTP 503" in failed["gateway embedding"]
     assert report["cleanup"]["removed"] is True
+
+
+def test_preflight_stops_before_anything_is_created(rig: Rig):
+    """Missing kubectl, bad credentials, an unusable KMS key, or a private endpoint out of reach: exit 5,
+    one line per problem, and not a single Pulumi call that changes anything."""
+    cases = [
+        ({"--kubectl": "/nonexistent/kubectl"}, {}, "kubectl: /nonexistent/kubectl not found"),
+        ({}, {"STANDIN_AWS": "no-credentials"}, "aws credentials: Unable to locate credentials"),
+        ({"--secrets-provider": "awskms://alias/llm-platform?region=us-east-1"}, {"STANDIN_AWS": "no-key"},
+         "secrets provider: KMS key alias/llm-platform not usable"),
+    ]
+    for flags, env, message in cases:
+        for key, value in env.items():
+            rig.monkeypatch.setenv(key, value)
+        argv = ["test", "--from", "dev", "--kubectl", flags.get("--kubectl", rig.kubectl), "--timeout", "0s"]
+        if "--secrets-provider" in flags:
+            argv += ["--secrets-provider", flags["--secrets-provider"]]
+        result = rig.run(*argv)
+        assert result.code == exit_codes.PREFLIGHT, result.err
+        assert "preflight failed, nothing was changed" in result.err and message in result.err, result.err
+        for key in env:
+            rig.monkeypatch.delenv(key)
+    assert [a for a in rig.calls.argvs()] == [], "no stack was created"
+
+    private = rig.run("test", "--from", "prod", "--kubectl", rig.kubectl)
+    assert private.code == exit_codes.PREFLIGHT
+    assert "API endpoint is private and its cluster does not exist yet" in private.err
+    assert "--endpoint-reachable" in private.err
+    assert rig.calls.argvs() == []
