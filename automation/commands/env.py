@@ -323,8 +323,16 @@ def _run_list(args: argparse.Namespace) -> int:
     with isolated_workspace(project, backend, pulumi_command()) as ws, translate_errors("(list)", backend.url):
         found = managed_stacks(ws)
     now = environments.utcnow()
+    held = {m.meta.stack: locks.read_locks(backend.url, project.name, m.meta.stack) for m in found if m.updating}
+
+    def status(m) -> str:
+        if held.get(m.meta.stack) and all(lock.stale for lock in held[m.meta.stack]):
+            return "stale lock"
+        return m.status(now)
+
     if args.output == "json":
-        print(json.dumps([m.meta.to_json(now, status=m.status(now)) for m in found], indent=2))
+        print(json.dumps([{**m.meta.to_json(now, status=status(m)),
+                           "locks": [lock.to_json() for lock in held.get(m.meta.stack, [])]} for m in found], indent=2))
         return exit_codes.OK
     console = stdout()
     if not found:
@@ -335,10 +343,13 @@ def _run_list(args: argparse.Namespace) -> int:
         left = m.meta.expires_at - now
         expires = f"in {human(left)}" if left.total_seconds() > 0 else f"{human(left)} ago"
         table.add_row(*(Text(cell) for cell in (
-            m.meta.name, m.meta.kind, m.meta.owner, human(now - m.meta.created_at), expires, m.status(now),
+            m.meta.name, m.meta.kind, m.meta.owner, human(now - m.meta.created_at), expires, status(m),
             m.meta.purpose,
         )))
     console.print(table)
+    for stack, stack_locks in held.items():
+        if stack_locks:
+            console.print(lock_advice(stack, stack_locks), markup=False)
     return exit_codes.OK
 
 

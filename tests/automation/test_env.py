@@ -385,3 +385,16 @@ def test_destroy_removes_karpenter_nodes_and_load_balancers_first_and_lists_left
     kubectl_deletes = [e["time"] for e in rig.calls.kubectl() if e["argv"][0] == "delete"]
     destroy_at = [e["time"] for e in rig.calls.entries("pulumi") if "destroy" in e["argv"]]
     assert max(kubectl_deletes) < min(destroy_at), "everything inside the cluster goes before the VPC"
+
+
+def test_list_shows_a_stale_lock_with_its_holder_and_the_command_that_clears_it(rig: Rig):
+    assert create(rig, "alice-exp").code == exit_codes.OK
+    lock = rig.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "env-alice-exp" / "dead.json"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"pid": 2 ** 22 + 17, "username": "bob", "hostname": socket.gethostname(),
+                                "timestamp": "2026-11-23T08:00:00Z"}))
+    table = rig.run("env", "list")
+    assert re.search(r"alice-exp\s+env\s+alice.*stale lock", table.out), table.out
+    assert "locked by bob@" in table.out and "unlock --stack env-alice-exp" in table.out
+    listed = json.loads(rig.run("env", "list", "--json").out)
+    assert listed[0]["status"] == "stale lock" and listed[0]["locks"][0]["state"] == "stale"
