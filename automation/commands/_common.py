@@ -72,6 +72,7 @@ def progress_writer(json_mode: bool) -> Callable[[str], None]:
         stream.write(line + "\n")
         stream.flush()
 
+    write.stream = stream  # type: ignore[attr-defined]  - where live progress draws
     return write
 
 

@@ -6,6 +6,7 @@ violations, error diagnostics) are collected through ``on_event`` for the final 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from rich.markup import escape
 
 from .. import interrupts, locks
 from ..environments import EnvMetadata
+from ..progress import OperationProgress
 from ..teardown import TeardownReport
 from ._common import err, error_lines
 
@@ -50,6 +52,7 @@ class OperationReport:
     violations: list[PolicyViolation] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
 
     @property
     def mandatory(self) -> list[PolicyViolation]:
@@ -68,6 +71,7 @@ class OperationReport:
             "policyViolations": [v.to_json() for v in self.violations],
             "errors": self.errors,
             "outputs": sorted(self.outputs),
+            "durationSeconds": self.seconds,
         }
 
 
@@ -110,12 +114,20 @@ def run_operation(
     caller can say which it was.
     """
     collector = EventCollector()
-    kwargs: dict[str, Any] = {"on_output": on_output, "on_error": on_output, "on_event": collector}
+    progress = OperationProgress(operation, stack.name, _resource_count(stack) if operation in ("destroy", "refresh")
+                                 else None, on_output, getattr(on_output, "stream", sys.stdout))
+
+    def on_event(event: EngineEvent) -> None:
+        collector(event)
+        progress.event(event)
+
+    kwargs: dict[str, Any] = {"on_output": progress.line, "on_error": progress.line, "on_event": on_event}
     if policy is not None and operation in ("preview", "up"):
         kwargs["policy_packs"] = [str(policy[0])]
         kwargs["policy_pack_configs"] = [str(policy[1])]
     report = OperationReport(stack=stack.name, operation=operation)
     signals_before = interrupts.mark()
+    progress.start()
     try:
         result = getattr(stack, operation)(**kwargs)
     except (ConcurrentUpdateError, StackNotFoundError):
@@ -132,6 +144,9 @@ def run_operation(
         report.changes = dict(getattr(result, "change_summary", None) or getattr(summary, "resource_changes", None)
                               or collector.changes)
         report.outputs = {k: v.value for k, v in (getattr(result, "outputs", None) or {}).items()}
+    finally:
+        progress.stop()
+        report.seconds = round(progress.clock() - progress.started, 1)
     report.violations = collector.violations
     interrupts.raise_if_interrupted(operation, stack.name, report, since=signals_before)
     return report
@@ -144,6 +159,7 @@ def render_report(report: OperationReport, console: Console) -> None:
     console.print(f"\n{report.operation} {escape(report.stack)}: {verdict}")
     changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
     console.print(f"  changes: {escape(changes)}")
+    console.print(f"  duration: {report.seconds:.0f}s")
     if not report.violations:
         if report.operation in ("preview", "up"):
             console.print("  policy violations: none")
@@ -224,6 +240,17 @@ def render_teardown(report: TeardownReport, console: Console) -> None:
         console.print(f"\nremoved before destroy: {escape(', '.join(report.deleted))}")
     if report.leftovers:
         console.print(f"could not remove: {escape(', '.join(report.leftovers))}")
+
+
+def _resource_count(stack: Stack) -> int | None:
+    """Resources in the stack's state (the total a destroy or refresh works through), if known."""
+    try:
+        for summary in stack.workspace.list_stacks():
+            if summary.name.rsplit("/", 1)[-1] == stack.name:
+                return summary.resource_count or None
+    except CommandError:
+        return None
+    return None
 
 
 @dataclass(frozen=True)

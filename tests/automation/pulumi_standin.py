@@ -646,20 +646,24 @@ class Cancellation:
 
 
 class EventSink:
-    """Engine events, JSON-encoded like the CLI's, sent over the Automation API's gRPC event stream."""
+    """Engine events, JSON-encoded like the CLI's, streamed live over the Automation API's gRPC event
+    stream (as the CLI does, so a driver can show progress while the operation runs)."""
 
     def __init__(self, target: object):
         self.target = str(target) if target else ""
         if self.target and not self.target.startswith("tcp://"):
             raise Fail(f"error: the stand-in streams engine events over gRPC only, got --event-log {self.target}")
-        self.events: list[str] = []
+        self.sequence = 0
+        self.thread = None
+        if self.target:
+            import queue
+            import threading
 
-    def emit(self, **payload: object) -> None:
-        self.events.append(json.dumps({"sequence": len(self.events) + 1, "timestamp": int(time.time()), **payload}))
+            self.queue: queue.Queue = queue.Queue()
+            self.thread = threading.Thread(target=self._stream, daemon=True)
+            self.thread.start()
 
-    def close(self) -> None:
-        if not self.target or not self.events:
-            return
+    def _stream(self) -> None:
         import grpc
 
         def encode(text: str) -> bytes:  # pulumirpc.EventRequest{string event = 1}
@@ -675,10 +679,20 @@ class EventSink:
             send = channel.stream_unary("/pulumirpc.Events/StreamEvents", request_serializer=encode,
                                         response_deserializer=lambda raw: raw)
             try:
-                send(iter(self.events), timeout=10)
+                send(iter(self.queue.get, None), timeout=600)
             except grpc.RpcError:
                 pass
-        self.events = []
+
+    def emit(self, **payload: object) -> None:
+        self.sequence += 1
+        if self.thread is not None:
+            self.queue.put(json.dumps({"sequence": self.sequence, "timestamp": int(time.time()), **payload}))
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join(10)
+            self.thread = None
 
 
 def main(argv: list[str]) -> int:

@@ -199,3 +199,29 @@ def test_cli_problems_exit_2(rig: Rig, tmp_path: Path):
     missing = rig.run("preview", "--stack", "dev")
     assert missing.code == exit_codes.USAGE
     assert "cannot run the Pulumi CLI" in missing.err
+
+
+def test_long_operations_report_progress_in_plain_lines_outside_a_terminal(rig: Rig):
+    assert rig.run("up", "--stack", "dev").code == exit_codes.OK
+    rig.monkeypatch.setenv("STANDIN_STEP_SECONDS", "0.3")
+    rig.monkeypatch.setenv("LLM_PLATFORM_PROGRESS_SECONDS", "0.25")
+    result = rig.run("destroy", "--stack", "dev")
+
+    assert result.code == exit_codes.OK, result.err
+    beats = [line for line in result.out.splitlines() if line.startswith("progress: destroy dev: ")]
+    assert len(beats) >= 3, result.out
+    assert any("/7 resources done, deleting llm-platform:index:" in line for line in beats), beats
+    counts = [int(line.split(": ")[2].split("/")[0]) for line in beats]
+    assert counts == sorted(counts) and 0 < counts[-1] <= 7, "counted from the engine events as they stream"
+    assert "duration: " in result.out
+
+
+def test_progress_status_line():
+    from automation.progress import OperationProgress
+
+    now = [100.0]
+    progress = OperationProgress("up", "prod", 40, lambda line: None, None, live=False, clock=lambda: now[0])
+    now[0] += 192
+    progress.done = 12
+    progress.current = "creating aws:eks/cluster:Cluster cluster"
+    assert progress.status() == "up prod: 12/40 resources done, creating aws:eks/cluster:Cluster cluster, 03:12 elapsed"
