@@ -468,15 +468,17 @@ def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) ->
     GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
     if isinstance(plan, GpuTarget):
         plan = CheckPlan(gpu_software_target("device-plugin"), [plan])
-    steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
-        ("nodes ready", lambda: nodes_ready(kubectl)),
-        ("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.first_nodes)),
-    ]
-    if plan.software.provider != "none":
-        steps.append((f"device plugin ready on gpu nodes ({plan.software.provider})",
-                      lambda: device_plugin_ready(kubectl, plan.software)))
-    steps.append(("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl)))
+    steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
     results: list[CheckResult] = []
+    if not plan.targets:
+        results.append(CheckResult("gpu nodes present", True, "no GPU pool keeps nodes running (desiredSize 0); "
+                                   "GPU checks need a GPU node", skipped=True))
+    else:
+        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.first_nodes)))
+        if plan.software.provider != "none":
+            steps.append((f"device plugin ready on gpu nodes ({plan.software.provider})",
+                          lambda: device_plugin_ready(kubectl, plan.software)))
+        steps.append(("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl)))
     if plan.software.provider == "none":
         results.append(CheckResult("device plugin ready on gpu nodes", True,
                                    "gpuSoftware.provider none: the AMI or Auto Mode runs it", skipped=True))

@@ -40,8 +40,8 @@ from ..environments import (
     tag_resources,
 )
 from ..postdeploy import (
-    CheckResult,
     CheckPlan,
+    CheckResult,
     GpuTarget,
     Kubectl,
     KubectlCli,
@@ -53,8 +53,10 @@ from ..postdeploy import (
 )
 from ..preflight import PreflightNeeds, endpoint_check
 from ..stacks import read_stack_config
+from ..teardown import TeardownReport
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
+    DriverError,
     add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
@@ -69,7 +71,6 @@ from ._common import (
     translate_errors,
     validate,
 )
-from ..teardown import TeardownReport
 from ._engine import (
     OperationReport,
     Progress,
@@ -107,6 +108,57 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_test)
+    _declare_verify(verbs)
+
+
+def _declare_verify(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "verify",
+        help="post-deploy checks of a deployed stack: GPU software, nvidia-smi per pool, models, gateway",
+        description="Run the post-deploy checks of `test` against an existing stack (a repository stack or an "
+        "env-NAME environment) through its kubeconfig output, without changing it. Prints a PASS/FAIL/SKIP "
+        "table; exit 1 if any check fails.",
+    )
+    parser.add_argument("--stack", required=True, help="stack name, e.g. prod or env-alice")
+    parser.add_argument("--timeout", default="10m", type=duration_flag("--timeout"),
+                        help="time allowed for all checks (default 10m)")
+    parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    add_endpoint_flag(parser)
+    add_secrets_flag(parser)
+    add_output_flags(parser)
+    parser.set_defaults(run=_run_verify)
+
+
+@guarded
+def _run_verify(args: argparse.Namespace) -> int:
+    project = Project()
+    backend = resolve_backend(project, secrets_provider=args.secrets_provider)
+    command = pulumi_command()
+    poller = Poller(timeout=args.timeout.total_seconds())
+    with isolated_workspace(project, backend, command) as ws, translate_errors(args.stack, backend.url):
+        stack = Stack.select(args.stack, ws)
+        meta = EnvMetadata.from_tags(args.stack, stack.list_tags())
+        if meta is not None and meta.template:
+            config = merged_config(read_stack_config(meta.template, project.root),
+                                   [parse_override(text) for text in meta.overrides], environment=meta.name)
+        else:
+            config = read_stack_config(args.stack, project.root)
+        settings = validate(args.stack, config)
+        kubeconfig = stack.outputs().get("kubeconfig")
+        if kubeconfig is None or not kubeconfig.value:
+            raise DriverError(f"stack {args.stack!r} exports no kubeconfig: is it deployed?", exit_codes.NOT_FOUND)
+        preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
+                  [endpoint_check(settings, kubeconfig.value, args.endpoint_reachable, args.stack)])
+        targets = [GpuTarget(pool=p.name, purpose=p.purpose, nodes=p.scaling.desired_size) for p in settings.gpu_pools
+                   if p.purpose != contract.GPU_DRA_PURPOSE and p.scaling.desired_size >= 1]
+        with kubeconfig_file(kubeconfig.value) as path:
+            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan_checks(settings, targets), poller)
+    if args.output == "json":
+        print(json.dumps({"stack": args.stack, "result": "passed" if checks_passed(checks) else "failed",
+                          "checks": [c.to_json() for c in checks]}, indent=2))
+    else:
+        render_checks(checks, stdout())
+    return exit_codes.OK if checks_passed(checks) else exit_codes.FAILED
 
 
 def smoke_targets(settings: Settings, first: GpuTarget) -> list[GpuTarget]:

@@ -275,3 +275,21 @@ def test_preflight_stops_before_anything_is_created(rig: Rig):
     assert "API endpoint is private and its cluster does not exist yet" in private.err
     assert "--endpoint-reachable" in private.err
     assert rig.calls.argvs() == []
+
+
+def test_verify_checks_a_deployed_environment_from_its_stored_request(rig: Rig):
+    assert rig.run("env", "create", "alice-exp", "--from", "dev",
+                   "--set", "gpuPools[0].scaling.desiredSize=1", "--set", "gpuPools[0].scaling.maxSize=1").code == 0
+    result = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s")
+
+    assert result.code == exit_codes.OK, result.out + result.err
+    assert has_row(result.out, "PASS", "nvidia-smi on pool inference"), "the stored desiredSize=1 says the pool has nodes"
+    assert has_row(result.out, "PASS", "gateway chat"), result.out
+    ups = [a for a in rig.calls.argvs() if a[0] in ("up", "destroy", "refresh")]
+    assert len(ups) == 1, "verify changes nothing: only env create ran up"
+
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "job-fails")
+    failed = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s", "--json")
+    assert failed.code == exit_codes.FAILED
+    assert json.loads(failed.out)["result"] == "failed"
+    assert rig.run("verify", "--stack", "ghost", "--kubectl", rig.kubectl).code == exit_codes.NOT_FOUND
