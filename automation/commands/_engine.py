@@ -173,6 +173,22 @@ def render_report(report: OperationReport, console: Console) -> None:
                 console.print(f"              {escape(line)}")
     for line in report.errors:
         console.print(f"  error: {escape(line)}")
+    render_summary_table([report], console)
+
+
+def render_summary_table(reports: list[OperationReport], console: Console) -> None:
+    """The closing table: one row per operation with its result, changes, violations and duration."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("RESULT", "OPERATION", "STACK", "CHANGES", "VIOLATIONS", "DURATION", box=None, pad_edge=False)
+    for report in reports:
+        changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
+        violations = f"{len(report.mandatory)} mandatory, {len(report.violations) - len(report.mandatory)} other"
+        table.add_row(*(Text(cell) for cell in (
+            "ok" if report.ok else "FAILED", report.operation, report.stack, changes, violations,
+            f"{report.seconds:.0f}s")))
+    console.print(table)
 
 
 def destroy_and_remove(

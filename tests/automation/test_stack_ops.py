@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -225,3 +226,9 @@ def test_progress_status_line():
     progress.done = 12
     progress.current = "creating aws:eks/cluster:Cluster cluster"
     assert progress.status() == "up prod: 12/40 resources done, creating aws:eks/cluster:Cluster cluster, 03:12 elapsed"
+
+
+def test_every_operation_ends_with_a_summary_table(rig: Rig):
+    result = rig.run("up", "--stack", "dev")
+    assert re.search(r"^RESULT\s+OPERATION\s+STACK\s+CHANGES\s+VIOLATIONS\s+DURATION$", result.out, re.MULTILINE)
+    assert re.search(r"^ok\s+up\s+dev\s+7 create\s+0 mandatory, 0 other\s+\d+s$", result.out, re.MULTILINE), result.out
