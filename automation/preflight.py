@@ -85,7 +85,9 @@ def backend_reachable(url: str) -> CheckResult:
 def secrets_usable(provider: str, environ: Mapping[str, str] = os.environ) -> CheckResult:
     name = "secrets provider"
     if provider == "passphrase":
-        source = "PULUMI_CONFIG_PASSPHRASE_FILE" if "PULUMI_CONFIG_PASSPHRASE_FILE" in environ else "PULUMI_CONFIG_PASSPHRASE"
+        source = "PULUMI_CONFIG_PASSPHRASE"
+        if "PULUMI_CONFIG_PASSPHRASE_FILE" in environ:
+            source = "PULUMI_CONFIG_PASSPHRASE_FILE"
         if source == "PULUMI_CONFIG_PASSPHRASE_FILE" and not os.path.isfile(environ[source]):
             return CheckResult(name, False, f"{source} names {environ[source]!r}, which is not a file")
         return CheckResult(name, source in environ, f"passphrase from {source}")
@@ -135,7 +137,8 @@ def run_preflight(
         results.append(tool("kubectl", needs.kubectl, ["version", "--client"],
                             "install kubectl or pass --kubectl PATH"))
     if needs.aws:
-        results.append(tool("aws cli", "aws", ["--version"], "install AWS CLI v2 (the kubeconfig uses aws eks get-token)"))
+        results.append(tool("aws cli", "aws", ["--version"],
+                            "install AWS CLI v2 (the kubeconfig authenticates with aws eks get-token)"))
         if results[-1].ok:
             results.append(aws_identity(needs.region))
     results.append(backend_reachable(backend_url))

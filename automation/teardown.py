@@ -55,7 +55,8 @@ def _name(obj: dict[str, Any], kind: str) -> str:
 
 def _load_balancers(kubectl: Kubectl) -> list[tuple[str, dict[str, Any]]]:
     found = [("ingress", o) for o in _list(kubectl, "ingresses") or []]
-    found += [("service", o) for o in _list(kubectl, "services") or [] if o.get("spec", {}).get("type") == "LoadBalancer"]
+    services = _list(kubectl, "services") or []
+    found += [("service", o) for o in services if o.get("spec", {}).get("type") == "LoadBalancer"]
     return found
 
 

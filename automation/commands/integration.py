@@ -45,7 +45,6 @@ from ..postdeploy import (
     GpuTarget,
     Kubectl,
     KubectlCli,
-    KubectlError,
     Poller,
     kubeconfig_file,
     plan_checks,

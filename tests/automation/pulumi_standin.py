@@ -466,8 +466,9 @@ class Cli:
                     lines = []
                     for path in held:
                         info = json.loads(path.read_text())
-                        lines.append(f"\n  {self.backend.url}/{path.relative_to(self.backend.root.parent)}: created by "
-                                     f"{info['username']}@{info['hostname']} (pid {info['pid']}) at {info['timestamp']}")
+                        where = f"{self.backend.url}/{path.relative_to(self.backend.root.parent)}"
+                        lines.append(f"\n  {where}: created by {info['username']}@{info['hostname']} "
+                                     f"(pid {info['pid']}) at {info['timestamp']}")
                     raise Fail(
                         f"error: the stack is currently locked by {len(held)} lock(s). Either wait for the other "
                         "process(es) to end or delete the lock file with `pulumi cancel`." + "".join(lines)

@@ -33,7 +33,7 @@ def expire(rig: Rig, stack: str) -> None:
 @pytest.fixture
 def expired_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
     kms = "awskms://alias/llm-platform?region=us-east-1"  # the examples' team key
-    assert rig.run("env", "create", "old", "--from", "dev", "--ttl", "1h", "--secrets-provider", kms).code == 0
+    assert rig.run("env", "create", "old", "--from", "dev", "--ttl", "1h", "--secrets-provider", kms).code == exit_codes.OK
     expire(rig, "env-old")
     site = tmp_path / "site"
     site.symlink_to(ROOT)

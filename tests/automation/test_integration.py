@@ -131,7 +131,8 @@ def test_failed_check_stops_the_checks_and_cleans_up(rig: Rig):
 
     assert result.code == exit_codes.FAILED
     assert has_row(result.out, "PASS", "device plugin ready on gpu nodes (device-plugin)"), result.out
-    assert has_row(result.out, "FAIL", "allocatable nvidia.com/gpu", "allocatable nvidia.com/gpu is 0 on: ip-10-40-1-9"), result.out
+    assert has_row(result.out, "FAIL", "allocatable nvidia.com/gpu",
+                   "allocatable nvidia.com/gpu is 0 on: ip-10-40-1-9"), result.out
     assert not any(k["argv"][0] == "apply" for k in rig.calls.kubectl()), "no smoke Job without GPUs"
     assert_cleaned_up(rig, test_stack(rig))
     assert "FAILED" in result.out
@@ -211,7 +212,8 @@ def test_smoke_target_skips_dra_pools():
 def run_prod(rig: Rig, *extra: str):
     rig.monkeypatch.setenv("STANDIN_GPU_SOFTWARE", "gpu-operator")
     rig.monkeypatch.setenv("STANDIN_GPU_POOLS", json.dumps(["inference-a10g"]))
-    return rig.run("test", "--from", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", "--endpoint-reachable", *extra)
+    return rig.run("test", "--from", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", "--endpoint-reachable",
+                   *extra)
 
 
 def test_checks_follow_the_gpu_operator_and_call_every_model_through_the_gateway(rig: Rig):
@@ -283,7 +285,8 @@ def test_verify_checks_a_deployed_environment_from_its_stored_request(rig: Rig):
     result = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s")
 
     assert result.code == exit_codes.OK, result.out + result.err
-    assert has_row(result.out, "PASS", "nvidia-smi on pool inference"), "the stored desiredSize=1 says the pool has nodes"
+    assert has_row(result.out, "PASS", "nvidia-smi on pool inference"), (
+        "the stored desiredSize=1 says the pool has nodes")
     assert has_row(result.out, "PASS", "gateway chat"), result.out
     ups = [a for a in rig.calls.argvs() if a[0] in ("up", "destroy", "refresh")]
     assert len(ups) == 1, "verify changes nothing: only env create ran up"

@@ -86,7 +86,8 @@ def test_gpu_operator_plugin_is_looked_for_where_the_operator_runs_it():
     kubectl = FakeKubectl(nodes=[node("g1", gpu=True), opted_out], daemonsets=[DAEMONSET], pods=[plugin_pod("g1")])
     ok, detail = postdeploy.device_plugin_ready(kubectl, OPERATOR)
     assert ok, detail
-    assert ("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset", "-o", "json") in kubectl.calls
+    operand = ("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset", "-o", "json")
+    assert operand in kubectl.calls
     assert not any("nvidia-device-plugin" == c[3] for c in kubectl.calls if c[:2] == ("get", "daemonsets"))
 
 

@@ -231,4 +231,5 @@ def test_progress_status_line():
 def test_every_operation_ends_with_a_summary_table(rig: Rig):
     result = rig.run("up", "--stack", "dev")
     assert re.search(r"^RESULT\s+OPERATION\s+STACK\s+CHANGES\s+VIOLATIONS\s+DURATION\s*$", result.out, re.MULTILINE)
-    assert re.search(r"^ok\s+up\s+dev\s+7 create\s+0 mandatory, 0 other\s+\d+s\s*$", result.out, re.MULTILINE), result.out
+    row = r"^ok\s+up\s+dev\s+7 create\s+0 mandatory, 0 other\s+\d+s\s*$"
+    assert re.search(row, result.out, re.MULTILINE), result.out
