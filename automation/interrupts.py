@@ -233,6 +233,7 @@ class GroupedPulumiCommand(PulumiCommand):
             stream.close()
 
         guard = _active
+        signals_before = len(guard.signals) if guard is not None else 0
         with subprocess.Popen(
             [self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             cwd=cwd, env=env, encoding="utf-8", process_group=0,
@@ -258,6 +259,9 @@ class GroupedPulumiCommand(PulumiCommand):
             finally:
                 if guard is not None:
                     guard.finished(process)
+        if guard is not None and len(guard.signals) > signals_before:
+            # Stopped on request, whatever the exit status: the caller reports it as an interruption.
+            raise Interrupted(guard.signals[signals_before], hard=guard.hard)
         result = CommandResult(stdout="\n".join(chunks["stdout"]), stderr="\n".join(chunks["stderr"]),
                                code=process.returncode)
         if process.returncode != 0:

@@ -130,6 +130,11 @@ def run_operation(
     progress.start()
     try:
         result = getattr(stack, operation)(**kwargs)
+    except interrupts.Interrupted as exc:
+        report.succeeded = False
+        report.changes, report.errors, report.violations = collector.changes, collector.errors, collector.violations
+        exc.operation, exc.stack, exc.report = operation, stack.name, report
+        raise
     except (ConcurrentUpdateError, StackNotFoundError):
         raise
     except CommandError as exc:
