@@ -429,6 +429,8 @@ def _declare_reap(verbs: argparse._SubParsersAction) -> None:
                         help="how many more times a locked stack is tried in this run (default 3)")
     parser.add_argument("--backoff", type=seconds_flag, default=60.0,
                         help="seconds before the first retry of a locked stack; doubles each time (default 60)")
+    parser.add_argument("--clear-stale-locks", action="store_true",
+                        help="file backend: delete locks whose holder process is gone from this host, then destroy")
     add_kubectl_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
@@ -486,7 +488,8 @@ def _run_reap(args: argparse.Namespace) -> int:
         delay = args.backoff
         for round_ in range(args.busy_retries + 1):
             for result in pending:
-                _reap_one(ws, result, progress, kubectl_factory(args.kubectl))
+                _reap_one(ws, result, progress, kubectl_factory(args.kubectl),
+                          (backend.url, project.name) if args.clear_stale_locks else None)
             pending = [r for r in pending if r.outcome == "busy"]
             if not pending or round_ == args.busy_retries:
                 break
@@ -517,8 +520,11 @@ def _render_reap(results: list[ReapResult], now) -> None:
     console.print(table)
 
 
-def _reap_one(ws, result: ReapResult, progress, kubectl_for) -> None:
-    """One expired stack: destroyed, busy (locked by a live update), stale-lock, gone, or failed."""
+def _reap_one(ws, result: ReapResult, progress, kubectl_for, clear_stale: tuple[str, str] | None = None) -> None:
+    """One expired stack: destroyed, busy (locked by a live update), stale-lock, gone, or failed.
+
+    ``clear_stale`` (backend URL, project) lets it delete file-backend locks whose holder is gone
+    from this host and try once more."""
     result.attempts += 1
     meta = result.meta
     try:
@@ -529,6 +535,14 @@ def _reap_one(ws, result: ReapResult, progress, kubectl_for) -> None:
     except ConcurrentUpdateError as exc:
         held = locks.from_error(str(exc))
         if held and all(lock.stale for lock in held):
+            files = locks.read_locks(*clear_stale, meta.stack) if clear_stale else []
+            if files and all(lock.stale for lock in files):
+                for lock in files:
+                    locks.remove(lock)
+                err.print(f"{meta.stack}: cleared {len(files)} stale lock(s) ({files[0].describe()})", markup=False)
+                _reap_one(ws, result, progress, kubectl_for)
+                result.details.insert(0, f"cleared {len(files)} stale lock(s)")
+                return
             result.outcome, result.details = "stale-lock", [lock_advice(meta.stack, held)]
         else:
             result.outcome, result.details = "busy", [lock_advice(meta.stack, held)]

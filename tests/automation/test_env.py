@@ -398,3 +398,21 @@ def test_list_shows_a_stale_lock_with_its_holder_and_the_command_that_clears_it(
     assert "locked by bob@" in table.out and "unlock --stack env-alice-exp" in table.out
     listed = json.loads(rig.run("env", "list", "--json").out)
     assert listed[0]["status"] == "stale lock" and listed[0]["locks"][0]["state"] == "stale"
+
+
+def test_reap_reports_a_stale_lock_and_clears_it_when_asked(aged: Rig):
+    lock = aged.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "env-old" / "dead.json"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"pid": 2 ** 22 + 17, "username": "bob", "hostname": socket.gethostname(),
+                                "timestamp": "2026-11-23T08:00:00Z"}))
+    stale = aged.run("env", "reap", "--json", "--busy-retries", "3", "--backoff", "0.1")
+    assert stale.code == exit_codes.LOCKED
+    (reaped,) = json.loads(stale.out)["reaped"]
+    assert (reaped["outcome"], reaped["attempts"]) == ("stale-lock", 1), "a dead holder is not waited for"
+    assert "unlock --stack env-old" in reaped["errors"][0] and lock.exists()
+
+    cleared = aged.run("env", "reap", "--json", "--clear-stale-locks")
+    assert cleared.code == exit_codes.OK, cleared.err
+    (reaped,) = json.loads(cleared.out)["reaped"]
+    assert reaped["outcome"] == "destroyed" and reaped["errors"] == ["cleared 1 stale lock(s)"]
+    assert not lock.exists() and "env-old" not in aged.stacks()
