@@ -26,8 +26,8 @@ def test_help_shows_every_verb():
     top = run("--help")
     env = run("env", "--help")
     assert top.returncode == env.returncode == exit_codes.OK
-    assert listed(top.stdout, ("check", "preview", "up", "destroy", "refresh", "env", "test")) == []
-    assert listed(env.stdout, ("create", "list", "destroy", "reap")) == []
+    assert listed(top.stdout, ("check", "preview", "up", "destroy", "refresh", "env", "test", "verify", "unlock")) == []
+    assert listed(env.stdout, ("create", "update", "extend", "list", "destroy", "reap")) == []
 
 
 
