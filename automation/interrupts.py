@@ -10,6 +10,10 @@ with it. Here every CLI process runs in its own process group (:class:`GroupedPu
   release the lock); the driver waits up to the grace period for it to exit;
 - grace exceeded, or a second signal: a second SIGINT (the CLI's "terminate immediately"), then
   SIGKILL if it still runs a moment later; the driver stops at once and says how to recover;
+
+The CLI starts each plugin in a process group of its own (``cmdutil.RegisterProcessGroup``), so a
+signal to the CLI's group reaches the CLI alone; it then stops its plugins itself.
+
 - a signal while no CLI process runs raises :class:`Interrupted` right away, like Python's own
   KeyboardInterrupt, so ``finally`` clean-ups still run.
 
