@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from rich.console import Console
 from components.settings import SettingsError
 
 from . import exit_codes
-from .commands import env, integration, stack_ops
+from .commands import env, integration, stack_ops, unlock
 from .analyzer import PolicyConfigError, PolicyPackError
 from .check import PolicyConfigMissing
 from .stacks import StackFileError
@@ -36,12 +37,18 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
     parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
-    parser.add_argument("--out", type=Path, help="output directory (default: build/STACK)")
+    parser.add_argument("--out", type=_output_dir, help="output directory (default: build/STACK)")
     parser.add_argument(
         "--policy-config", type=Path, help="policy pack config (default: policies/config/STACK.json)"
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
     parser.set_defaults(run=_run_check)
+
+
+def _output_dir(text: str) -> Path:
+    from .commands._common import output_dir
+
+    return output_dir(text)
 
 
 def _run_check(args: argparse.Namespace) -> int:
@@ -63,8 +70,17 @@ def _run_check(args: argparse.Namespace) -> int:
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 
+class UsageError(Exception):
+    """A bad command line: one line naming the flag, exit 2 (argparse would print the whole usage)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D102 - argparse hook
+        raise UsageError(f"{self.prog}: {message}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m automation",
         description="Run llm-platform stacks: offline checks, previews and updates, self-service environments.",
     )
@@ -73,13 +89,28 @@ def build_parser() -> argparse.ArgumentParser:
     stack_ops.declare(verbs)
     env.declare(verbs)
     integration.declare(verbs)
+    unlock.declare(verbs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return args.run(args)
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        err.print(f"error: {exc} (see --help)", markup=False)
+        return exit_codes.USAGE
+    args.command_line = "python -m automation " + shlex.join(argv)
+    from .interrupts import Interrupted, cancel_grace, guard_signals
+
+    try:
+        grace = cancel_grace()
+    except ValueError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return exit_codes.USAGE
+    try:
+        with guard_signals(notify=lambda line: err.print(line, markup=False), grace=grace):
+            return args.run(args)
     except SettingsError as exc:
         stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"
         err.print(f"error: stack {stack!r} has {len(exc.problems)} invalid setting(s):")
@@ -92,9 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PolicyPackError as exc:
         err.print(f"error: the policy pack failed: {exc}")
         return exit_codes.FAILED
+    except Interrupted as exc:
+        err.print(f"interrupted by {exc.signal_name}", markup=False)
+        return exc.exit_code
     except KeyboardInterrupt:
-        err.print("interrupted")
-        return exit_codes.FAILED
+        err.print("interrupted by Ctrl-C (SIGINT)", markup=False)
+        return exit_codes.INTERRUPTED
 
 
 if __name__ == "__main__":

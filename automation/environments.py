@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import getpass
+import json
 import re
 import secrets
 import subprocess
@@ -30,6 +31,10 @@ TAG_CREATED = f"{TAG_PREFIX}created-at"
 TAG_EXPIRES = f"{TAG_PREFIX}expires-at"
 TAG_PURPOSE = f"{TAG_PREFIX}purpose"
 TAG_TEMPLATE = f"{TAG_PREFIX}template"
+#: The request's ``--set`` overrides, JSON split over numbered tags (a tag value holds 256 characters).
+TAG_REQUEST = f"{TAG_PREFIX}request."
+TAG_VALUE_LIMIT = 256
+MAX_REQUEST_TAGS = 32
 
 KIND_ENV = "env"
 KIND_TEST = "test"
@@ -74,7 +79,10 @@ def parse_duration(text: str, flag: str) -> timedelta:
     if not text.strip() or not match or not any(match.groups()):
         raise EnvRequestError(f"{flag} {text!r}: use days/hours/minutes/seconds such as 8h, 90m, 2d or 1d12h")
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    try:
+        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise EnvRequestError(f"{flag} {text!r}: far too long (at most 999999999 days)") from None
 
 
 def parse_ttl(text: str) -> timedelta:
@@ -166,6 +174,8 @@ class EnvMetadata:
     expires_at: datetime
     purpose: str = ""
     template: str = ""
+    #: The ``--set KEY=VALUE`` texts of the request, in order; with ``template`` they rebuild the config.
+    overrides: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -184,6 +194,7 @@ class EnvMetadata:
         }
         if self.purpose:
             tags[TAG_PURPOSE] = self.purpose
+        tags.update(request_tags(self.overrides))
         return tags
 
     @classmethod
@@ -204,6 +215,7 @@ class EnvMetadata:
             expires_at=expires,
             purpose=tags.get(TAG_PURPOSE, ""),
             template=tags.get(TAG_TEMPLATE, ""),
+            overrides=overrides_from_tags(tags),
         )
 
     def to_json(self, now: datetime, *, status: str) -> dict[str, Any]:
@@ -218,18 +230,63 @@ class EnvMetadata:
             "expired": self.expired(now),
             "purpose": self.purpose,
             "template": self.template,
+            "overrides": list(self.overrides),
             "status": status,
         }
 
 
+def request_tags(overrides: Iterable[str]) -> dict[str, str]:
+    """``llm-platform:request.0..N``: the overrides as JSON, in chunks a stack tag can hold."""
+    text = json.dumps(list(overrides), separators=(",", ":"))
+    chunks = [text[i:i + TAG_VALUE_LIMIT] for i in range(0, len(text), TAG_VALUE_LIMIT)]
+    if len(chunks) > MAX_REQUEST_TAGS:
+        raise EnvRequestError(f"--set: the overrides are too long to store with the stack "
+                              f"(at most {MAX_REQUEST_TAGS * TAG_VALUE_LIMIT} characters of JSON)")
+    return {f"{TAG_REQUEST}{i}": chunk for i, chunk in enumerate(chunks)}
+
+
+def overrides_from_tags(tags: Mapping[str, str]) -> tuple[str, ...]:
+    parts = []
+    index = 0
+    while f"{TAG_REQUEST}{index}" in tags:
+        parts.append(tags[f"{TAG_REQUEST}{index}"])
+        index += 1
+    if not parts:
+        return ()
+    try:
+        values = json.loads("".join(parts))
+    except ValueError:
+        return ()
+    return tuple(str(v) for v in values) if isinstance(values, list) else ()
+
+
+def stale_request_tags(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """Request chunk tags of ``old`` that ``new`` no longer has (the overrides got shorter)."""
+    return sorted(k for k in old if k.startswith(TAG_REQUEST) and k not in new)
+
+
+def combine_overrides(stored: Iterable[str], added: Iterable[str], removed: Iterable[str] = ()) -> list[str]:
+    """Stored overrides, minus those whose key a new one (or ``--unset``) covers, then the new ones."""
+    new = [parse_override(text) for text in added]
+    drop = [o.path for o in new] + [parse_override(f"{key}=0").path for key in removed]
+
+    def covered(path: tuple) -> bool:
+        return any(path[:len(prefix)] == prefix for prefix in drop)
+
+    kept = [text for text in stored if not covered(parse_override(text).path)]
+    return kept + [o.text for o in new]
+
+
 def new_metadata(
-    stack: str, *, kind: str, owner: str, ttl: timedelta, template: str, purpose: str = "", now: datetime | None = None
+    stack: str, *, kind: str, owner: str, ttl: timedelta, template: str, purpose: str = "", now: datetime | None = None,
+    overrides: Iterable[str] = (),
 ) -> EnvMetadata:
     if len(purpose) > MAX_PURPOSE:
         raise EnvRequestError(f"--purpose: at most {MAX_PURPOSE} characters")
     now = now or utcnow()
     return EnvMetadata(
-        stack=stack, kind=kind, owner=owner, created_at=now, expires_at=now + ttl, purpose=purpose, template=template
+        stack=stack, kind=kind, owner=owner, created_at=now, expires_at=now + ttl, purpose=purpose, template=template,
+        overrides=tuple(overrides),
     )
 
 

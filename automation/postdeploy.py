@@ -1,15 +1,28 @@
-"""Post-deploy checks of a GPU cluster, and the clean-up that must precede ``pulumi destroy``.
+"""Post-deploy checks of a GPU cluster, planned from the stack's settings.
 
-Everything goes through a ``Kubectl`` callable (``kubectl(*args, input=...) -> stdout``) so tests
-substitute a fake; the real one runs the ``kubectl`` binary against the stack's kubeconfig.
-Scheduling values (toleration, node selector, GPU resource) come from ``components.contract``.
+The plan follows what the stack actually installed: the standalone device plugin (its chart's
+namespace and labels) or the GPU Operator (its operand DaemonSet ``nvidia-device-plugin-daemonset``,
+label ``app=nvidia-device-plugin-daemonset``, in the operator's namespace, on nodes labelled
+``nvidia.com/gpu.deploy.device-plugin=true``), or nothing when the AMI/Auto Mode ships the plugin.
+Then ``nvidia-smi`` on each GPU pool, every warm model's ``/health`` through the API server's
+service proxy, and one chat completion and one embedding through the gateway (``kubectl
+port-forward`` plus the master key from its Secret: the API server's proxy drops the
+``Authorization`` header, so the key cannot travel through it).
+
+Everything goes through ``kubectl`` against the stack's kubeconfig. Scheduling values
+(toleration, node selector, GPU resource) come from ``components.contract``.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import os
+import re
 import subprocess
+import urllib.error
+import urllib.request
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -20,18 +33,20 @@ from typing import Any, Protocol
 
 import yaml
 
-from components import contract
-from components.gpu_device_plugin import GpuDevicePluginArgs
-from components import versions
+from components import contract, versions
 
 #: ``nvidia-smi`` comes from the node's driver (the NVIDIA runtime mounts it); the image only needs
 #: to set NVIDIA_DRIVER_CAPABILITIES=utility, which the CUDA base images do.
 SMOKE_IMAGE = versions.CUDA_SMOKE_IMAGE
 SMOKE_NAMESPACE = "llm-platform-smoke"
 SMOKE_JOB = "gpu-smoke"
-DEVICE_PLUGIN_NAMESPACE = GpuDevicePluginArgs().namespace
 DEVICE_PLUGIN_SELECTOR = "app.kubernetes.io/name=nvidia-device-plugin"
+#: The GPU Operator's device plugin operand (gpu-operator ``assets/state-device-plugin/0500_daemonset.yaml``).
+OPERATOR_PLUGIN_SELECTOR = "app=nvidia-device-plugin-daemonset"
+#: Nodes labelled ``false`` here run no device plugin by design (Auto Mode, DRA pools).
+DEPLOY_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 POLL_SECONDS = 10.0
+_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
 
 
 class KubectlError(Exception):
@@ -60,6 +75,35 @@ class KubectlCli:
             raise KubectlError(f"kubectl {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout
 
+    @contextmanager
+    def port_forward(self, namespace: str, target: str, port: int, wait: float = 30) -> Iterator[int]:
+        """``kubectl port-forward`` to a free local port on 127.0.0.1; yields that port."""
+        command = [self.binary, "--kubeconfig", str(self.kubeconfig), "port-forward", "-n", namespace,
+                   "--address", "127.0.0.1", target, f":{port}"]
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except FileNotFoundError:
+            raise KubectlError(f"{self.binary} not found; install kubectl or pass --kubectl PATH") from None
+        try:
+            deadline = time.monotonic() + wait
+            line = ""
+            while time.monotonic() < deadline:
+                line = process.stdout.readline() if process.stdout else ""
+                match = _FORWARDING.search(line)
+                if match:
+                    break
+                if not line and process.poll() is not None:
+                    raise KubectlError(f"kubectl port-forward {target}: {process.stderr.read().strip()}")
+            else:
+                raise KubectlError(f"kubectl port-forward {target}: no local port within {wait:.0f}s")
+            yield int(match.group(1))
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
 
 @contextmanager
 def kubeconfig_file(kubeconfig: Any) -> Iterator[Path]:
@@ -79,9 +123,14 @@ class CheckResult:
     name: str
     ok: bool
     detail: str
+    skipped: bool = False
+
+    @property
+    def status(self) -> str:
+        return "SKIP" if self.skipped else "PASS" if self.ok else "FAIL"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": self.detail}
 
 
 @dataclass
@@ -159,13 +208,43 @@ def gpu_nodes_present(kubectl: Kubectl, target: GpuTarget) -> tuple[bool, str]:
     return True, f"{len(gpu)} Ready GPU node(s)"
 
 
-def device_plugin_ready(kubectl: Kubectl) -> tuple[bool, str]:
-    """A Ready device-plugin pod on every GPU node, and the DaemonSet fully rolled out."""
-    gpu = {n["metadata"]["name"] for n in _gpu_nodes(_items(kubectl, "nodes"))}
-    sets = _items(kubectl, "daemonsets", "-n", DEVICE_PLUGIN_NAMESPACE, "-l", DEVICE_PLUGIN_SELECTOR)
+@dataclass(frozen=True)
+class GpuSoftwareTarget:
+    """Where the device plugin of the installed GPU software runs; ``provider`` "none" means the AMI
+    or Auto Mode brings its own and there is nothing of ours to check."""
+
+    provider: str
+    namespace: str = ""
+    selector: str = ""
+
+
+def _default_namespace(args_class: type) -> str:
+    return next(f.default for f in dataclasses.fields(args_class) if f.name == "namespace")
+
+
+def gpu_software_target(provider: str) -> GpuSoftwareTarget:
+    """The namespace each component installs into, from its args' default (one source)."""
+    if provider == "gpu-operator":
+        from components.gpu_operator import GpuOperatorArgs
+
+        return GpuSoftwareTarget(provider, _default_namespace(GpuOperatorArgs), OPERATOR_PLUGIN_SELECTOR)
+    if provider == "device-plugin":
+        from components.gpu_device_plugin import GpuDevicePluginArgs
+
+        return GpuSoftwareTarget(provider, _default_namespace(GpuDevicePluginArgs), DEVICE_PLUGIN_SELECTOR)
+    return GpuSoftwareTarget(provider)
+
+
+def device_plugin_ready(kubectl: Kubectl, software: GpuSoftwareTarget) -> tuple[bool, str]:
+    """A Ready device-plugin pod on every GPU node meant to run one, and the DaemonSet rolled out."""
+    nodes = _gpu_nodes(_items(kubectl, "nodes"))
+    gpu = {n["metadata"]["name"] for n in nodes
+           if n["metadata"].get("labels", {}).get(DEPLOY_PLUGIN_LABEL) != "false"}
+    where = f"{software.namespace} ({software.provider})"
+    sets = _items(kubectl, "daemonsets", "-n", software.namespace, "-l", software.selector)
     if not sets:
-        return False, f"no device plugin DaemonSet ({DEVICE_PLUGIN_SELECTOR}) in {DEVICE_PLUGIN_NAMESPACE}"
-    pods = _items(kubectl, "pods", "-n", DEVICE_PLUGIN_NAMESPACE, "-l", DEVICE_PLUGIN_SELECTOR)
+        return False, f"no device plugin DaemonSet ({software.selector}) in {where}"
+    pods = _items(kubectl, "pods", "-n", software.namespace, "-l", software.selector)
     covered = {
         p.get("spec", {}).get("nodeName")
         for p in pods
@@ -175,10 +254,10 @@ def device_plugin_ready(kubectl: Kubectl) -> tuple[bool, str]:
     status = sets[0].get("status", {})
     desired, ready = status.get("desiredNumberScheduled", 0), status.get("numberReady", 0)
     if missing:
-        return False, f"no Ready device plugin pod on GPU node(s) {', '.join(missing)}"
+        return False, f"no Ready device plugin pod of {where} on GPU node(s) {', '.join(missing)}"
     if ready < desired:
-        return False, f"DaemonSet {sets[0]['metadata']['name']}: {ready}/{desired} pods ready"
-    return True, f"device plugin Ready on {len(gpu)} GPU node(s) ({ready}/{desired} pods)"
+        return False, f"DaemonSet {sets[0]['metadata']['name']} in {where}: {ready}/{desired} pods ready"
+    return True, f"{software.provider} device plugin Ready on {len(gpu)} GPU node(s) ({ready}/{desired} pods)"
 
 
 def gpus_allocatable(kubectl: Kubectl) -> tuple[bool, str]:
@@ -189,8 +268,13 @@ def gpus_allocatable(kubectl: Kubectl) -> tuple[bool, str]:
     return True, f"{sum(_allocatable_gpus(n) for n in gpu)} allocatable {contract.GPU_RESOURCE} on {len(gpu)} node(s)"
 
 
-def smoke_job_manifests(target: GpuTarget, name: str = SMOKE_JOB) -> list[dict[str, Any]]:
-    """A Namespace and a Job running ``nvidia-smi`` on one GPU, scheduled by the contract."""
+def smoke_job_name(target: GpuTarget) -> str:
+    return f"{SMOKE_JOB}-{target.pool}"[:63].rstrip("-")
+
+
+def smoke_job_manifests(target: GpuTarget, name: str | None = None) -> list[dict[str, Any]]:
+    """A Namespace and a Job running ``nvidia-smi`` on one GPU of ``target``'s pool, scheduled by the contract."""
+    name = name or smoke_job_name(target)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SMOKE_NAMESPACE}}
     container = {
         "name": "nvidia-smi",
@@ -205,16 +289,17 @@ def smoke_job_manifests(target: GpuTarget, name: str = SMOKE_JOB) -> list[dict[s
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
+    labels = {"app.kubernetes.io/name": SMOKE_JOB, contract.POOL_LABEL: target.pool}
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": SMOKE_NAMESPACE, "labels": {"app.kubernetes.io/name": SMOKE_JOB}},
+        "metadata": {"name": name, "namespace": SMOKE_NAMESPACE, "labels": labels},
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": 900,
             "ttlSecondsAfterFinished": 3600,
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": SMOKE_JOB}},
+                "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": {contract.GPU_PRESENT_LABEL: "true", contract.POOL_LABEL: target.pool},
@@ -228,60 +313,187 @@ def smoke_job_manifests(target: GpuTarget, name: str = SMOKE_JOB) -> list[dict[s
 
 
 def run_smoke_job(kubectl: Kubectl, target: GpuTarget, poller: Poller) -> CheckResult:
-    documents = smoke_job_manifests(target)
+    name = smoke_job_name(target)
+    check = f"nvidia-smi on pool {target.pool}"
+    documents = smoke_job_manifests(target, name)
     try:
         kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents, sort_keys=False))
     except KubectlError as exc:
-        return CheckResult("gpu smoke job", False, str(exc))
+        return CheckResult(check, False, str(exc))
 
     def finished() -> tuple[bool, str, bool]:
-        status = json.loads(kubectl("get", "job", SMOKE_JOB, "-n", SMOKE_NAMESPACE, "-o", "json")).get("status", {})
+        status = json.loads(kubectl("get", "job", name, "-n", SMOKE_NAMESPACE, "-o", "json")).get("status", {})
         if status.get("succeeded", 0) >= 1:
             return True, "succeeded", True
         if status.get("failed", 0) >= 1:
             return False, "failed", True  # backoffLimit 0: a failed Job never recovers
         return False, "not finished", False
 
-    result = poller.until("gpu smoke job", finished)
+    result = poller.until(check, finished)
     try:
-        logs = kubectl("logs", f"job/{SMOKE_JOB}", "-n", SMOKE_NAMESPACE)
+        logs = kubectl("logs", f"job/{name}", "-n", SMOKE_NAMESPACE)
     except KubectlError as exc:
         logs = f"(no logs: {exc})"
     if result.ok and "NVIDIA-SMI" not in logs:
-        return CheckResult(result.name, False, "job succeeded but printed no nvidia-smi table")
+        return CheckResult(check, False, "job succeeded but printed no nvidia-smi table")
     first = next((line.strip() for line in logs.splitlines() if "NVIDIA-SMI" in line or "error" in line.lower()), "")
-    return CheckResult(result.name, result.ok, f"{result.detail}: {first}" if first else result.detail)
+    return CheckResult(check, result.ok, f"{result.detail}: {first}" if first else result.detail)
 
 
-def run_checks(kubectl: Kubectl, target: GpuTarget, poller: Poller) -> list[CheckResult]:
-    """Nodes Ready, GPU nodes present, device plugin on each, allocatable GPUs, then nvidia-smi.
+# --- models and the gateway ---------------------------------------------------------------------
 
-    Stops at the first failure: each check needs the one before it.
-    """
-    steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
-        ("nodes ready", lambda: nodes_ready(kubectl)),
-        ("gpu nodes present", lambda: gpu_nodes_present(kubectl, target)),
-        ("device plugin ready on gpu nodes", lambda: device_plugin_ready(kubectl)),
-        ("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl)),
-    ]
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """A served model: where its Service is, whether it is chat or embedding, whether it should be up."""
+
+    name: str
+    namespace: str
+    kind: str
+    warm: bool
+
+
+def model_kind(model: Any, tier_name: str) -> str:
+    """The model's ``kind`` setting (chat/embedding) when the settings have it; otherwise derived from
+    the names (an ``embed`` model or tier is an embedding model)."""
+    kind = getattr(model, "kind", None)
+    if kind in ("chat", "embedding"):
+        return kind
+    return "embedding" if "embed" in model.name.lower() or "embed" in tier_name.lower() else "chat"
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """Every check a stack's settings call for, in order."""
+
+    software: GpuSoftwareTarget
+    targets: list[GpuTarget]
+    models: list[ModelTarget] = field(default_factory=list)
+    gateway: bool = False
+
+    @property
+    def first_nodes(self) -> GpuTarget:
+        return self.targets[0]
+
+
+def plan_checks(settings: Any, targets: list[GpuTarget]) -> CheckPlan:
+    """The checks for ``settings``: its GPU software, the given GPU pools, its models and gateway."""
+    models: list[ModelTarget] = []
+    serving = getattr(settings, "serving", None)
+    if serving is not None and serving.enabled:
+        from components.serving_tier import namespace_name
+
+        for tier in serving.tiers:
+            for model in tier.models:
+                models.append(ModelTarget(model.name, namespace_name(tier.name), model_kind(model, tier.name),
+                                          model.replicas.min >= 1))
+    gateway = bool(serving is not None and serving.enabled and serving.gateway.enabled)
+    return CheckPlan(gpu_software_target(settings.gpu_software.provider), targets, models, gateway)
+
+
+def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, str]:
+    """vLLM's ``/health`` through the API server's service proxy (200 when the engine is up)."""
+    from components.model_server import PORT
+
+    path = f"/api/v1/namespaces/{model.namespace}/services/http:{model.name}:{PORT}/proxy/health"
+    kubectl("get", "--raw", path)
+    return True, f"{model.namespace}/{model.name} /health answered"
+
+
+def gateway_master_key(kubectl: Kubectl) -> str:
+    from components.gateway import NAME, NAMESPACE
+
+    secret = json.loads(kubectl("get", "secret", NAME, "-n", NAMESPACE, "-o", "json"))
+    encoded = secret.get("data", {}).get("LITELLM_MASTER_KEY", "")
+    if not encoded:
+        raise KubectlError(f"secret {NAMESPACE}/{NAME} has no LITELLM_MASTER_KEY")
+    return base64.b64decode(encoded).decode()
+
+
+def call_gateway(base_url: str, key: str, path: str, body: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    request = urllib.request.Request(
+        base_url + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:200]
+        raise KubectlError(f"gateway {path}: HTTP {exc.code}: {detail}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise KubectlError(f"gateway {path}: {exc}") from None
+
+
+def gateway_checks(kubectl: Kubectl, plan: CheckPlan) -> list[CheckResult]:
+    """One chat completion and one embedding through the gateway, for the first model of each kind."""
+    chat = next((m for m in plan.models if m.kind == "chat"), None)
+    embedding = next((m for m in plan.models if m.kind == "embedding"), None)
+    forward = getattr(kubectl, "port_forward", None)
+    if forward is None:
+        return [CheckResult("gateway", False, "this kubectl cannot port-forward")]
+    from components.gateway import NAME, NAMESPACE, PORT
+
+    results = []
+    try:
+        key = gateway_master_key(kubectl)
+        with forward(NAMESPACE, f"svc/{NAME}", PORT) as local_port:
+            base = f"http://127.0.0.1:{local_port}"
+            for model, kind in ((chat, "chat"), (embedding, "embedding")):
+                name = f"gateway {kind}"
+                if model is None:
+                    results.append(CheckResult(name, True, f"no {kind} model in the settings", skipped=True))
+                    continue
+                try:
+                    if kind == "chat":
+                        answer = call_gateway(base, key, "/v1/chat/completions", {
+                            "model": model.name, "max_tokens": 8,
+                            "messages": [{"role": "user", "content": "Reply with the word: ready"}]})
+                        text = answer["choices"][0]["message"]["content"]
+                        results.append(CheckResult(name, bool(text), f"{model.name} answered {text[:40]!r}"))
+                    else:
+                        answer = call_gateway(base, key, "/v1/embeddings", {"model": model.name, "input": "ready"})
+                        vector = answer["data"][0]["embedding"]
+                        results.append(CheckResult(name, len(vector) > 0, f"{model.name}: {len(vector)} dimensions"))
+                except (KubectlError, KeyError, IndexError, TypeError) as exc:
+                    results.append(CheckResult(name, False, f"{model.name}: {exc}"))
+    except KubectlError as exc:
+        results.append(CheckResult("gateway", False, str(exc)))
+    return results
+
+
+def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) -> list[CheckResult]:
+    """Nodes Ready, GPU nodes present, the installed GPU software's device plugin on each, allocatable
+    GPUs (each needs the one before it: the first failure stops these), then ``nvidia-smi`` on every
+    GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
+    if isinstance(plan, GpuTarget):
+        plan = CheckPlan(gpu_software_target("device-plugin"), [plan])
+    steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
     results: list[CheckResult] = []
+    if not plan.targets:
+        results.append(CheckResult("gpu nodes present", True, "no GPU pool keeps nodes running (desiredSize 0); "
+                                   "GPU checks need a GPU node", skipped=True))
+    else:
+        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.first_nodes)))
+        if plan.software.provider != "none":
+            steps.append((f"device plugin ready on gpu nodes ({plan.software.provider})",
+                          lambda: device_plugin_ready(kubectl, plan.software)))
+        steps.append(("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl)))
+    if plan.software.provider == "none":
+        results.append(CheckResult("device plugin ready on gpu nodes", True,
+                                   "gpuSoftware.provider none: the AMI or Auto Mode runs it", skipped=True))
     for name, probe in steps:
         results.append(poller.until(name, probe))
         if not results[-1].ok:
             return results
-    results.append(run_smoke_job(kubectl, target, poller))
+    for target in plan.targets:
+        results.append(run_smoke_job(kubectl, target, poller))
+    for model in plan.models:
+        name = f"model {model.name} health"
+        if not model.warm:
+            results.append(CheckResult(name, True, "scaled to zero (replicas.min 0): woken by traffic", skipped=True))
+            continue
+        results.append(poller.until(name, lambda m=model: model_healthy(kubectl, m)))
+    if plan.gateway:
+        results.extend(gateway_checks(kubectl, plan))
     return results
-
-
-def delete_load_balancers(kubectl: Kubectl, timeout: str = "10m") -> list[str]:
-    """Delete every Service of type LoadBalancer and wait for it to go, so that no cloud load
-    balancer or ENI outlives the VPC that ``pulumi destroy`` is about to delete."""
-    services = _items(kubectl, "services", "--all-namespaces")
-    doomed = [
-        (s["metadata"]["namespace"], s["metadata"]["name"])
-        for s in services
-        if s.get("spec", {}).get("type") == "LoadBalancer"
-    ]
-    for namespace, name in doomed:
-        kubectl("delete", "service", name, "--namespace", namespace, "--wait=true", f"--timeout={timeout}")
-    return [f"{namespace}/{name}" for namespace, name in doomed]

@@ -143,11 +143,14 @@ def _absolute_file_url(url: str) -> str:
 
 
 def pulumi_command(environ: Mapping[str, str] = os.environ) -> PulumiCommand:
-    """The Pulumi CLI to drive, checked to be at least :data:`MIN_CLI_VERSION`."""
+    """The Pulumi CLI to drive, checked to be at least :data:`MIN_CLI_VERSION`; each of its runs gets
+    its own process group so that signals reach it once, through the driver (``interrupts``)."""
     root = environ.get(PULUMI_ROOT_ENV) or None
     where = f"{root}/bin/pulumi" if root else "pulumi on PATH"
+    from .interrupts import GroupedPulumiCommand
+
     try:
-        return PulumiCommand(root=root, version=MIN_CLI_VERSION)
+        return GroupedPulumiCommand(root=root, version=MIN_CLI_VERSION)
     except (OSError, CalledProcessError) as exc:
         raise WorkspaceError(f"cannot run the Pulumi CLI ({where}): {exc}; install it from {INSTALL_URL}") from None
     except InvalidVersionError as exc:

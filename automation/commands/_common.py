@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import sys
+from pathlib import Path
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +22,10 @@ from rich.console import Console
 
 from components.settings import Settings, SettingsError, parse_settings
 
-from .. import exit_codes
+from .. import exit_codes, locks
 from ..environments import EnvRequestError
+from ..interrupts import Interrupted
+from ..locks import LockInfo
 from ..postdeploy import KubectlError
 from ..stacks import StackFileError
 from ..workspace import WorkspaceError
@@ -68,7 +72,92 @@ def progress_writer(json_mode: bool) -> Callable[[str], None]:
         stream.write(line + "\n")
         stream.flush()
 
+    write.stream = stream  # type: ignore[attr-defined]  - where live progress draws
     return write
+
+
+def ttl_flag(text: str):
+    """argparse type for ``--ttl``: a bad value is a one-line usage error naming the flag."""
+    from ..environments import EnvRequestError, parse_ttl
+
+    try:
+        return parse_ttl(text)
+    except EnvRequestError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--ttl ")) from None
+
+
+def duration_flag(flag: str):
+    def parse(text: str):
+        from ..environments import EnvRequestError, parse_duration
+
+        try:
+            return parse_duration(text, flag)
+        except EnvRequestError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+
+    return parse
+
+
+def output_file(text: str) -> Path:
+    """argparse type for a file to write: not a directory, and its folder exists or can be made."""
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file")
+    _check_creatable(path.parent, text)
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """argparse type for a directory to write into: not an existing file, and creatable."""
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
+    _check_creatable(path, text)
+    return path
+
+
+def _check_creatable(folder: Path, text: str) -> None:
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: {probe} is not writable")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
+def add_endpoint_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint-reachable", action="store_true",
+                        help="this machine is inside (or routed to) the cluster's VPC: skip the private API endpoint "
+                        "check of preflight")
+
+
+def preflight(needs, backend, command, extra=()) -> None:
+    """Run the preflight checks; any failure stops the verb before anything changes (exit 5)."""
+    from ..preflight import run_preflight
+
+    version = str(command.version) if getattr(command, "version", None) else "?"
+    results = run_preflight(needs, backend.url, backend.secrets_provider, version, [e for e in extra if e])
+    failed = [r for r in results if not r.ok]
+    if failed:
+        lines = "\n".join(f"  FAIL  {r.name}: {r.detail}" for r in failed)
+        raise DriverError(f"preflight failed, nothing was changed:\n{lines}", exit_codes.PREFLIGHT)
+    passed = ", ".join(r.name for r in results if not r.skipped)
+    err.print(f"preflight: {len(results)} check(s) passed ({passed})", markup=False)
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -100,22 +189,55 @@ def error_lines(exc: BaseException, limit: int = 3) -> list[str]:
     return lines[-limit:]
 
 
+def lock_advice(stack: str, held: list[LockInfo]) -> str:
+    """One line: who holds the lock and what to do about it."""
+    if not held:
+        return (f"stack {stack!r} is locked by another update; wait for it to finish, or clear a dead one with "
+                f"`python -m automation unlock --stack {stack}`")
+    lock = held[0]
+    more = f" (and {len(held) - 1} more lock(s))" if len(held) > 1 else ""
+    if lock.stale:
+        action = f"clear it with `python -m automation unlock --stack {stack}`"
+    elif lock.holder_alive():
+        action = "wait for that run to finish"
+    else:
+        action = f"once that run is gone, `python -m automation unlock --stack {stack} --force` clears it"
+    return f"stack {stack!r} is {lock.describe()}{more}; {action}"
+
+
 @contextmanager
 def translate_errors(stack: str, backend: str) -> Iterator[None]:
     """Distinct outcomes for distinct CLI errors: missing stack, existing stack, a held lock."""
     try:
         yield
     except StackNotFoundError:
-        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.USAGE) from None
+        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.NOT_FOUND) from None
     except StackAlreadyExistsError:
         raise DriverError(f"stack {stack!r} already exists in {backend}; pick another name", exit_codes.USAGE) from None
-    except ConcurrentUpdateError:
-        raise DriverError(
-            f"stack {stack!r} is locked by another update; wait for it to finish "
-            "(if its process died, clear the lock with `pulumi cancel`)"
-        ) from None
+    except ConcurrentUpdateError as exc:
+        raise DriverError(lock_advice(stack, locks.from_error(str(exc))), exit_codes.LOCKED) from None
     except CommandError as exc:
         raise DriverError(f"pulumi failed on stack {stack!r}: {'; '.join(error_lines(exc))}") from None
+
+
+def report_interruption(exc: Interrupted, command_line: str) -> None:
+    """What an interrupted verb did, and the command that continues or repairs it."""
+    where = f" during {exc.operation} of stack {exc.stack}" if exc.operation else ""
+    err.print(f"interrupted by {exc.signal_name}{where}", markup=False)
+    report = exc.report
+    done = ", ".join(f"{n} {op}" for op, n in sorted((report.changes if report else {}).items()) if n) or "none"
+    if exc.hard:
+        err.print(f"  the Pulumi CLI was stopped at once; changes recorded before it stopped: {done}", markup=False)
+        if exc.stack:
+            err.print(f"  the stack may still be locked and its state may list pending operations. Recover with:\n"
+                      f"    python -m automation unlock --stack {exc.stack}\n"
+                      f"    python -m automation refresh --stack {exc.stack}\n"
+                      f"  then run again: {command_line}", markup=False)
+        return
+    if exc.operation:
+        err.print(f"  the Pulumi CLI cancelled cleanly: in-flight steps finished, state written, lock released; "
+                  f"changes made: {done}", markup=False)
+    err.print(f"  next: {command_line}", markup=False)
 
 
 def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -125,6 +247,9 @@ def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except Interrupted as exc:
+            report_interruption(exc, getattr(args, "resume", None) or getattr(args, "command_line", "the same command"))
+            return exc.exit_code
         except InvalidStackSettings as exc:
             err.print(f"error: stack {exc.stack!r} has {len(exc.problems)} invalid setting(s):", markup=False)
             for problem in exc.problems:

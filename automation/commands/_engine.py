@@ -6,6 +6,7 @@ violations, error diagnostics) are collected through ``on_event`` for the final 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +19,10 @@ from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackN
 from rich.console import Console
 from rich.markup import escape
 
+from .. import interrupts, locks
 from ..environments import EnvMetadata
+from ..progress import OperationProgress
+from ..teardown import TeardownReport
 from ._common import err, error_lines
 
 Progress = Callable[[str], None]
@@ -48,6 +52,7 @@ class OperationReport:
     violations: list[PolicyViolation] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
 
     @property
     def mandatory(self) -> list[PolicyViolation]:
@@ -66,6 +71,7 @@ class OperationReport:
             "policyViolations": [v.to_json() for v in self.violations],
             "errors": self.errors,
             "outputs": sorted(self.outputs),
+            "durationSeconds": self.seconds,
         }
 
 
@@ -108,13 +114,27 @@ def run_operation(
     caller can say which it was.
     """
     collector = EventCollector()
-    kwargs: dict[str, Any] = {"on_output": on_output, "on_error": on_output, "on_event": collector}
+    progress = OperationProgress(operation, stack.name, _resource_count(stack) if operation in ("destroy", "refresh")
+                                 else None, on_output, getattr(on_output, "stream", sys.stdout))
+
+    def on_event(event: EngineEvent) -> None:
+        collector(event)
+        progress.event(event)
+
+    kwargs: dict[str, Any] = {"on_output": progress.line, "on_error": progress.line, "on_event": on_event}
     if policy is not None and operation in ("preview", "up"):
         kwargs["policy_packs"] = [str(policy[0])]
         kwargs["policy_pack_configs"] = [str(policy[1])]
     report = OperationReport(stack=stack.name, operation=operation)
+    signals_before = interrupts.mark()
+    progress.start()
     try:
         result = getattr(stack, operation)(**kwargs)
+    except interrupts.Interrupted as exc:
+        report.succeeded = False
+        report.changes, report.errors, report.violations = collector.changes, collector.errors, collector.violations
+        exc.operation, exc.stack, exc.report = operation, stack.name, report
+        raise
     except (ConcurrentUpdateError, StackNotFoundError):
         raise
     except CommandError as exc:
@@ -129,7 +149,11 @@ def run_operation(
         report.changes = dict(getattr(result, "change_summary", None) or getattr(summary, "resource_changes", None)
                               or collector.changes)
         report.outputs = {k: v.value for k, v in (getattr(result, "outputs", None) or {}).items()}
+    finally:
+        progress.stop()
+        report.seconds = round(progress.clock() - progress.started, 1)
     report.violations = collector.violations
+    interrupts.raise_if_interrupted(operation, stack.name, report, since=signals_before)
     return report
 
 
@@ -140,6 +164,7 @@ def render_report(report: OperationReport, console: Console) -> None:
     console.print(f"\n{report.operation} {escape(report.stack)}: {verdict}")
     changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
     console.print(f"  changes: {escape(changes)}")
+    console.print(f"  duration: {report.seconds:.0f}s")
     if not report.violations:
         if report.operation in ("preview", "up"):
             console.print("  policy violations: none")
@@ -153,6 +178,22 @@ def render_report(report: OperationReport, console: Console) -> None:
                 console.print(f"              {escape(line)}")
     for line in report.errors:
         console.print(f"  error: {escape(line)}")
+    render_summary_table([report], console)
+
+
+def render_summary_table(reports: list[OperationReport], console: Console) -> None:
+    """The closing table: one row per operation with its result, changes, violations and duration."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("RESULT", "OPERATION", "STACK", "CHANGES", "VIOLATIONS", "DURATION", box=None, pad_edge=False)
+    for report in reports:
+        changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
+        violations = f"{len(report.mandatory)} mandatory, {len(report.violations) - len(report.mandatory)} other"
+        table.add_row(*(Text(cell) for cell in (
+            "ok" if report.ok else "FAILED", report.operation, report.stack, changes, violations,
+            f"{report.seconds:.0f}s")))
+    console.print(table)
 
 
 def destroy_and_remove(
@@ -173,15 +214,64 @@ def destroy_and_remove(
         try:
             report = run_operation(stack, "destroy", on_output=on_output)
             break
-        except ConcurrentUpdateError:
-            if waited >= lock_wait:
-                raise
+        except ConcurrentUpdateError as exc:
+            held = locks.from_error(str(exc))
+            if waited >= lock_wait or (held and all(lock.stale for lock in held)):
+                raise  # a dead holder never releases its lock: waiting would not help
             err.print(f"stack {stack.name} is locked (an interrupted update is still exiting); retrying in {poll:.0f}s")
             sleep(poll)
             waited += poll
     if report.succeeded:
         stack.workspace.remove_stack(stack.name)
     return report
+
+
+def clear_cluster(stack: Stack, kubectl_for: Callable[[Path], Any] | None) -> TeardownReport:
+    """Karpenter nodes and load balancers removed through the stack's ``kubeconfig`` output, before
+    ``destroy``; problems become warnings, because the destroy must still be attempted."""
+    from ..postdeploy import KubectlError, kubeconfig_file
+    from ..teardown import TeardownReport, prepare_destroy
+
+    report = TeardownReport()
+    if kubectl_for is None:
+        return report
+    try:
+        kubeconfig = stack.outputs().get("kubeconfig")
+    except Exception as exc:  # noqa: BLE001 - any failure here must not stop the destroy
+        report.warnings.append(f"could not read outputs: {'; '.join(error_lines(exc))}")
+        return report
+    if kubeconfig is None or not kubeconfig.value:
+        return report  # no cluster (yet): nothing inside it to remove
+    try:
+        with kubeconfig_file(kubeconfig.value) as path:
+            report = prepare_destroy(kubectl_for(path))
+    except (KubectlError, ValueError) as exc:
+        report.warnings.append(f"could not delete LoadBalancer Services, Ingresses and Karpenter nodes ({exc}); "
+                               "destroying anyway")
+    for warning in report.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    for leftover in report.leftovers:
+        err.print(f"warning: still in the cluster before destroy: {leftover} (its AWS resources may block the "
+                  "VPC's deletion)", markup=False)
+    return report
+
+
+def render_teardown(report: TeardownReport, console: Console) -> None:
+    if report.deleted:
+        console.print(f"\nremoved before destroy: {escape(', '.join(report.deleted))}")
+    if report.leftovers:
+        console.print(f"could not remove: {escape(', '.join(report.leftovers))}")
+
+
+def _resource_count(stack: Stack) -> int | None:
+    """Resources in the stack's state (the total a destroy or refresh works through), if known."""
+    try:
+        for summary in stack.workspace.list_stacks():
+            if summary.name.rsplit("/", 1)[-1] == stack.name:
+                return summary.resource_count or None
+    except CommandError:
+        return None
+    return None
 
 
 @dataclass(frozen=True)

@@ -36,35 +36,49 @@ from ..environments import (
     format_time,
     merged_config,
     new_metadata,
-    parse_duration,
     parse_override,
     tag_resources,
 )
 from ..postdeploy import (
+    CheckPlan,
     CheckResult,
     GpuTarget,
     Kubectl,
     KubectlCli,
-    KubectlError,
     Poller,
-    delete_load_balancers,
     kubeconfig_file,
+    plan_checks,
     run_checks,
 )
+from ..preflight import PreflightNeeds, endpoint_check
 from ..stacks import read_stack_config
+from ..teardown import TeardownReport
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
+    DriverError,
+    add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
+    duration_flag,
     err,
     error_lines,
     guarded,
+    positive_int,
+    preflight,
     progress_writer,
     stdout,
     translate_errors,
     validate,
 )
-from ._engine import OperationReport, Progress, destroy_and_remove, render_report, run_operation
+from ._engine import (
+    OperationReport,
+    Progress,
+    clear_cluster,
+    destroy_and_remove,
+    render_report,
+    render_teardown,
+    run_operation,
+)
 
 KubectlFactory = Callable[[Path], Kubectl]
 
@@ -74,21 +88,86 @@ def declare(verbs: argparse._SubParsersAction) -> None:
         "test",
         help="ephemeral integration run: up, post-deploy GPU checks, destroy",
         description="Create a uniquely named stack from a template, `up` it, check the cluster (nodes Ready, "
-        "device plugin Ready on every GPU node, allocatable nvidia.com/gpu, an nvidia-smi Job under the "
-        "contract's toleration and selector), then always delete LoadBalancer Services, destroy and remove "
-        "the stack, also on failure and on Ctrl-C. Needs kubectl and AWS credentials.",
+        "the device plugin of the installed GPU software Ready on every GPU node, allocatable nvidia.com/gpu, "
+        "nvidia-smi on each GPU pool with nodes, every warm model's health, one chat completion and one "
+        "embedding through the gateway), then always delete Karpenter nodes, Ingresses and LoadBalancer "
+        "Services, destroy and remove the stack, also on failure and on Ctrl-C. Preflight first checks kubectl, "
+        "aws, credentials, the backend and the secrets provider. Needs kubectl, aws and AWS credentials.",
     )
     parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting (as in env create); repeatable")
-    parser.add_argument("--gpu-nodes", type=int, default=1,
+    parser.add_argument("--gpu-nodes", type=positive_int, default=1,
                         help="GPU nodes to start in the first GPU pool (its desiredSize; default 1)")
-    parser.add_argument("--timeout", default="30m", help="time allowed for all post-deploy checks (default 30m)")
+    parser.add_argument("--timeout", default="30m", type=duration_flag("--timeout"),
+                        help="time allowed for all post-deploy checks (default 30m)")
     parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
+    add_endpoint_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_test)
+    _declare_verify(verbs)
+
+
+def _declare_verify(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "verify",
+        help="post-deploy checks of a deployed stack: GPU software, nvidia-smi per pool, models, gateway",
+        description="Run the post-deploy checks of `test` against an existing stack (a repository stack or an "
+        "env-NAME environment) through its kubeconfig output, without changing it. Prints a PASS/FAIL/SKIP "
+        "table; exit 1 if any check fails.",
+    )
+    parser.add_argument("--stack", required=True, help="stack name, e.g. prod or env-alice")
+    parser.add_argument("--timeout", default="10m", type=duration_flag("--timeout"),
+                        help="time allowed for all checks (default 10m)")
+    parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    add_endpoint_flag(parser)
+    add_secrets_flag(parser)
+    add_output_flags(parser)
+    parser.set_defaults(run=_run_verify)
+
+
+@guarded
+def _run_verify(args: argparse.Namespace) -> int:
+    project = Project()
+    backend = resolve_backend(project, secrets_provider=args.secrets_provider)
+    command = pulumi_command()
+    poller = Poller(timeout=args.timeout.total_seconds())
+    with isolated_workspace(project, backend, command) as ws, translate_errors(args.stack, backend.url):
+        stack = Stack.select(args.stack, ws)
+        meta = EnvMetadata.from_tags(args.stack, stack.list_tags())
+        if meta is not None and meta.template:
+            config = merged_config(read_stack_config(meta.template, project.root),
+                                   [parse_override(text) for text in meta.overrides], environment=meta.name)
+        else:
+            config = read_stack_config(args.stack, project.root)
+        settings = validate(args.stack, config)
+        kubeconfig = stack.outputs().get("kubeconfig")
+        if kubeconfig is None or not kubeconfig.value:
+            raise DriverError(f"stack {args.stack!r} exports no kubeconfig: is it deployed?", exit_codes.NOT_FOUND)
+        preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
+                  [endpoint_check(settings, kubeconfig.value, args.endpoint_reachable, args.stack)])
+        targets = [GpuTarget(pool=p.name, purpose=p.purpose, nodes=p.scaling.desired_size) for p in settings.gpu_pools
+                   if p.purpose != contract.GPU_DRA_PURPOSE and p.scaling.desired_size >= 1]
+        with kubeconfig_file(kubeconfig.value) as path:
+            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan_checks(settings, targets), poller)
+    if args.output == "json":
+        print(json.dumps({"stack": args.stack, "result": "passed" if checks_passed(checks) else "failed",
+                          "checks": [c.to_json() for c in checks]}, indent=2))
+    else:
+        render_checks(checks, stdout())
+    return exit_codes.OK if checks_passed(checks) else exit_codes.FAILED
+
+
+def smoke_targets(settings: Settings, first: GpuTarget) -> list[GpuTarget]:
+    """``first`` (the pool the run starts nodes in), then every other managed GPU pool (not DRA)
+    that keeps nodes running; pools at desiredSize 0 have no node to run ``nvidia-smi`` on."""
+    targets = [first]
+    for pool in settings.gpu_pools:
+        if pool.name != first.pool and pool.purpose != contract.GPU_DRA_PURPOSE and pool.scaling.desired_size >= 1:
+            targets.append(GpuTarget(pool=pool.name, purpose=pool.purpose, nodes=pool.scaling.desired_size))
+    return targets
 
 
 def gpu_target(settings: Settings, nodes: int) -> tuple[GpuTarget, int]:
@@ -122,18 +201,21 @@ def _run_test(args: argparse.Namespace) -> int:
     tag_resources(config, meta)
     target, index = gpu_target(validate(stack_name, config), args.gpu_nodes)
     start_gpu_nodes(config, validate(stack_name, config), index, args.gpu_nodes)
-    validate(stack_name, config)
-    poller = Poller(timeout=parse_duration(args.timeout, "--timeout").total_seconds())
+    settings = validate(stack_name, config)
+    plan = plan_checks(settings, smoke_targets(settings, target))
+    poller = Poller(timeout=args.timeout.total_seconds())
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
+    preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
+              [endpoint_check(settings, None, args.endpoint_reachable, stack_name)])
     json_mode = args.output == "json"
 
     def kubectl_for(path: Path) -> Kubectl:
         return KubectlCli(path, binary=args.kubectl)
 
     with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
-        run = IntegrationRun(ws, meta, config, policy, target, kubectl_for, poller, progress_writer(json_mode))
+        run = IntegrationRun(ws, meta, config, policy, plan, kubectl_for, poller, progress_writer(json_mode))
         report = run.execute()
     if json_mode:
         print(json.dumps(report.to_json(), indent=2))
@@ -145,6 +227,7 @@ def _run_test(args: argparse.Namespace) -> int:
 @dataclass
 class Cleanup:
     load_balancers: list[str] = field(default_factory=list)
+    teardown: TeardownReport = field(default_factory=TeardownReport)
     destroy: OperationReport | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -155,10 +238,30 @@ class Cleanup:
     def to_json(self) -> dict[str, Any]:
         return {
             "loadBalancersDeleted": self.load_balancers,
+            "teardown": self.teardown.to_json(),
             "destroy": self.destroy.to_json() if self.destroy else None,
             "removed": self.removed,
             "warnings": self.warnings,
         }
+
+
+def checks_passed(checks: list[CheckResult]) -> bool:
+    return all(c.ok for c in checks)
+
+
+def render_checks(checks: list[CheckResult], console) -> None:
+    """The pass/fail table: one row per check."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print("\npost-deploy checks:")
+    table = Table("RESULT", "CHECK", "DETAIL", box=None, pad_edge=False)
+    for check in checks:
+        table.add_row(Text(check.status), Text(check.name), Text(check.detail))
+    console.print(table)
+    failed = [c.name for c in checks if not c.ok]
+    console.print(f"{len(checks) - len(failed)} of {len(checks)} passed" + (f"; failed: {', '.join(failed)}"
+                                                                              if failed else ""), markup=False)
 
 
 @dataclass
@@ -172,7 +275,7 @@ class IntegrationReport:
     @property
     def passed(self) -> bool:
         return (
-            self.up is not None and self.up.ok and bool(self.checks) and all(c.ok for c in self.checks)
+            self.up is not None and self.up.ok and bool(self.checks) and checks_passed(self.checks)
             and self.cleanup is not None and self.cleanup.removed
         )
 
@@ -190,12 +293,9 @@ class IntegrationReport:
         if self.up:
             render_report(self.up, console)
         if self.checks:
-            console.print("\npost-deploy checks:")
-            for check in self.checks:
-                console.print(f"  {'PASS' if check.ok else 'FAIL'}  {escape(check.name)}: {escape(check.detail)}")
+            render_checks(self.checks, console)
         if self.cleanup:
-            if self.cleanup.load_balancers:
-                console.print(f"\ndeleted LoadBalancer Services: {escape(', '.join(self.cleanup.load_balancers))}")
+            render_teardown(self.cleanup.teardown, console)
             if self.cleanup.destroy:
                 render_report(self.cleanup.destroy, console)
             console.print(f"stack {escape(self.stack)}: " + ("destroyed and removed" if self.cleanup.removed else
@@ -212,13 +312,13 @@ class IntegrationRun:
         meta: EnvMetadata,
         config: dict[str, Any],
         policy: tuple[Path, Path],
-        target: GpuTarget,
+        plan: CheckPlan,
         kubectl_for: KubectlFactory,
         poller: Poller,
         progress: Progress,
     ):
         self.ws, self.meta, self.config, self.policy = ws, meta, config, policy
-        self.target, self.kubectl_for, self.poller, self.progress = target, kubectl_for, poller, progress
+        self.plan, self.kubectl_for, self.poller, self.progress = plan, kubectl_for, poller, progress
         self.report = IntegrationReport(stack=meta.stack, expires_at=format_time(meta.expires_at))
 
     def execute(self) -> IntegrationReport:
@@ -234,7 +334,7 @@ class IntegrationRun:
                     self.report.checks = [CheckResult("kubeconfig output", False, "the stack exported no kubeconfig")]
                 else:
                     with kubeconfig_file(kubeconfig) as path:
-                        self.report.checks = run_checks(self.kubectl_for(path), self.target, self.poller)
+                        self.report.checks = run_checks(self.kubectl_for(path), self.plan, self.poller)
         finally:
             self.report.cleanup = self._cleanup_shielded(stack)
             if sys.exc_info()[0] is not None:  # interrupted or crashed: the summary will not be rendered
@@ -245,36 +345,26 @@ class IntegrationRun:
         return self.report
 
     def _cleanup_shielded(self, stack: Stack) -> Cleanup:
-        """A first Ctrl-C during clean-up restarts it (the destroy must finish); a second abandons it."""
-        try:
-            return self._cleanup(stack)
-        except KeyboardInterrupt:
-            err.print("clean-up interrupted; restarting it so nothing is left running. Ctrl-C again abandons it.")
+        """Clean-up runs after a first Ctrl-C too (that one cancelled ``up``); a second one stops it at once."""
         try:
             return self._cleanup(stack)
         except KeyboardInterrupt:
             err.print(f"clean-up abandoned: stack {self.meta.stack} remains until it expires at "
                       f"{format_time(self.meta.expires_at)}; `python -m automation env destroy {self.meta.stack}` "
-                      "removes it now", markup=False)
+                      "removes it now (after `python -m automation unlock --stack "
+                      f"{self.meta.stack}` if it is reported locked)", markup=False)
             raise
 
     def _cleanup(self, stack: Stack) -> Cleanup:
         cleanup = Cleanup()
-        try:
-            kubeconfig = stack.outputs().get("kubeconfig")
-        except Exception as exc:  # noqa: BLE001 - any failure here must not stop the destroy
-            kubeconfig = None
-            cleanup.warnings.append(f"could not read outputs: {'; '.join(error_lines(exc))}")
-        if kubeconfig is not None and kubeconfig.value:
-            try:
-                with kubeconfig_file(kubeconfig.value) as path:
-                    cleanup.load_balancers = delete_load_balancers(self.kubectl_for(path))
-            except (KubectlError, ValueError) as exc:
-                cleanup.warnings.append(f"could not delete LoadBalancer Services ({exc}); destroying anyway")
-        for warning in cleanup.warnings:
-            err.print(f"warning: {warning}", markup=False)
+        teardown = clear_cluster(stack, self.kubectl_for)
+        cleanup.load_balancers = [name.split("/", 1)[1] for name in teardown.deleted if name.startswith("service/")]
+        cleanup.teardown = teardown
+        cleanup.warnings.extend(teardown.warnings)
         try:
             cleanup.destroy = destroy_and_remove(stack, on_output=self.progress)
+        except KeyboardInterrupt:
+            raise
         except Exception as exc:  # noqa: BLE001 - report, keep the original outcome
             reason = "; ".join(error_lines(exc))
             cleanup.warnings.append(f"destroy failed: {reason}")

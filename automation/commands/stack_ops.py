@@ -10,13 +10,28 @@ import argparse
 import json
 
 from pulumi.automation import Stack
+from pulumi.automation.errors import StackNotFoundError
 
 from .. import exit_codes
 from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from ._common import add_output_flags, add_secrets_flag, guarded, progress_writer, stdout, translate_errors, validate
-from ._engine import render_report, run_operation
+from ..preflight import PreflightNeeds, endpoint_check
+from ._common import (
+    add_endpoint_flag,
+    add_output_flags,
+    add_secrets_flag,
+    guarded,
+    preflight,
+    progress_writer,
+    stdout,
+    translate_errors,
+    validate,
+)
+from ._engine import clear_cluster, render_report, render_teardown, run_operation
+from .env import add_kubectl_flag, kubectl_factory
 
+#: Operations that reach the cluster's API endpoint.
+CHANGES = ("up", "destroy", "refresh")
 OPERATIONS = {
     "preview": "show what `up` would change, with the policy pack enforced",
     "up": "create or update the stack's resources, with the policy pack enforced",
@@ -37,9 +52,14 @@ def _declare_operation(verbs: argparse._SubParsersAction, operation: str, summar
         description=f"{summary[0].upper()}{summary[1:]}. Reads Pulumi.STACK.yaml, validates its settings, "
         "then runs `pulumi " + operation + "` in an isolated workspace against the state backend "
         "(PULUMI_BACKEND_URL, default the project-local .pulumi-state). "
-        "Exit codes: 0 done, 1 failed or mandatory policy violation, 2 bad command line or settings.",
+        "Exit codes: 0 done, 1 failed or mandatory policy violation, 2 bad command line or settings, 3 locked, "
+        "4 no such stack, 5 preflight failed (nothing changed), 130/143 interrupted.",
     )
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
+    if operation in CHANGES:
+        add_endpoint_flag(parser)
+    if operation == "destroy":
+        add_kubectl_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_operation, operation=operation)
@@ -48,20 +68,43 @@ def _declare_operation(verbs: argparse._SubParsersAction, operation: str, summar
 @guarded
 def _run_operation(args: argparse.Namespace) -> int:
     project = Project()
-    validate(args.stack, read_stack_config(args.stack, project.root))
+    settings = validate(args.stack, read_stack_config(args.stack, project.root))
     policy = project.policy_args(args.stack) if args.operation in ("preview", "up") else None
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
     json_mode = args.output == "json"
+    kubectl = getattr(args, "kubectl", None)
+    teardown = None
     with isolated_workspace(project, backend, command, stack_files={args.stack: project.stack_file(args.stack)}) as ws:
         with translate_errors(args.stack, backend.url):
-            if args.operation in ("preview", "up"):
-                stack = Stack.create_or_select(args.stack, ws)
-            else:
+            try:
                 stack = Stack.select(args.stack, ws)
+            except StackNotFoundError:
+                if args.operation not in ("preview", "up"):
+                    raise
+                stack = None
+            extra = []
+            if args.operation in CHANGES:
+                kubeconfig = _kubeconfig(stack)
+                extra.append(endpoint_check(settings, kubeconfig, args.endpoint_reachable, args.stack))
+            preflight(PreflightNeeds(aws=True, kubectl=kubectl, region=settings.region), backend, command, extra)
+            if stack is None:
+                stack = Stack.create(args.stack, ws)
+            if args.operation == "destroy":
+                teardown = clear_cluster(stack, kubectl_factory(kubectl))
             report = run_operation(stack, args.operation, on_output=progress_writer(json_mode), policy=policy)
     if json_mode:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps({**report.to_json(), **({"teardown": teardown.to_json()} if teardown else {})}, indent=2))
     else:
+        if teardown is not None:
+            render_teardown(teardown, stdout())
         render_report(report, stdout())
     return exit_codes.OK if report.ok else exit_codes.FAILED
+
+
+def _kubeconfig(stack: Stack | None):
+    """The stack's ``kubeconfig`` output, or None for a stack without a cluster yet."""
+    if stack is None:
+        return None
+    value = stack.outputs().get("kubeconfig")
+    return value.value if value is not None else None

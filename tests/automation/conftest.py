@@ -4,6 +4,7 @@ a temporary file backend and PULUMI_HOME, and one JSON-lines log of every call."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -60,7 +61,8 @@ class Calls:
         return [r["argv"] for r in self.pulumi()]
 
     def kubectl(self) -> list[dict[str, Any]]:
-        return self.entries("kubectl")
+        """kubectl calls against the cluster (preflight's ``version --client`` dropped)."""
+        return [e for e in self.entries("kubectl") if e["argv"][:1] != ["version"]]
 
     def commands(self, stack: str) -> list[str]:
         """A compact trace for one stack: the command words (``stack init``, ``up``, ``stack tag set``...)."""
@@ -126,18 +128,22 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
     (cli_root / "bin").mkdir(parents=True)
     install(HERE / "pulumi_standin.py", cli_root / "bin" / "pulumi")
     install(HERE / "kubectl_standin.py", cli_root / "bin" / "kubectl")
+    install(HERE / "aws_standin.py", cli_root / "bin" / "aws")
     project = make_project(tmp_path / "project")
     home = tmp_path / "pulumi-home"
     log = tmp_path / "calls.jsonl"
     monkeypatch.setattr(workspace, "PROJECT_ROOT", project)
     for name in ("PULUMI_BACKEND_URL", workspace.SECRETS_PROVIDER_ENV, "PULUMI_CONFIG_PASSPHRASE_FILE",
                  "STANDIN_FAIL", "STANDIN_POLICY", "STANDIN_INTERRUPT", "STANDIN_PULUMI_VERSION",
-                 "STANDIN_KUBECTL", "STANDIN_SERVICES"):
+                 "STANDIN_KUBECTL", "STANDIN_SERVICES", "STANDIN_INGRESSES", "STANDIN_NODEPOOLS",
+                 "STANDIN_STUCK", "STANDIN_STEP_SECONDS", "LLM_PLATFORM_CANCEL_GRACE", "STANDIN_AWS",
+                 "STANDIN_GPU_SOFTWARE", "STANDIN_GPU_POOLS", "STANDIN_UNHEALTHY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     monkeypatch.setenv(workspace.PULUMI_ROOT_ENV, str(cli_root))
     monkeypatch.setenv("PULUMI_HOME", str(home))
     monkeypatch.setenv("STANDIN_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{cli_root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")  # kubectl = stand-in
     monkeypatch.setenv("LOGNAME", "alice")
     monkeypatch.setenv("USER", "alice")
     return Rig(project, cli_root / "bin", home, Calls(log), capsys, monkeypatch)

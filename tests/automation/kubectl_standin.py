@@ -10,10 +10,22 @@ Appends each call (argv, the kubeconfig's server, stdin of ``apply``) to ``STAND
   unreachable        every call fails as if the API server were gone
   interrupt          Ctrl-C (SIGINT to the parent) on the first ``get nodes``
 ``STANDIN_SERVICES`` is a JSON list of ``[namespace, name, type]`` (default: one LoadBalancer, one ClusterIP).
+``STANDIN_INGRESSES`` is a JSON list of ``[namespace, name]`` (default: one).
+``STANDIN_NODEPOOLS`` is a JSON list of Karpenter NodePool names (default ``["inference"]``, each with one
+NodeClaim); ``none`` makes the cluster have no Karpenter CRDs.
+``STANDIN_GPU_SOFTWARE`` is what runs the device plugin: ``device-plugin`` (default; the chart's namespace
+and labels) or ``gpu-operator`` (the operator's operand); asked in the wrong place, it has no DaemonSet.
+``STANDIN_GPU_POOLS`` is a JSON list of GPU pools, one Ready GPU node each (default ``["inference"]``).
+``STANDIN_UNHEALTHY`` names models whose ``/health`` fails and which the gateway cannot serve.
+``port-forward`` serves the gateway's OpenAI API on 127.0.0.1 (the master key is the Secret's), logs each
+request with ``"tool": "gateway"`` and stops by itself after a minute.
+``STANDIN_STUCK`` names objects whose deletion times out (a load balancer that will not go).
+Deletions persist in ``<STANDIN_LOG>.kube.json``, so later listings no longer show what was deleted.
 """
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -41,48 +53,177 @@ def record(argv: list[str], kubeconfig: str, stdin: str | None) -> None:
         log.write(json.dumps(entry) + "\n")
 
 
-def node(name: str, *, gpu: bool, allocatable: int = 1) -> dict:
+def node(name: str, *, gpu: bool, allocatable: int = 1, pool: str = "inference") -> dict:
     labels = {"kubernetes.io/hostname": name}
     status = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "4"}}
     if gpu:
-        labels.update({"nvidia.com/gpu.present": "true", "llm-platform.io/pool": "inference"})
+        labels.update({"nvidia.com/gpu.present": "true", "llm-platform.io/pool": pool})
         status["allocatable"]["nvidia.com/gpu"] = str(allocatable)
     return {"metadata": {"name": name, "labels": labels}, "status": status}
 
 
+def _deleted_path() -> str:
+    return os.environ["STANDIN_LOG"] + ".kube.json"
+
+
+def deleted() -> set[str]:
+    try:
+        with open(_deleted_path()) as handle:
+            return set(json.load(handle))
+    except OSError:
+        return set()
+
+
+def mark_deleted(key: str) -> None:
+    gone = deleted() | {key}
+    with open(_deleted_path(), "w") as handle:
+        json.dump(sorted(gone), handle)
+
+
+def listing(kind: str) -> list[dict]:
+    """The cluster's objects of ``kind`` that were not deleted."""
+    if kind == "services":
+        rows = json.loads(os.environ.get("STANDIN_SERVICES", '[["serving", "gateway", "LoadBalancer"], '
+                                         '["default", "kubernetes", "ClusterIP"]]'))
+        objects = [("service", ns, name, {"spec": {"type": t}}) for ns, name, t in rows]
+    elif kind == "ingresses":
+        rows = json.loads(os.environ.get("STANDIN_INGRESSES", '[["llm-gateway", "gateway"]]'))
+        objects = [("ingress", ns, name, {}) for ns, name in rows]
+    elif kind in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh"):
+        pools = json.loads(os.environ.get("STANDIN_NODEPOOLS", '["inference"]'))
+        if kind.startswith("nodepools"):
+            objects = [("nodepool.karpenter.sh", "", p, {}) for p in pools]
+        else:
+            objects = [("nodeclaim.karpenter.sh", "", f"{p}-x1", {}) for p in pools]
+    else:
+        return []
+    gone = deleted()
+    items = []
+    for kind_, ns, name, extra in objects:
+        if f"{kind_}/{ns}/{name}" in gone:
+            continue
+        meta = {"name": name, **({"namespace": ns} if ns else {})}
+        items.append({"metadata": meta, **extra})
+    return items
+
+
+MASTER_KEY = "sk-standin-master-key"
+SOFTWARE = {
+    "device-plugin": ("nvidia-device-plugin", "app.kubernetes.io/name=nvidia-device-plugin"),
+    "gpu-operator": ("gpu-operator", "app=nvidia-device-plugin-daemonset"),
+}
+
+
+def gpu_node_names() -> list[tuple[str, str]]:
+    pools = json.loads(os.environ.get("STANDIN_GPU_POOLS", '["inference"]'))
+    return [(f"ip-10-40-1-{9 + i}.ec2.internal", pool) for i, pool in enumerate(pools)]
+
+
+def plugin_where_asked(args: list[str]) -> bool:
+    namespace = args[args.index("-n") + 1] if "-n" in args else ""
+    selector = args[args.index("-l") + 1] if "-l" in args else ""
+    return (namespace, selector) == SOFTWARE[os.environ.get("STANDIN_GPU_SOFTWARE", "device-plugin")]
+
+
+def log_entry(entry: dict) -> None:
+    with open(os.environ["STANDIN_LOG"], "a") as log:
+        fcntl.flock(log, fcntl.LOCK_EX)
+        log.write(json.dumps({**entry, "time": time.time()}) + "\n")
+
+
+def serve_gateway(target_port: str) -> None:
+    """What ``kubectl port-forward svc/llm-gateway`` reaches: the gateway's OpenAI API."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    unhealthy = os.environ.get("STANDIN_UNHEALTHY", "").split(",")
+
+    class Gateway(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            log_entry({"tool": "gateway", "path": self.path, "body": body,
+                       "authorized": self.headers.get("Authorization") == f"Bearer {MASTER_KEY}"})
+            if self.headers.get("Authorization") != f"Bearer {MASTER_KEY}":
+                return self.answer(401, {"error": {"message": "Authentication Error, invalid proxy key"}})
+            if body.get("model") in unhealthy:
+                return self.answer(503, {"error": {"message": f"{body.get('model')}: no healthy deployment"}})
+            if self.path == "/v1/chat/completions":
+                return self.answer(200, {"choices": [{"message": {"role": "assistant", "content": "ready"}}]})
+            if self.path == "/v1/embeddings":
+                return self.answer(200, {"data": [{"embedding": [0.01] * 1024, "index": 0}]})
+            return self.answer(404, {"error": {"message": "not found"}})
+
+        def answer(self, code: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = HTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Timer(60, server.shutdown).start()  # stops by itself
+    print(f"Forwarding from 127.0.0.1:{server.server_address[1]} -> {target_port}", flush=True)
+    server.serve_forever()
+
+
 def respond(args: list[str], mode: str) -> str:
-    if mode == "unreachable":
+    if mode == "unreachable" and args[:1] != ["version"]:
         raise SystemExit("The connection to the server llm-platform.eks.example was refused")
     verb = args[0]
+    if verb == "version":
+        return "Client Version: v1.34.2\nKustomize Version: v5.7.1\n"
     if verb == "get" and args[1] == "nodes":
         if mode == "interrupt":
             os.kill(os.getppid(), signal.SIGINT)
             time.sleep(0.5)
-        gpu = node("ip-10-40-1-9.ec2.internal", gpu=True, allocatable=0 if mode == "no-gpu" else 1)
+        gpus = [node(name, gpu=True, pool=pool, allocatable=0 if mode == "no-gpu" else 1)
+                for name, pool in gpu_node_names()]
         return json.dumps({"items": [node("ip-10-40-0-4.ec2.internal", gpu=False),
-                                     node("ip-10-40-0-5.ec2.internal", gpu=False), gpu]})
+                                     node("ip-10-40-0-5.ec2.internal", gpu=False), *gpus]})
     if verb == "get" and args[1] == "daemonsets":
-        return json.dumps({"items": [{"metadata": {"name": "nvidia-device-plugin"},
-                                      "status": {"desiredNumberScheduled": 1, "numberReady": 1}}]})
+        count = len(gpu_node_names())
+        items = [{"metadata": {"name": "nvidia-device-plugin"},
+                  "status": {"desiredNumberScheduled": count, "numberReady": count}}]
+        return json.dumps({"items": items if plugin_where_asked(args) else []})
     if verb == "get" and args[1] == "pods":
-        return json.dumps({"items": [{"metadata": {"name": "nvidia-device-plugin-x7k2p"},
-                                      "spec": {"nodeName": "ip-10-40-1-9.ec2.internal"},
-                                      "status": {"phase": "Running",
-                                                 "conditions": [{"type": "Ready", "status": "True"}]}}]})
+        pods = [{"metadata": {"name": f"nvidia-device-plugin-{i}"}, "spec": {"nodeName": name},
+                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+                for i, (name, _) in enumerate(gpu_node_names())]
+        return json.dumps({"items": pods if plugin_where_asked(args) else []})
+    if verb == "get" and args[1] == "--raw":
+        model = args[2].split("/services/http:", 1)[-1].split(":", 1)[0]
+        if model in os.environ.get("STANDIN_UNHEALTHY", "").split(","):
+            raise SystemExit("Error from server (ServiceUnavailable): the server is currently unable to handle "
+                             "the request")
+        return ""
+    if verb == "get" and args[1] == "secret":
+        key = base64.b64encode(MASTER_KEY.encode()).decode()
+        return json.dumps({"metadata": {"name": args[2]}, "data": {"LITELLM_MASTER_KEY": key}})
+    if verb == "port-forward":
+        serve_gateway(args[-1].lstrip(":"))
+        return ""
     if verb == "get" and args[1] == "job":
         done = {"failed": 1} if mode == "job-fails" else {"succeeded": 1}
         return json.dumps({"metadata": {"name": args[2]}, "status": done})
-    if verb == "get" and args[1] == "services":
-        services = json.loads(os.environ.get("STANDIN_SERVICES", '[["serving", "gateway", "LoadBalancer"], '
-                                             '["default", "kubernetes", "ClusterIP"]]'))
-        return json.dumps({"items": [{"metadata": {"namespace": ns, "name": name}, "spec": {"type": kind}}
-                                     for ns, name, kind in services]})
+    if verb == "get" and args[1] in ("services", "ingresses", "nodepools.karpenter.sh", "nodeclaims.karpenter.sh"):
+        if args[1].endswith("karpenter.sh") and os.environ.get("STANDIN_NODEPOOLS") == "none":
+            raise SystemExit(f"error: the server doesn't have a resource type {args[1]!r}")
+        return json.dumps({"items": listing(args[1])})
     if verb == "apply":
         return "namespace/llm-platform-smoke created\njob.batch/gpu-smoke created\n"
     if verb == "logs":
         return "nvidia-smi: no devices found\n" if mode == "job-fails" else NVIDIA_SMI + "\n"
     if verb == "delete":
-        return f'service "{args[2]}" deleted\n'
+        kind, name = args[1], args[2]
+        namespace = args[args.index("--namespace") + 1] if "--namespace" in args else ""
+        if name in os.environ.get("STANDIN_STUCK", "").split(","):
+            raise SystemExit(f"error: timed out waiting for the condition on {kind}s/{name}")
+        mark_deleted(f"{kind}/{namespace}/{name}")
+        return f'{kind} "{name}" deleted\n'
     raise SystemExit(f"error: the kubectl stand-in does not answer {' '.join(args)}")
 
 

@@ -7,10 +7,20 @@ outputs, history, locks, and engine events streamed to the ``--event-log`` the A
 passes (a gRPC ``tcp://`` address, as for every CLI after 3.205; the driver needs 3.211+). Error
 messages match the ones ``pulumi.automation.errors`` classifies.
 
+Signals, as the real CLI handles them (``pkg/backend/cancellation_scope.go``): the first SIGINT or
+SIGTERM during an update cancels it: the step in flight finishes, the checkpoint is written, the
+lock is released and the CLI exits with "update canceled"; a second one terminates at once,
+leaving the lock and the checkpoint as they were. Each signal received is logged
+(``"tool": "pulumi-signal"``). Locks are written like the DIY backend's
+(``.pulumi/locks/organization/<project>/<stack>/<id>.json`` with pid, username, hostname,
+timestamp) and ``pulumi cancel`` deletes them all, as ``diyBackend.CancelCurrentUpdate`` does.
+
 Failure simulation, through the environment:
   STANDIN_FAIL=up,destroy        those operations fail after some resources (a resource error)
   STANDIN_POLICY=mandatory|advisory  preview/up report a policy violation (mandatory fails them)
-  STANDIN_INTERRUPT=up           that operation sends SIGINT to its parent (Ctrl-C) and exits
+  STANDIN_INTERRUPT=up           that operation sends SIGINT to its parent (a Ctrl-C the driver
+                                 forwards) halfway through, then carries on until cancelled
+  STANDIN_STEP_SECONDS=0.5       each resource step takes this long (time to send a signal)
   STANDIN_PULUMI_VERSION=3.200.0 the version reported by ``pulumi version``
 """
 
@@ -22,6 +32,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import sys
 import time
 from contextlib import contextmanager
@@ -154,7 +165,7 @@ class Backend:
         return self.stacks / f"{stack}.pulumi-tags"
 
     def lock_dir(self, stack: str) -> Path:
-        return self.root / "locks" / self.project / stack
+        return self.root / "locks" / "organization" / self.project / stack
 
     def exists(self, stack: str) -> bool:
         return self.state_path(stack).is_file()
@@ -227,6 +238,7 @@ class Cli:
             ("stack", "output"): self.stack_output,
             ("stack", "history"): self.stack_history,
             ("stack", "tag"): self.stack_tag,
+            ("cancel",): self.cancel,
             ("config", "set-all"): self.config_set_all,
             ("config",): self.config_show,
             ("preview",): lambda: self.operation("preview"),
@@ -342,6 +354,15 @@ class Cli:
                 raise Fail(f"error: unknown stack tag command {action}", code=1)
         return 0
 
+    def cancel(self) -> int:
+        stack = self.stack_name()
+        with self.backend.locked():
+            self.backend.require(stack)
+            for path in self.backend.locks(stack):
+                path.unlink(missing_ok=True)
+        print(f"The currently running update for '{stack}' has been canceled!")
+        return 0
+
     # --- config ---------------------------------------------------------------------------------
 
     def config_set_all(self) -> int:
@@ -442,19 +463,40 @@ class Cli:
             with self.backend.locked():
                 held = self.backend.locks(stack)
                 if held:
+                    lines = []
+                    for path in held:
+                        info = json.loads(path.read_text())
+                        where = f"{self.backend.url}/{path.relative_to(self.backend.root.parent)}"
+                        lines.append(f"\n  {where}: created by {info['username']}@{info['hostname']} "
+                                     f"(pid {info['pid']}) at {info['timestamp']}")
                     raise Fail(
                         f"error: the stack is currently locked by {len(held)} lock(s). Either wait for the other "
-                        "process(es) to end or delete the lock file with `pulumi cancel`.\n"
-                        f"  {self.backend.url}/{held[0].relative_to(self.backend.root.parent)}: created by standin"
+                        "process(es) to end or delete the lock file with `pulumi cancel`." + "".join(lines)
                     )
                 lock = self.backend.lock_dir(stack) / f"{secrets.token_hex(8)}.json"
                 lock.parent.mkdir(parents=True, exist_ok=True)
-                lock.write_text(json.dumps({"pid": os.getpid(), "timestamp": now()}))
+                lock.write_text(json.dumps({"pid": os.getpid(), "username": os.environ.get("USER", "standin"),
+                                            "hostname": socket.gethostname(),
+                                            "timestamp": datetime.now(UTC).isoformat()}))
         self.lock = lock
         try:
             return self.run_operation(kind, stack, state)
         finally:
             self.release()
+
+    def checkpoint(self, kind: str, stack: str, state: dict, existing: list[str], done: list[tuple[str, str]],
+                   save: bool = True) -> None:
+        """The state after the steps done so far (the real CLI journals every step)."""
+        if kind == "update":
+            applied = [urn for op, urn in done]
+            state["resources"] = applied + [urn for urn in existing if urn not in applied]
+        elif kind == "destroy":
+            state["resources"] = [urn for urn in existing if urn not in {u for _, u in done}]
+            if not state["resources"]:
+                state["outputs"] = {}
+        if save:
+            with self.backend.locked():
+                self.backend.save(stack, state)
 
     def release(self) -> None:
         if getattr(self, "lock", None) is not None:
@@ -479,29 +521,35 @@ class Cli:
         interrupt = kind.replace("update", "up") in os.environ.get("STANDIN_INTERRUPT", "").split(",")
         policy = os.environ.get("STANDIN_POLICY", "") if kind in ("preview", "update") else ""
         done: list[tuple[str, str]] = []
+        step_seconds = float(os.environ.get("STANDIN_STEP_SECONDS", "0") or 0)
+        cancel = Cancellation(self)
         for index, (op, urn) in enumerate(steps):
-            if (failing or interrupt) and index == max(1, len(steps) // 2):
+            if cancel.requested:
+                break  # cancelled: no new step starts
+            if failing and index == max(1, len(steps) // 2):
                 break
+            if interrupt and index == max(1, len(steps) // 2):
+                os.kill(os.getppid(), signal.SIGINT)  # a Ctrl-C at the driver, which forwards it here
+                cancel.wait(5.0)
             type_ = urn.split("::")[2]
             events.emit(resourcePreEvent={"metadata": {"op": op, "urn": urn, "type": type_, "provider": ""},
                                           "planning": kind == "preview"})
+            if step_seconds:
+                time.sleep(step_seconds)  # the step in flight finishes even when a cancel arrives meanwhile
             events.emit(resOutputsEvent={"metadata": {"op": op, "urn": urn, "type": type_, "provider": ""},
                                          "planning": kind == "preview"})
             sign, past = {"create": ("+", "created"), "delete": ("-", "deleted"), "same": (" ", ""),
                           "refresh": ("~", "refreshed")}[op]
             past = op if kind == "preview" and op != "same" else past
-            print(f" {sign}  {type_} {urn.rsplit('::', 1)[-1]} {past}".rstrip())
+            print(f" {sign}  {type_} {urn.rsplit('::', 1)[-1]} {past}".rstrip(), flush=True)
             done.append((op, urn))
+            if kind != "preview":
+                self.checkpoint(kind, stack, state, existing, done)
+        cancelled = cancel.requested
         changes: dict[str, int] = {}
         for op, _ in done:
             changes[op] = changes.get(op, 0) + 1
-        if kind == "update":
-            applied = [urn for op, urn in done]
-            state["resources"] = applied + [urn for urn in existing if urn not in applied]
-        elif kind == "destroy":
-            state["resources"] = [urn for urn in existing if urn not in {u for _, u in done}]
-            if not state["resources"]:
-                state["outputs"] = {}
+        self.checkpoint(kind, stack, state, existing, done, save=False)
         violations = []
         if policy in ("mandatory", "advisory"):
             target = next((u for _, u in steps if "GpuNodePool" in u), steps[0][1] if steps else "")
@@ -517,7 +565,7 @@ class Cli:
                 "policyPackVersionTag": "0.1.0",
                 "enforcementLevel": policy,
             })
-        failed = failing or interrupt or policy == "mandatory"
+        failed = failing or cancelled or policy == "mandatory"
         if failing:
             urn = steps[len(done)][1] if len(done) < len(steps) else (steps[-1][1] if steps else "")
             type_ = urn.split("::")[2] if urn else ""
@@ -542,12 +590,9 @@ class Cli:
                 self.backend.save(stack, state)
         events.emit(summaryEvent={"maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": changes,
                                   "PolicyPacks": {"llm-platform-gpu": "0.1.0"} if policy else {}})
-        if interrupt:
-            print("^C received; cancelling the current operation...", flush=True)
+        if cancelled:
             events.close()
-            self.release()  # the real CLI unlocks before it exits; do it before the parent can look
-            os.kill(os.getppid(), signal.SIGINT)
-            time.sleep(0.3)
+            self.release()
             raise Fail("error: update canceled")
         events.emit(cancelEvent={})
         events.close()
@@ -565,21 +610,61 @@ class Cli:
         return 0
 
 
+def log_signal(signum: int) -> None:
+    entry = {"tool": "pulumi-signal", "signal": signal.Signals(signum).name, "pid": os.getpid(), "time": time.time()}
+    with open(os.environ["STANDIN_LOG"], "a") as log:
+        fcntl.flock(log, fcntl.LOCK_EX)
+        log.write(json.dumps(entry) + "\n")
+
+
+class Cancellation:
+    """SIGINT/SIGTERM during an operation: the first cancels, the second terminates at once."""
+
+    def __init__(self, cli: Cli):
+        self.cli, self.count = cli, 0
+        signal.signal(signal.SIGINT, self.handle)
+        signal.signal(signal.SIGTERM, self.handle)
+
+    @property
+    def requested(self) -> bool:
+        return self.count > 0
+
+    def handle(self, signum: int, frame) -> None:
+        log_signal(signum)
+        self.count += 1
+        name = "^C" if signum == signal.SIGINT else "SIGTERM"
+        if self.count == 1:
+            print(f"{name} received; cancelling. If you would like to terminate immediately, press ^C again.",
+                  flush=True)
+            return
+        print(f"{name} received; terminating", flush=True)
+        os._exit(255)  # lock and checkpoint stay as they were
+
+    def wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.requested and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
 class EventSink:
-    """Engine events, JSON-encoded like the CLI's, sent over the Automation API's gRPC event stream."""
+    """Engine events, JSON-encoded like the CLI's, streamed live over the Automation API's gRPC event
+    stream (as the CLI does, so a driver can show progress while the operation runs)."""
 
     def __init__(self, target: object):
         self.target = str(target) if target else ""
         if self.target and not self.target.startswith("tcp://"):
             raise Fail(f"error: the stand-in streams engine events over gRPC only, got --event-log {self.target}")
-        self.events: list[str] = []
+        self.sequence = 0
+        self.thread = None
+        if self.target:
+            import queue
+            import threading
 
-    def emit(self, **payload: object) -> None:
-        self.events.append(json.dumps({"sequence": len(self.events) + 1, "timestamp": int(time.time()), **payload}))
+            self.queue: queue.Queue = queue.Queue()
+            self.thread = threading.Thread(target=self._stream, daemon=True)
+            self.thread.start()
 
-    def close(self) -> None:
-        if not self.target or not self.events:
-            return
+    def _stream(self) -> None:
         import grpc
 
         def encode(text: str) -> bytes:  # pulumirpc.EventRequest{string event = 1}
@@ -595,10 +680,20 @@ class EventSink:
             send = channel.stream_unary("/pulumirpc.Events/StreamEvents", request_serializer=encode,
                                         response_deserializer=lambda raw: raw)
             try:
-                send(iter(self.events), timeout=10)
+                send(iter(self.queue.get, None), timeout=600)
             except grpc.RpcError:
                 pass
-        self.events = []
+
+    def emit(self, **payload: object) -> None:
+        self.sequence += 1
+        if self.thread is not None:
+            self.queue.put(json.dumps({"sequence": self.sequence, "timestamp": int(time.time()), **payload}))
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join(10)
+            self.thread = None
 
 
 def main(argv: list[str]) -> int:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -10,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from automation import environments, exit_codes
+from automation import environments, exit_codes, workspace
 from automation.cli import main
 from automation.environments import (
     TAG_CREATED,
@@ -106,13 +109,15 @@ def test_bad_requests_exit_2_before_any_cli_call(rig: Rig):
         ("--set", "noSuchKey=1"): "llm-platform:noSuchKey",
         ("--set", "gpuPools[5].name=x"): "no list item [5]",
         ("--ttl", "9d"): "must be between 15m and 7d",
-        ("--ttl", "soon"): "--ttl 'soon'",
+        ("--ttl", "soon"): "argument --ttl: 'soon'",
+        ("--ttl", "9999999999d"): "argument --ttl: '9999999999d': far too long",
         ("--owner", "bad owner!"): "owner 'bad owner!'",
     }
     for extra, message in cases.items():
         result = create(rig, "alice-exp", *extra)
         assert result.code == exit_codes.USAGE, extra
         assert message in result.err, (extra, result.err)
+        assert "Traceback" not in result.err
     bad_name = rig.run("env", "create", "Alice", "--from", "dev")
     assert bad_name.code == exit_codes.USAGE and "environment name 'Alice'" in bad_name.err
     assert rig.calls.entries() == []
@@ -132,7 +137,7 @@ def test_create_twice_is_a_usage_error(rig: Rig):
     assert create(rig, "alice-exp").code == exit_codes.OK
     again = create(rig, "alice-exp")
     assert again.code == exit_codes.USAGE
-    assert "stack 'env-alice-exp' already exists" in again.err
+    assert "env alice-exp already exists; `python -m automation env update alice-exp` retries" in again.err
 
 
 def test_failed_create_keeps_the_tagged_stack_for_reap(rig: Rig):
@@ -140,7 +145,8 @@ def test_failed_create_keeps_the_tagged_stack_for_reap(rig: Rig):
     result = create(rig, "alice-exp", "--ttl", "1h")
 
     assert result.code == exit_codes.FAILED
-    assert "up failed; the stack stays until it expires at" in result.err
+    assert "create failed; the stack stays until it expires at" in result.err
+    assert "Retry with `python -m automation env update alice-exp`" in result.err
     assert rig.stacks() == ["env-alice-exp"]
     assert rig.tags("env-alice-exp")[TAG_KIND] == "env"
     assert not any(a[0] == "destroy" for a in rig.calls.argvs()), "a failed env stays for inspection"
@@ -174,12 +180,12 @@ def test_destroy_someone_elses_environment_needs_force(rig: Rig):
 
 def test_destroy_errors_are_distinct(rig: Rig):
     missing = rig.run("env", "destroy", "ghost")
-    assert missing.code == exit_codes.USAGE
+    assert missing.code == exit_codes.NOT_FOUND
     assert "stack 'env-ghost' does not exist" in missing.err
 
     assert rig.run("up", "--stack", "dev").code == exit_codes.OK
     untagged = rig.run("env", "destroy", "env-x", "--force")
-    assert untagged.code == exit_codes.USAGE
+    assert untagged.code == exit_codes.NOT_FOUND
 
     rig.monkeypatch.setenv("STANDIN_FAIL", "destroy")
     assert create(rig, "alice-exp").code == exit_codes.OK
@@ -221,23 +227,27 @@ def test_reap_dry_run_changes_nothing_then_reap_destroys_only_expired_environmen
     removed = [a[-1] for a in reaping if a[:2] == ["stack", "rm"]]
     assert destroyed == removed == ["env-old"]
     assert aged.stacks() == ["dev", "env-fresh"]
-    assert "env-old: destroyed (owner alice, expired 1h ago)" in result.out
+    assert re.search(r"env-old\s+alice\s+1h ago\s+destroyed\s+1", result.out), result.out
 
 
 def test_reap_skips_a_busy_stack_and_reports_failures(aged: Rig):
-    lock = aged.state / ".pulumi" / "locks" / "llm-platform" / "env-old" / "running.json"
+    lock = aged.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "env-old" / "running.json"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("{}")
-    busy = aged.run("env", "reap", "--json")
-    assert busy.code == exit_codes.OK, busy.err
-    assert json.loads(busy.out)["reaped"][0]["outcome"] == "busy"
+    lock.write_text(json.dumps({"pid": os.getpid(), "username": "bob", "hostname": socket.gethostname(),
+                                "timestamp": "2026-11-23T08:00:00Z"}))
+    busy = aged.run("env", "reap", "--json", "--busy-retries", "2", "--backoff", "0.1")
+    assert busy.code == exit_codes.LOCKED, busy.err
+    (reaped,) = json.loads(busy.out)["reaped"]
+    assert (reaped["outcome"], reaped["attempts"]) == ("busy", 3), "tried once, then retried twice with backoff"
+    assert "its process is still running" in reaped["errors"][0]
+    assert "retrying in 0.1s" in busy.err and "retrying in 0.2s" in busy.err
     assert "env-old" in aged.stacks()
 
     lock.unlink()
     aged.monkeypatch.setenv("STANDIN_FAIL", "destroy")
     failed = aged.run("env", "reap")
     assert failed.code == exit_codes.FAILED
-    assert "env-old: failed" in failed.out
+    assert re.search(r"env-old\s+alice\s+1h ago\s+failed\s+1\s+deleting EC2 VPC: DependencyViolation", failed.out)
     assert "env-old" in aged.stacks()
 
 
@@ -301,3 +311,108 @@ def test_via_operator_refuses_a_local_backend(rig: Rig):
     result = create(rig, "alice-exp", "--via", "operator", "--repo", "https://example.com/r.git", "--commit", "abc")
     assert result.code == exit_codes.USAGE
     assert "needs a backend the operator's pods can reach" in result.err
+
+
+def fresh_checkout(rig: Rig, tmp_path: Path) -> Path:
+    """Another clone of the project on another machine: no workspace, no local state, same backend."""
+    from .conftest import make_project
+
+    clone = make_project(tmp_path / "clone")
+    rig.monkeypatch.setenv("PULUMI_BACKEND_URL", rig.state.resolve().as_uri())
+    rig.monkeypatch.setattr(workspace, "PROJECT_ROOT", clone)
+    return clone
+
+
+def test_failed_create_is_retried_from_a_fresh_checkout_with_the_stored_request(rig: Rig, tmp_path: Path):
+    rig.monkeypatch.setenv("STANDIN_FAIL", "up")
+    assert create(rig, "alice-exp", "--set", "gpuPools[0].scaling.maxSize=1",
+                  "--set", "kmsDeletionWindowDays=10").code == exit_codes.FAILED
+    rig.monkeypatch.delenv("STANDIN_FAIL")
+    fresh_checkout(rig, tmp_path)
+
+    retry = rig.run("env", "update", "alice-exp")
+    assert retry.code == exit_codes.OK, retry.err
+    ups = [a for a in rig.calls.argvs() if a[0] == "up"]
+    assert len(ups) == 2
+    set_alls = [config_pairs(a) for a in rig.calls.argvs() if a[:2] == ["config", "set-all"]]
+    assert set_alls[-1] == set_alls[0], "the retry deploys exactly what was requested"
+    assert json.loads(set_alls[-1]["llm-platform:gpuPools"])[0]["scaling"]["maxSize"] == 1
+    assert "env alice-exp is up" in retry.out
+
+
+def test_update_changes_the_stored_request_and_extend_gives_more_time(rig: Rig, tmp_path: Path):
+    assert create(rig, "alice-exp", "--ttl", "1h", "--set", "kmsDeletionWindowDays=10",
+                  "--set", "gpuPools[0].scaling.maxSize=1").code == exit_codes.OK
+    fresh_checkout(rig, tmp_path)
+
+    updated = rig.run("env", "update", "alice-exp", "--set", "gpuPools[0].scaling.maxSize=2",
+                      "--unset", "kmsDeletionWindowDays")
+    assert updated.code == exit_codes.OK, updated.err
+    config = config_pairs([a for a in rig.calls.argvs() if a[:2] == ["config", "set-all"]][-1])
+    assert json.loads(config["llm-platform:gpuPools"])[0]["scaling"]["maxSize"] == 2
+    template = read_stack_config("dev", rig.project)
+    assert config["llm-platform:kmsDeletionWindowDays"] == str(template["llm-platform:kmsDeletionWindowDays"])
+    listed = json.loads(rig.run("env", "list", "--json").out)
+    assert listed[0]["overrides"] == ["gpuPools[0].scaling.maxSize=2"], "the request in the backend changed too"
+
+    before = parse_time(rig.tags("env-alice-exp")[TAG_EXPIRES])
+    extended = rig.run("env", "extend", "alice-exp", "--ttl", "2d")
+    assert extended.code == exit_codes.OK, extended.err
+    after = parse_time(rig.tags("env-alice-exp")[TAG_EXPIRES])
+    assert after - before > timedelta(days=1, hours=22)
+    assert not any(a[0] == "up" for a in rig.calls.argvs()[-3:]), "extend only moves the expiry"
+
+    bad = rig.run("env", "extend", "alice-exp", "--ttl", "9999999999d")
+    assert bad.code == exit_codes.USAGE and "argument --ttl" in bad.err and len(bad.err.splitlines()) == 1
+    ghost = rig.run("env", "update", "ghost")
+    assert ghost.code == exit_codes.NOT_FOUND
+
+
+def test_destroy_removes_karpenter_nodes_and_load_balancers_first_and_lists_leftovers(rig: Rig):
+    assert create(rig, "alice-exp").code == exit_codes.OK
+    rig.monkeypatch.setenv("STANDIN_STUCK", "gateway-internal")
+    rig.monkeypatch.setenv("STANDIN_SERVICES", json.dumps([["serving", "gateway", "LoadBalancer"],
+                                                           ["serving", "gateway-internal", "LoadBalancer"],
+                                                           ["default", "kubernetes", "ClusterIP"]]))
+    result = rig.run("env", "destroy", "alice-exp", "--json")
+
+    assert result.code == exit_codes.OK, result.err
+    report = json.loads(result.out)
+    assert report["teardown"]["deleted"] == ["nodepool.karpenter.sh/inference", "nodeclaim.karpenter.sh/inference-x1",
+                                             "ingress/llm-gateway/gateway", "service/serving/gateway"]
+    assert report["teardown"]["leftovers"] == ["service/serving/gateway-internal"]
+    assert "still in the cluster before destroy: service/serving/gateway-internal" in result.err
+    kubectl_deletes = [e["time"] for e in rig.calls.kubectl() if e["argv"][0] == "delete"]
+    destroy_at = [e["time"] for e in rig.calls.entries("pulumi") if "destroy" in e["argv"]]
+    assert max(kubectl_deletes) < min(destroy_at), "everything inside the cluster goes before the VPC"
+
+
+def test_list_shows_a_stale_lock_with_its_holder_and_the_command_that_clears_it(rig: Rig):
+    assert create(rig, "alice-exp").code == exit_codes.OK
+    lock = rig.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "env-alice-exp" / "dead.json"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"pid": 2 ** 22 + 17, "username": "bob", "hostname": socket.gethostname(),
+                                "timestamp": "2026-11-23T08:00:00Z"}))
+    table = rig.run("env", "list")
+    assert re.search(r"alice-exp\s+env\s+alice.*stale lock", table.out), table.out
+    assert "locked by bob@" in table.out and "unlock --stack env-alice-exp" in table.out
+    listed = json.loads(rig.run("env", "list", "--json").out)
+    assert listed[0]["status"] == "stale lock" and listed[0]["locks"][0]["state"] == "stale"
+
+
+def test_reap_reports_a_stale_lock_and_clears_it_when_asked(aged: Rig):
+    lock = aged.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "env-old" / "dead.json"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"pid": 2 ** 22 + 17, "username": "bob", "hostname": socket.gethostname(),
+                                "timestamp": "2026-11-23T08:00:00Z"}))
+    stale = aged.run("env", "reap", "--json", "--busy-retries", "3", "--backoff", "0.1")
+    assert stale.code == exit_codes.LOCKED
+    (reaped,) = json.loads(stale.out)["reaped"]
+    assert (reaped["outcome"], reaped["attempts"]) == ("stale-lock", 1), "a dead holder is not waited for"
+    assert "unlock --stack env-old" in reaped["errors"][0] and lock.exists()
+
+    cleared = aged.run("env", "reap", "--json", "--clear-stale-locks")
+    assert cleared.code == exit_codes.OK, cleared.err
+    (reaped,) = json.loads(cleared.out)["reaped"]
+    assert reaped["outcome"] == "destroyed" and reaped["errors"] == ["cleared 1 stale lock(s)"]
+    assert not lock.exists() and "env-old" not in aged.stacks()

@@ -34,10 +34,18 @@ def test_stack(rig: Rig) -> str:
 test_stack.__test__ = False  # a helper, not a test
 
 
+def has_row(out: str, status: str, check: str, detail: str = "") -> bool:
+    """The pass/fail table has this row (its columns are padded to the widest cell)."""
+    pattern = rf"^{status}\s+{re.escape(check)}\s+{re.escape(detail)}"
+    return re.search(pattern, out, re.MULTILINE) is not None
+
+
 def timeline(rig: Rig) -> list[str]:
     """Pulumi and kubectl calls in the order they happened, as short labels."""
     labels = []
     for entry in rig.calls.entries():
+        if entry["tool"] not in ("pulumi", "kubectl") or entry["argv"][:1] == ["version"]:
+            continue
         argv = [a for a in entry["argv"] if a != "--non-interactive"]
         if entry["tool"] == "kubectl":
             labels.append("kubectl " + argv[0])
@@ -86,10 +94,20 @@ def test_healthy_run_checks_the_cluster_then_destroys_it(rig: Rig):
     order = timeline(rig)
     assert order.index("up") < order.index("kubectl apply") < order.index("kubectl delete") < order.index("destroy")
     deletes = [k["argv"] for k in kubectl if k["argv"][0] == "delete"]
-    assert deletes == [["delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"]]
+    assert deletes == [
+        ["delete", "nodepool.karpenter.sh", "inference", "--wait=true", "--timeout=10m"],
+        ["delete", "nodeclaim.karpenter.sh", "inference-x1", "--wait=true", "--timeout=10m"],
+        ["delete", "ingress", "gateway", "--namespace", "llm-gateway", "--wait=true", "--timeout=10m"],
+        ["delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"],
+    ], "Karpenter's nodes first, then the objects that own AWS load balancers, each awaited"
     assert_cleaned_up(rig, stack)
-    for check in ("nodes ready", "device plugin ready on gpu nodes", "allocatable nvidia.com/gpu", "gpu smoke job"):
-        assert f"PASS  {check}" in result.out
+    for check in ("nodes ready", "gpu nodes present", "device plugin ready on gpu nodes (device-plugin)",
+                  "allocatable nvidia.com/gpu", "nvidia-smi on pool inference"):
+        assert has_row(result.out, "PASS", check), result.out
+    for model in ("llama-3-1-8b-instruct", "qwen2-5-7b-instruct"):
+        assert has_row(result.out, "SKIP", f"model {model} health", "scaled to zero"), "dev scales models to zero"
+    assert has_row(result.out, "PASS", "gateway chat", "llama-3-1-8b-instruct answered 'ready'"), result.out
+    assert has_row(result.out, "SKIP", "gateway embedding", "no embedding model"), result.out
     assert "NVIDIA-SMI 570" in result.out
     assert f"test {stack}: PASSED" in result.out
 
@@ -112,8 +130,9 @@ def test_failed_check_stops_the_checks_and_cleans_up(rig: Rig):
     result = run_test(rig)
 
     assert result.code == exit_codes.FAILED
-    assert "PASS  device plugin ready on gpu nodes" in result.out
-    assert "FAIL  allocatable nvidia.com/gpu: allocatable nvidia.com/gpu is 0 on: ip-10-40-1-9" in result.out
+    assert has_row(result.out, "PASS", "device plugin ready on gpu nodes (device-plugin)"), result.out
+    assert has_row(result.out, "FAIL", "allocatable nvidia.com/gpu",
+                   "allocatable nvidia.com/gpu is 0 on: ip-10-40-1-9"), result.out
     assert not any(k["argv"][0] == "apply" for k in rig.calls.kubectl()), "no smoke Job without GPUs"
     assert_cleaned_up(rig, test_stack(rig))
     assert "FAILED" in result.out
@@ -123,7 +142,7 @@ def test_failed_smoke_job_fails_the_run(rig: Rig):
     rig.monkeypatch.setenv("STANDIN_KUBECTL", "job-fails")
     result = run_test(rig)
     assert result.code == exit_codes.FAILED
-    assert "FAIL  gpu smoke job: failed" in result.out
+    assert has_row(result.out, "FAIL", "nvidia-smi on pool inference", "failed"), result.out
     assert_cleaned_up(rig, test_stack(rig))
 
 
@@ -131,7 +150,7 @@ def test_ctrl_c_during_checks_still_cleans_up(rig: Rig):
     rig.monkeypatch.setenv("STANDIN_KUBECTL", "interrupt")
     result = run_test(rig)
 
-    assert result.code == exit_codes.FAILED
+    assert result.code == exit_codes.INTERRUPTED
     assert "interrupted" in result.err
     order = timeline(rig)
     assert order.index("kubectl delete") < order.index("destroy"), "load balancers go before the VPC"
@@ -142,10 +161,11 @@ def test_ctrl_c_during_up_still_destroys_what_was_created(rig: Rig):
     rig.monkeypatch.setenv("STANDIN_INTERRUPT", "up")
     result = run_test(rig)
 
-    assert result.code == exit_codes.FAILED
+    assert result.code == exit_codes.INTERRUPTED
     assert "interrupted" in result.err
     stack = test_stack(rig)
-    assert "Destroying (" in result.out and "3 delete" in result.out, "the resources created before Ctrl-C"
+    assert "Destroying (" in result.out and "4 delete" in result.out, (
+        "the resources created before Ctrl-C, and the step in flight when it came")
     assert f"clean-up: stack {stack} destroyed and removed" in result.err
     assert_cleaned_up(rig, stack)
 
@@ -155,7 +175,7 @@ def test_unreachable_cluster_does_not_stop_the_destroy(rig: Rig):
     result = run_test(rig)
 
     assert result.code == exit_codes.FAILED
-    assert "FAIL  nodes ready" in result.out
+    assert has_row(result.out, "FAIL", "nodes ready"), result.out
     assert "could not delete LoadBalancer Services" in result.err
     assert_cleaned_up(rig, test_stack(rig))
 
@@ -175,7 +195,7 @@ def test_failed_destroy_leaves_the_stack_tagged_for_reap(rig: Rig):
 def test_zero_gpu_nodes_is_a_usage_error(rig: Rig):
     zero = run_test(rig, "--gpu-nodes", "0")
     assert zero.code == exit_codes.USAGE
-    assert "--gpu-nodes must be at least 1" in zero.err
+    assert "argument --gpu-nodes: '0': must be at least 1" in zero.err
     assert rig.calls.entries() == []
 
 
@@ -187,3 +207,92 @@ def test_smoke_target_skips_dra_pools():
     assert gpu_target(settings, 2) == (GpuTarget(pool="train", purpose="gpu-training", nodes=2), 1)
     with pytest.raises(EnvRequestError, match="no GPU pool outside DRA"):
         gpu_target(SimpleNamespace(gpu_pools=[pool("claims", contract.GPU_DRA_PURPOSE)]), 1)
+
+
+def run_prod(rig: Rig, *extra: str):
+    rig.monkeypatch.setenv("STANDIN_GPU_SOFTWARE", "gpu-operator")
+    rig.monkeypatch.setenv("STANDIN_GPU_POOLS", json.dumps(["inference-a10g"]))
+    return rig.run("test", "--from", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", "--endpoint-reachable",
+                   *extra)
+
+
+def test_checks_follow_the_gpu_operator_and_call_every_model_through_the_gateway(rig: Rig):
+    result = run_prod(rig)
+
+    assert result.code == exit_codes.OK, result.out + result.err
+    assert has_row(result.out, "PASS", "device plugin ready on gpu nodes (gpu-operator)",
+                   "gpu-operator device plugin Ready on 1 GPU node(s)"), result.out
+    kubectl = [k["argv"] for k in rig.calls.kubectl()]
+    assert ["get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset", "-o", "json"] in kubectl
+    assert not any("nvidia-device-plugin" in a for a in kubectl if a[:2] == ["get", "daemonsets"]), (
+        "the standalone chart's namespace does not exist on a GPU Operator stack")
+    for model, namespace in (("llama-3-1-70b-instruct-awq", "serving-interactive"), ("bge-m3", "serving-embedding"),
+                             ("qwen2-5-32b-instruct", "serving-batch")):
+        assert has_row(result.out, "PASS", f"model {model} health"), result.out
+        assert ["get", "--raw", f"/api/v1/namespaces/{namespace}/services/http:{model}:8000/proxy/health"] in kubectl
+    calls = rig.calls.entries("gateway")
+    assert [(c["path"], c["body"]["model"], c["authorized"]) for c in calls] == [
+        ("/v1/chat/completions", "llama-3-1-70b-instruct-awq", True), ("/v1/embeddings", "bge-m3", True)]
+    assert has_row(result.out, "PASS", "gateway embedding", "bge-m3: 1024 dimensions"), result.out
+    assert "10 of 10 passed" in result.out
+
+
+def test_an_unhealthy_model_fails_the_run_clearly(rig: Rig):
+    rig.monkeypatch.setenv("STANDIN_UNHEALTHY", "bge-m3")
+    result = run_prod(rig, "--output", "json")
+
+    assert result.code == exit_codes.FAILED
+    report = json.loads(result.out)
+    failed = {c["name"]: c["detail"] for c in report["checks"] if c["status"] == "FAIL"}
+    assert set(failed) == {"model bge-m3 health", "gateway embedding"}
+    assert "ServiceUnavailable" in failed["model bge-m3 health"]
+    assert "HTTP 503" in failed["gateway embedding"]
+    assert report["cleanup"]["removed"] is True
+
+
+def test_preflight_stops_before_anything_is_created(rig: Rig):
+    """Missing kubectl, bad credentials, an unusable KMS key, or a private endpoint out of reach: exit 5,
+    one line per problem, and not a single Pulumi call that changes anything."""
+    cases = [
+        ({"--kubectl": "/nonexistent/kubectl"}, {}, "kubectl: /nonexistent/kubectl not found"),
+        ({}, {"STANDIN_AWS": "no-credentials"}, "aws credentials: Unable to locate credentials"),
+        ({"--secrets-provider": "awskms://alias/llm-platform?region=us-east-1"}, {"STANDIN_AWS": "no-key"},
+         "secrets provider: KMS key alias/llm-platform not usable"),
+    ]
+    for flags, env, message in cases:
+        for key, value in env.items():
+            rig.monkeypatch.setenv(key, value)
+        argv = ["test", "--from", "dev", "--kubectl", flags.get("--kubectl", rig.kubectl), "--timeout", "0s"]
+        if "--secrets-provider" in flags:
+            argv += ["--secrets-provider", flags["--secrets-provider"]]
+        result = rig.run(*argv)
+        assert result.code == exit_codes.PREFLIGHT, result.err
+        assert "preflight failed, nothing was changed" in result.err and message in result.err, result.err
+        for key in env:
+            rig.monkeypatch.delenv(key)
+    assert [a for a in rig.calls.argvs()] == [], "no stack was created"
+
+    private = rig.run("test", "--from", "prod", "--kubectl", rig.kubectl)
+    assert private.code == exit_codes.PREFLIGHT
+    assert "API endpoint is private and its cluster does not exist yet" in private.err
+    assert "--endpoint-reachable" in private.err
+    assert rig.calls.argvs() == []
+
+
+def test_verify_checks_a_deployed_environment_from_its_stored_request(rig: Rig):
+    assert rig.run("env", "create", "alice-exp", "--from", "dev",
+                   "--set", "gpuPools[0].scaling.desiredSize=1", "--set", "gpuPools[0].scaling.maxSize=1").code == 0
+    result = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s")
+
+    assert result.code == exit_codes.OK, result.out + result.err
+    assert has_row(result.out, "PASS", "nvidia-smi on pool inference"), (
+        "the stored desiredSize=1 says the pool has nodes")
+    assert has_row(result.out, "PASS", "gateway chat"), result.out
+    ups = [a for a in rig.calls.argvs() if a[0] in ("up", "destroy", "refresh")]
+    assert len(ups) == 1, "verify changes nothing: only env create ran up"
+
+    rig.monkeypatch.setenv("STANDIN_KUBECTL", "job-fails")
+    failed = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s", "--json")
+    assert failed.code == exit_codes.FAILED
+    assert json.loads(failed.out)["result"] == "failed"
+    assert rig.run("verify", "--stack", "ghost", "--kubectl", rig.kubectl).code == exit_codes.NOT_FOUND

@@ -63,16 +63,32 @@ def test_nodes_ready_names_the_laggards():
     assert postdeploy.nodes_ready(FakeKubectl(nodes=[node("a")])) == (True, "1 node(s) Ready")
 
 
+PLUGIN = postdeploy.gpu_software_target("device-plugin")
+OPERATOR = postdeploy.gpu_software_target("gpu-operator")
+
+
 def test_device_plugin_must_run_on_every_gpu_node():
     kubectl = FakeKubectl(nodes=[node("cpu"), node("g1", gpu=True), node("g2", gpu=True)],
                           daemonsets=[DAEMONSET], pods=[plugin_pod("g1"), plugin_pod("g2", ready=False)])
-    ok, detail = postdeploy.device_plugin_ready(kubectl)
-    assert not ok and detail == "no Ready device plugin pod on GPU node(s) g2"
+    ok, detail = postdeploy.device_plugin_ready(kubectl, PLUGIN)
+    assert not ok and detail == "no Ready device plugin pod of nvidia-device-plugin (device-plugin) on GPU node(s) g2"
     kubectl.items["pods"] = [plugin_pod("g1"), plugin_pod("g2")]
-    assert postdeploy.device_plugin_ready(kubectl)[0] is True
-    assert ("get", "daemonsets", "-n", postdeploy.DEVICE_PLUGIN_NAMESPACE, "-l",
+    assert postdeploy.device_plugin_ready(kubectl, PLUGIN)[0] is True
+    assert ("get", "daemonsets", "-n", "nvidia-device-plugin", "-l",
             postdeploy.DEVICE_PLUGIN_SELECTOR, "-o", "json") in kubectl.calls
-    assert postdeploy.device_plugin_ready(FakeKubectl(nodes=[node("g1", gpu=True)]))[0] is False
+    assert postdeploy.device_plugin_ready(FakeKubectl(nodes=[node("g1", gpu=True)]), PLUGIN)[0] is False
+
+
+def test_gpu_operator_plugin_is_looked_for_where_the_operator_runs_it():
+    """The operator's operand DaemonSet, in the operator's namespace, skipping nodes labelled not to run it."""
+    opted_out = node("auto", gpu=True)
+    opted_out["metadata"]["labels"][postdeploy.DEPLOY_PLUGIN_LABEL] = "false"
+    kubectl = FakeKubectl(nodes=[node("g1", gpu=True), opted_out], daemonsets=[DAEMONSET], pods=[plugin_pod("g1")])
+    ok, detail = postdeploy.device_plugin_ready(kubectl, OPERATOR)
+    assert ok, detail
+    operand = ("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset", "-o", "json")
+    assert operand in kubectl.calls
+    assert not any("nvidia-device-plugin" == c[3] for c in kubectl.calls if c[:2] == ("get", "daemonsets"))
 
 
 def test_allocatable_gpus_on_every_gpu_node():
@@ -83,17 +99,24 @@ def test_allocatable_gpus_on_every_gpu_node():
         True, f"4 allocatable {contract.GPU_RESOURCE} on 1 node(s)")
 
 
-def test_only_load_balancer_services_are_deleted():
+def test_teardown_deletes_karpenter_nodes_then_load_balancers_and_lists_what_stays():
+    from automation.teardown import prepare_destroy
+
     services = [
         {"metadata": {"namespace": "serving", "name": "gateway"}, "spec": {"type": "LoadBalancer"}},
         {"metadata": {"namespace": "default", "name": "kubernetes"}, "spec": {"type": "ClusterIP"}},
         {"metadata": {"namespace": "obs", "name": "grafana"}, "spec": {"type": "LoadBalancer"}},
     ]
-    kubectl = FakeKubectl(services=services)
-    assert postdeploy.delete_load_balancers(kubectl) == ["serving/gateway", "obs/grafana"]
+    kubectl = FakeKubectl(services=services, **{"nodepools.karpenter.sh": [{"metadata": {"name": "inference"}}],
+                                                "ingresses": [{"metadata": {"namespace": "web", "name": "ui"}}]})
+    report = prepare_destroy(kubectl)
     deletes = [c for c in kubectl.calls if c[0] == "delete"]
-    assert deletes == [("delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"),
+    assert deletes == [("delete", "nodepool.karpenter.sh", "inference", "--wait=true", "--timeout=10m"),
+                       ("delete", "ingress", "ui", "--namespace", "web", "--wait=true", "--timeout=10m"),
+                       ("delete", "service", "gateway", "--namespace", "serving", "--wait=true", "--timeout=10m"),
                        ("delete", "service", "grafana", "--namespace", "obs", "--wait=true", "--timeout=10m")]
+    assert report.leftovers == ["ingress/web/ui", "service/serving/gateway", "service/obs/grafana"], (
+        "this fake never forgets an object, so everything is still listed afterwards")
 
 
 class Clock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -124,16 +125,18 @@ def test_destroy_and_refresh_run_without_policy_flags(rig: Rig):
 
 def test_missing_stack_and_locked_stack_are_distinct_errors(rig: Rig):
     missing = rig.run("destroy", "--stack", "dev")
-    assert missing.code == exit_codes.USAGE
+    assert missing.code == exit_codes.NOT_FOUND
     assert "stack 'dev' does not exist in file://" in missing.err
 
     assert rig.run("up", "--stack", "dev").code == exit_codes.OK
-    lock = rig.state / ".pulumi" / "locks" / "llm-platform" / "dev" / "other.json"
+    lock = rig.state / ".pulumi" / "locks" / "organization" / "llm-platform" / "dev" / "other.json"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("{}")
+    lock.write_text(json.dumps({"pid": 4242, "username": "bob", "hostname": "ci-runner-7",
+                                "timestamp": "2026-11-23T08:00:00Z"}))
     locked = rig.run("up", "--stack", "dev")
-    assert locked.code == exit_codes.FAILED
-    assert "stack 'dev' is locked by another update" in locked.err
+    assert locked.code == exit_codes.LOCKED
+    assert "stack 'dev' is locked by bob@ci-runner-7 (pid 4242) for " in locked.err
+    assert "on another host" in locked.err and "unlock --stack dev --force" in locked.err
     assert "Traceback" not in locked.err
 
 
@@ -197,3 +200,36 @@ def test_cli_problems_exit_2(rig: Rig, tmp_path: Path):
     missing = rig.run("preview", "--stack", "dev")
     assert missing.code == exit_codes.USAGE
     assert "cannot run the Pulumi CLI" in missing.err
+
+
+def test_long_operations_report_progress_in_plain_lines_outside_a_terminal(rig: Rig):
+    assert rig.run("up", "--stack", "dev").code == exit_codes.OK
+    rig.monkeypatch.setenv("STANDIN_STEP_SECONDS", "0.3")
+    rig.monkeypatch.setenv("LLM_PLATFORM_PROGRESS_SECONDS", "0.25")
+    result = rig.run("destroy", "--stack", "dev")
+
+    assert result.code == exit_codes.OK, result.err
+    beats = [line for line in result.out.splitlines() if line.startswith("progress: destroy dev: ")]
+    assert len(beats) >= 3, result.out
+    assert any("/7 resources done, deleting llm-platform:index:" in line for line in beats), beats
+    counts = [int(line.split(": ")[2].split("/")[0]) for line in beats]
+    assert counts == sorted(counts) and 0 < counts[-1] <= 7, "counted from the engine events as they stream"
+    assert "duration: " in result.out
+
+
+def test_progress_status_line():
+    from automation.progress import OperationProgress
+
+    now = [100.0]
+    progress = OperationProgress("up", "prod", 40, lambda line: None, None, live=False, clock=lambda: now[0])
+    now[0] += 192
+    progress.done = 12
+    progress.current = "creating aws:eks/cluster:Cluster cluster"
+    assert progress.status() == "up prod: 12/40 resources done, creating aws:eks/cluster:Cluster cluster, 03:12 elapsed"
+
+
+def test_every_operation_ends_with_a_summary_table(rig: Rig):
+    result = rig.run("up", "--stack", "dev")
+    assert re.search(r"^RESULT\s+OPERATION\s+STACK\s+CHANGES\s+VIOLATIONS\s+DURATION\s*$", result.out, re.MULTILINE)
+    row = r"^ok\s+up\s+dev\s+7 create\s+0 mandatory, 0 other\s+\d+s\s*$"
+    assert re.search(row, result.out, re.MULTILINE), result.out
