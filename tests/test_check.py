@@ -31,10 +31,33 @@ def checked(request, tmp_path_factory):
     return request.param, out, run_check("--stack", request.param, "--out", str(out))
 
 
-def test_check_passes_and_reports(checked):
+NEEDS_CLUSTER_AUTOSCALER = pytest.mark.xfail(strict=True, reason="needs Cluster Autoscaler from issue 10")
+
+
+def capacity_source_only(report: dict) -> bool:
+    """Whether the only violations left are managed groups nothing scales (Cluster Autoscaler, issue 10)."""
+    return all(
+        v["policy_name"] == "capacity-simulation" and "nothing adds them" in v["message"] for v in report["violations"]
+    )
+
+
+def test_only_the_missing_cluster_autoscaler_is_reported(checked):
+    stack, out, done = checked
+    report = json.loads((out / "policy-report.json").read_text())
+    assert report["violations"], "the shipped plans have no Cluster Autoscaler yet"
+    assert capacity_source_only(report), report["violations"]
+    assert done.returncode == exit_codes.FAILED
+
+
+@NEEDS_CLUSTER_AUTOSCALER
+def test_check_passes(checked):
+    _, _, done = checked
+    assert done.returncode == exit_codes.OK, done.stdout[-3000:]
+
+
+def test_check_reports(checked):
     stack, _, done = checked
     resources, gpus, monthly = EXPECTED[stack]
-    assert done.returncode == exit_codes.OK, done.stderr
     assert f"llm-platform stack {stack}: {resources} resources" in done.stdout
     assert "Node pools" in done.stdout and "Resources by type" in done.stdout
     assert f"GPU capacity (worst case): {gpus} GPUs" in done.stdout
@@ -67,7 +90,6 @@ def test_manifests_are_written(checked):
 
 def test_json_output_for_scripts(tmp_path):
     done = run_check("--stack", "dev", "--out", str(tmp_path), "--output", "json")
-    assert done.returncode == exit_codes.OK, done.stderr
     summary = json.loads(done.stdout)["summary"]
     assert summary["worst_case_gpus"] == 3 + 8 + 4
     # managed pool: 3 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour (g5.48xlarge, g6e.12xlarge)
@@ -82,6 +104,7 @@ def test_unknown_stack_is_a_usage_error():
     assert "Traceback" not in done.stderr
 
 
+@NEEDS_CLUSTER_AUTOSCALER
 def test_check_runs_the_pack_and_writes_its_report(checked):
     stack, out, done = checked
     assert "Policy pack llm-platform-gpu" in done.stdout and "no violations" in done.stdout

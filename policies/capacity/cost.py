@@ -31,7 +31,7 @@ class WorstCase:
 
 def node_group_worst_case(label: str, max_size: int, types: Sequence[PricedType]) -> WorstCase:
     per_node = max((t.gpus for t in types), default=0)
-    price = max((t.hourly_usd for t in types if t.gpus), default=0.0) if per_node else 0.0
+    price = max((t.hourly_usd for t in types), default=0.0) if per_node else 0.0
     return WorstCase(max_size * per_node, max_size * price,
                      f"{label}: {max_size} nodes x {per_node} GPUs at ${price:.3f}/h")
 
