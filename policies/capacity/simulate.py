@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .instances import Instance, Resources
 from .llm import GIB, memory_fit
-from .model import GPU_RESOURCE, Cluster, Pool, Workload, node_allocatable, untolerated
+from .model import GPU_RESOURCE, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
 
 #: The checks, in the order findings are reported; each finding carries one.
 CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "model-memory", "quota", "wake-up",
@@ -250,11 +250,9 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
                 f"controller), so it stays at {pool.min_nodes}. Install the autoscaler for it or set enough fixed nodes.",
                 where_key=pool.key))
     elif pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
-        template = pool.template or None
+        template = pool.template or ScaleFromZeroTemplate()
         missing = []
-        if template is None:
-            missing.append("every node-template tag")
-        else:
+        if True:
             if pool.is_gpu and GPU_RESOURCE not in template.resources:
                 missing.append(f"resources/{GPU_RESOURCE}")
             for taint in pool.taints:
@@ -282,7 +280,10 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     per_node = best.instance.gpus
     plan.gpus_at_min = sum(w.requests.gpus * w.min_replicas for w in plan.workloads)
     plan.gpus_at_max = sum(w.requests.gpus * w.max_replicas for w in plan.workloads)
-    ceiling = plan.max_nodes
+    # Nodes are bounded by a group's max, static replicas or limits.nodes; GPUs by limits[nvidia.com/gpu].
+    ceiling = pool.static_nodes if pool.static_nodes is not None else pool.max_nodes
+    if ceiling is None:
+        ceiling = pool.node_limit
     gpu_cap = pool.gpu_limit
 
     def over(nodes: int) -> list[tuple[str, str, str]]:
@@ -294,13 +295,14 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
         return problems
 
     at_min = _pack(_pods(plan.workloads, mins), capacity) if any(mins.values()) else 0
-    for resource, need, have in over(at_min):
+    min_problems = over(at_min)
+    for resource, need, have in min_problems:
         out.append(Finding(
             "pool-min", None, pool.name, resource, need, have,
             f"{label} cannot hold the min replicas of what lands there ({', '.join(f'{w.name} x{w.min_replicas}' for w in plan.workloads if w.min_replicas)}): "
             f"they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's maximum or lower min replicas.",
             where_key=pool.key))
-    for workload in plan.workloads:
+    for workload in plan.workloads if not min_problems else []:
         counts = {**mins, workload.name: workload.max_replicas}
         nodes = _pack(_pods(plan.workloads, counts), capacity)
         for resource, need, have in over(nodes):
