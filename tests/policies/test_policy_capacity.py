@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .builders import (
@@ -279,3 +281,21 @@ def test_unknown_deciding_values_are_not_judged(pack):
     owner, group = pool()
     unknown = patch(group, {"scalingConfig": UNKNOWN})
     assert pack.stack_messages([owner, unknown, server(), scaler()], SIM) == []
+
+
+# --- one calculator: the report's worst case is the pack's --------------------------------------
+
+
+def test_report_and_pack_agree_on_worst_case(pack, stack_plan):
+    """The offline check's summary and the pack's cap and budget policies price the same ceiling."""
+    from automation.report import summarize
+
+    pack.configure({"all": "mandatory", "gpu-capacity-cap": {"maxGpus": 0}, "gpu-monthly-budget": {"monthlyBudgetUsd": 0}})
+    messages = [v.message for v in pack.runner.analyze_plan(stack_plan.resources)]
+    gpus = next(re.search(r"Worst-case GPU count is ([\d.]+)", m) for m in messages if "Worst-case GPU count" in m)
+    spend = next(re.search(r"Worst-case GPU spend is \$([\d,]+)/month", m) for m in messages if "GPU spend" in m)
+    summary = summarize(stack_plan)
+    assert float(gpus.group(1)) == summary.worst_case_gpus
+    assert int(spend.group(1).replace(",", "")) == pytest.approx(summary.worst_case_gpu_monthly_usd, abs=1)
+    rows = {row.pool: row for row in summary.capacity}
+    assert sum(r.max_gpus or 0 for r in rows.values()) == summary.worst_case_gpus
