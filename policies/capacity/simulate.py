@@ -56,6 +56,7 @@ class Shape:
     instance: Instance
     free: Resources
     daemonsets: list[str]
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,7 +133,7 @@ def plan_pools(cluster: Cluster) -> list[PoolPlan]:
             labels = {**instance.labels(), **pool.labels}
             landed = [d for d in cluster.daemonsets if d.lands_on(labels, pool.flexible, pool.taints)]
             overhead = sum((d.requests for d in landed), Resources())
-            shapes.append(Shape(instance, node_allocatable(pool, instance) - overhead, [d.name for d in landed]))
+            shapes.append(Shape(instance, node_allocatable(pool, instance) - overhead, [d.name for d in landed], labels))
         plans.append(PoolPlan(pool, shapes))
     return plans
 
@@ -143,17 +144,17 @@ def _candidate(plan: PoolPlan, workload: Workload) -> bool:
         return False
     if workload.resource_claims and pool.karpenter:
         return False
-    return any(workload.selection.admits({**s.instance.labels(), **pool.labels}, pool.flexible) for s in plan.usable)
+    return any(workload.selection.admits(s.labels, pool.flexible) for s in plan.usable)
 
 
 def _fits(shape: Shape, pool: Pool, workload: Workload) -> bool:
-    labels = {**shape.instance.labels(), **pool.labels}
-    return workload.selection.admits(labels, pool.flexible) and not shape.free.shortfalls(workload.requests)
+    return workload.selection.admits(shape.labels, pool.flexible) and not shape.free.shortfalls(workload.requests)
 
 
-def _pack(pods: list[Resources], capacity: Resources) -> int:
-    """Nodes first-fit-decreasing packing needs for ``pods`` on nodes of ``capacity``."""
-    nodes: list[Resources] = []
+def _place(nodes: list[Resources], pods: list[Resources], capacity: Resources) -> list[Resources]:
+    """First-fit-decreasing placement of ``pods`` onto ``nodes`` (free room per node), opening nodes of
+    ``capacity`` as needed; returns the new free room per node."""
+    nodes = list(nodes)
     for pod in sorted(pods, key=lambda p: (p.gpus, p.cpu_m, p.memory_mib), reverse=True):
         for i, free in enumerate(nodes):
             if not free.shortfalls(pod):
@@ -161,7 +162,12 @@ def _pack(pods: list[Resources], capacity: Resources) -> int:
                 break
         else:
             nodes.append(capacity - pod)
-    return len(nodes)
+    return nodes
+
+
+def _pack(pods: list[Resources], capacity: Resources) -> int:
+    """Nodes first-fit-decreasing packing needs for ``pods`` on nodes of ``capacity``."""
+    return len(_place([], pods, capacity))
 
 
 def _pods(workloads: list[Workload], counts: dict[str, int]) -> list[Resources]:
@@ -195,7 +201,7 @@ def simulate(cluster: Cluster) -> Simulation:
             continue
         for plan in candidates:
             shape = min(
-                (s for s in plan.usable if workload.selection.admits({**s.instance.labels(), **plan.pool.labels}, plan.pool.flexible)),
+                (s for s in plan.usable if workload.selection.admits(s.labels, plan.pool.flexible)),
                 key=lambda s: len(s.free.shortfalls(workload.requests)) * 1e12
                 - (s.free.gpus * 1e9 + s.free.cpu_m * 1e3 + s.free.memory_mib),
             )
@@ -274,7 +280,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
         return out
     capacity = best.free
     mins = {w.name: w.min_replicas for w in plan.workloads}
-    plan.nodes_at_min = max(pool.min_nodes, _pack(_pods(plan.workloads, mins), capacity)) if any(mins.values()) else pool.min_nodes
+    plan.nodes_at_min = max(pool.min_nodes, _pack(_pods(plan.workloads, mins), capacity))
     maxes = {w.name: w.max_replicas for w in plan.workloads}
     plan.nodes_at_max = _pack(_pods(plan.workloads, maxes), capacity)
     per_node = best.instance.gpus
@@ -294,7 +300,8 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
             problems.append((GPU_RESOURCE, f"{_fmt(nodes * per_node)} GPUs", f"limit {_fmt(gpu_cap)}"))
         return problems
 
-    at_min = _pack(_pods(plan.workloads, mins), capacity) if any(mins.values()) else 0
+    base = _place([], _pods(plan.workloads, mins), capacity)
+    at_min = len(base)
     min_problems = over(at_min)
     for resource, need, have in min_problems:
         out.append(Finding(
@@ -303,8 +310,9 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
             f"they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's maximum or lower min replicas.",
             where_key=pool.key))
     for workload in plan.workloads if not min_problems else []:
-        counts = {**mins, workload.name: workload.max_replicas}
-        nodes = _pack(_pods(plan.workloads, counts), capacity)
+        # the others at min (packed once), this one's extra replicas added on top
+        extra = [workload.requests] * max(workload.max_replicas - workload.min_replicas, 0)
+        nodes = len(_place(base, extra, capacity))
         for resource, need, have in over(nodes):
             out.append(Finding(
                 "pool-max", workload.name, pool.name, resource, need, have,
