@@ -178,6 +178,16 @@ def test_settings_and_engine_adapters_agree(variant, monkeypatch):
     seen = {f.identity() for f in from_settings.findings}
     emitted = {f.identity() for f in from_engine.findings}
     assert seen == emitted
+    # and they describe the same cluster: every pod's requests, bounds, surge and model; every node's room
+    def workloads(sim):
+        return {w.name: (w.requests, w.limits, w.min_replicas, w.max_replicas, w.surge, w.model, w.wake_signal)
+                for plan in sim.plans for w in plan.workloads}
+
+    def shapes(sim):
+        return {(p.pool.name, s.instance.name): (s.free, tuple(sorted(s.daemonsets))) for p in sim.plans for s in p.shapes}
+
+    assert workloads(from_settings) == workloads(from_engine)
+    assert shapes(from_settings) == shapes(from_engine)
     # without Cluster Autoscaler the pack names exactly the managed groups that can grow
     bare = simulate(cluster_from_resources(plan.resources)).findings
     grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size} | {"system"}

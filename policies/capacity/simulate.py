@@ -142,8 +142,8 @@ def _candidate(plan: PoolPlan, workload: Workload) -> bool:
     pool = plan.pool
     if untolerated(workload.tolerations, pool.taints):
         return False
-    if workload.resource_claims and pool.karpenter:
-        return False
+    if workload.resource_claims and pool.kind in ("Karpenter NodePool", "Auto Mode NodePool"):
+        return False  # Karpenter skips pods with resourceClaims; Auto Mode has no DRA
     return any(workload.selection.admits(s.labels, pool.flexible) for s in plan.usable)
 
 
@@ -193,10 +193,12 @@ def simulate(cluster: Cluster) -> Simulation:
             fitting[0].workloads.append(workload)
             continue
         if not candidates:
+            dra = " (its resourceClaims need a managed node group: Karpenter skips such pods, Auto Mode has no DRA)" \
+                if workload.resource_claims else ""
             findings.append(Finding(
                 "fit", workload.name, "no pool", "placement", workload.selection.describe(), "no matching pool",
                 f"{workload.name} selects {workload.selection.describe()} but no pool matches its selection and "
-                f"taints it tolerates, so it stays Pending; change its node selector or tolerations, or add a pool.",
+                f"taints it tolerates{dra}, so it stays Pending; change its node selector or tolerations, or add a pool.",
                 workload_key=workload.key))
             continue
         for plan in candidates:

@@ -127,6 +127,20 @@ def test_nodepools_need_a_karpenter_controller(pack):
     assert pack.stack_messages([*stack, KARPENTER], SIM) == []
 
 
+def test_auto_mode_nodepools_scale_themselves(pack):
+    auto = patch(nodepool(), {"spec.template.spec.nodeClassRef": {"group": "eks.amazonaws.com", "kind": "NodeClass",
+                                                                   "name": "default"},
+                              "spec.template.spec.requirements.0.key": "eks.amazonaws.com/instance-family",
+                              "spec.template.spec.requirements.1.key": "eks.amazonaws.com/instance-size"})
+    assert pack.stack_messages([auto, server(selector={"llm-platform.io/pool": "gpu-inference"}), scaler()], SIM) == []
+
+
+def test_dra_pods_cannot_use_karpenter(pack):
+    sel = {"llm-platform.io/pool": "gpu-inference"}
+    claim = patch(server(selector=sel), {"spec.template.spec.resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]})
+    one(pack.stack_messages([KARPENTER, nodepool(), claim, scaler()], SIM), "no pool matches", "resourceClaims need a managed node group")
+
+
 # --- fit: allocatable after the node's reserve and DaemonSets ---------------------------------
 
 
