@@ -24,6 +24,7 @@ from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
 from .instances import InstanceCatalog, load_instances
 from .llm import architecture_from_json, by_hugging_face_id, model_catalog
 from .model import (
+    EKS_EFFECTS,
     GPU_RESOURCE,
     Cluster,
     DaemonSet,
@@ -60,7 +61,6 @@ WORKLOADS = {
     "kubernetes:batch/v1:CronJob": ("CronJob", ("spec", "jobTemplate", "spec", "template")),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("LeaderWorkerSet", ("spec", "leaderWorkerTemplate", "workerTemplate")),
 }
-EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 #: Pod template annotation with the served model's architecture (JSON, ``model_catalog.json`` fields).
 MODEL_ANNOTATION = "llm-platform.io/model-architecture"

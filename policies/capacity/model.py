@@ -15,7 +15,9 @@ from typing import Any
 from .instances import Instance, Resources, allocatable
 from .llm import Architecture
 
-HARD_EFFECTS = ("NoSchedule", "NoExecute")
+#: The pack's one taint-effect table: EKS API spelling -> Kubernetes spelling (``shapes`` re-exports it).
+EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 GPU_RESOURCE = "nvidia.com/gpu"
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .instances import Instance, Resources
 from .llm import GIB, memory_fit
-from .model import GPU_RESOURCE, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
+from .model import GPU_RESOURCE, HARD_EFFECTS, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
 
 #: The checks, in the order findings are reported; each finding carries one.
 CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "model-memory", "quota", "wake-up",
@@ -264,7 +264,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
             if pool.is_gpu and GPU_RESOURCE not in template.resources:
                 missing.append(f"resources/{GPU_RESOURCE}")
             for taint in pool.taints:
-                if taint.effect in ("NoSchedule", "NoExecute") and taint.key not in template.taints:
+                if taint.effect in HARD_EFFECTS and taint.key not in template.taints:
                     missing.append(f"taint/{taint.key}")
             selected = set().union(*(w.selection.keys() for w in plan.workloads)) if plan.workloads else set()
             for key in sorted(selected):
