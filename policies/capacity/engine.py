@@ -186,11 +186,12 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
             else:
                 source = None
             owner = _owner(r, by_urn)
+            disk = quantity(props.get("diskSize"))  # GiB; a launch template's volumes are not judged
             pools.append(Pool(
                 name=props.get("nodeGroupName") or r.name, kind="managed node group",
                 instances=[catalog.instances[t] for t in types if t in catalog.instances],
                 labels={str(k): str(v) for k, v in (props.get("labels") or {}).items()}, taints=taints,
-                min_nodes=low or 0, max_nodes=high, capacity_source=source,
+                min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=disk,
                 template=templates.get(owner or "") if autoscaler else None,
                 flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
             ))
@@ -232,8 +233,21 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 min_nodes=static or 0, gpu_limit=gpu_limit, node_limit=quantity(limits.get("nodes")),
                 static_nodes=static, flexible=flexible, capacity_source=source,
                 max_pods=_int(_get(node_class, "spec", "kubelet", "maxPods")), karpenter=not auto_mode, key=r.urn,
+                disk_gib=_root_volume_gib(node_class),
             ))
     return pools
+
+
+def _root_volume_gib(node_class: dict[str, Any]) -> float | None:
+    """Ephemeral storage of an EC2NodeClass's nodes: its root volume, unless instance-store NVMe (RAID0,
+    size not in the catalog) backs it instead."""
+    spec = node_class.get("spec") or {}
+    if not spec or spec.get("instanceStorePolicy") == "RAID0":
+        return None
+    mappings = [m for m in spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+    root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
+    size = quantity(_get(root or {}, "ebs", "volumeSize"))
+    return None if size is None else size / 2**30 if size > 2**20 else size
 
 
 def _daemonsets(resources: list[Any]) -> list[DaemonSet]:

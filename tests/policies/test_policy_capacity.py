@@ -183,6 +183,17 @@ def test_explicit_daemonsets_count_too(pack):
     one(pack.stack_messages([*stack, agent], SIM), "requests 27.0 GiB of memory", "agent")
 
 
+def test_ephemeral_storage_against_the_root_volume(pack):
+    from .builders import ec2nodeclass
+
+    sel = {"llm-platform.io/pool": "gpu-inference"}
+    big = patch(server(selector=sel), {"spec.template.spec.containers.0.resources.requests.ephemeral-storage": "300Gi"})
+    one(pack.stack_messages([KARPENTER, nodepool(), ec2nodeclass(), big, scaler()], SIM),
+        "requests 300.0 GiB of ephemeral-storage", "has 179.0 GiB")
+    nvme = patch(ec2nodeclass(), {"spec.instanceStorePolicy": "RAID0"})
+    assert pack.stack_messages([KARPENTER, nodepool(), nvme, big, scaler()], SIM) == []
+
+
 def test_no_matching_pool(pack):
     one(pack.stack_messages(scaled_stack(selector={"llm-platform.io/pool": "elsewhere"}), SIM),
         "no pool matches its selection")
