@@ -112,6 +112,9 @@ def _config(stack: str, **changes) -> dict:
     config = copy.deepcopy(read_stack_config(stack))
     for path, value in changes.items():
         key, *rest = path.split("__")
+        if not rest:
+            config[f"llm-platform:{key}"] = value
+            continue
         node = config[f"llm-platform:{key}"]
         for step in rest[:-1]:
             node = node[int(step)] if step.isdigit() else node[step]
@@ -154,6 +157,11 @@ VARIANTS = {
         "serving__tiers__1__models__0__catalog": "qwen2.5-32b-instruct",
         "serving__tiers__1__quota": {"gpus": 4, "cpu": "16", "memory": "64Gi"},
         "karpenter__nodePools__0__gpuLimit": 2,
+    }),
+    "dev-auto-mode": ("dev", {
+        "autoMode": {"enabled": True, "gpuNodePools": [
+            {"name": "auto-l40s", "purpose": "gpu-inference", "instanceFamilies": ["g6e"], "gpuLimit": 4}]},
+        "serving__tiers__1__models__0__pool": "auto-l40s",
     }),
     "prod-infeasible": ("prod", {
         "serving__tiers__2__models__0__catalog": "qwen2.5-32b-instruct",
@@ -223,3 +231,15 @@ def test_dev_with_a_dra_pool_passes():
     findings = simulate(cluster_from_resources(plan.resources)).findings
     assert {f.check for f in findings} <= AUTOSCALER_CHECKS, findings
     assert any(p.name == "dra" for p in cluster_from_resources(plan.resources).pools)
+
+
+def test_eks_agents_skip_auto_mode_nodes():
+    from components.capacity_input import settings_simulation
+
+    config = _config("dev", **VARIANTS["dev-auto-mode"][1])
+    plans = {p.pool.name: p for p in settings_simulation(parse_settings(config)).plans}
+    auto = set(plans["auto-l40s"].shapes[0].daemonsets)
+    managed = set(plans["inference"].shapes[0].daemonsets)
+    assert {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"} <= managed
+    assert not auto & {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"}, auto
+    assert "system" in plans and "nvidia-device-plugin" not in plans["system"].shapes[0].daemonsets

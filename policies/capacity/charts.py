@@ -22,6 +22,12 @@ _GPU_LABEL_TERMS = [
 ]
 _GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 _EVERYTHING = [{"operator": "Exists"}]
+#: EKS add-on agents stay off nodes whose networking EKS runs itself.
+_NOT_ON = lambda *types: [{"matchExpressions": [  # noqa: E731
+    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]},
+    {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": list(types)},
+]}]
 
 
 @dataclass(frozen=True)
@@ -129,17 +135,22 @@ CHART_DAEMONSETS: dict[tuple[str, str], list[ChartDaemonSet]] = {
 ADDON_DAEMONSETS: dict[str, ChartDaemonSet] = {
     "vpc-cni": ChartDaemonSet(
         name="aws-node", requests={"cpu": "25m"}, tolerations=_EVERYTHING,
+        affinity_terms=_NOT_ON("fargate", "hybrid", "auto"),
         source="aws/amazon-vpc-cni-k8s v1.23.0 charts/aws-vpc-cni/values.yaml: resources.requests cpu 25m, "
-               "tolerations Exists (network-policy agent sidecar: resources {})",
+               "tolerations Exists, affinity compute-type NotIn fargate/hybrid/auto (network-policy agent "
+               "sidecar: resources {})",
     ),
     "kube-proxy": ChartDaemonSet(
         name="kube-proxy", requests={"cpu": "100m"}, tolerations=_EVERYTHING,
-        source="EKS kube-proxy add-on DaemonSet (kube-system): requests cpu 100m, tolerations Exists",
+        affinity_terms=_NOT_ON("fargate", "auto"),
+        source="EKS kube-proxy add-on DaemonSet (kube-system; no public chart): requests cpu 100m, tolerations "
+               "Exists, not on Fargate or Auto Mode nodes",
     ),
     "eks-pod-identity-agent": ChartDaemonSet(
         name="eks-pod-identity-agent", requests={}, tolerations=_EVERYTHING,
+        affinity_terms=_NOT_ON("fargate", "hybrid", "auto"),
         source="aws/eks-pod-identity-agent charts/eks-pod-identity-agent/values.yaml (1.2.0): resources {}, "
-               "tolerations Exists",
+               "tolerations Exists, affinity compute-type NotIn fargate/hybrid/auto",
     ),
 }
 #: Add-ons EKS installs on every cluster unless told otherwise (pulumi-eks keeps them).

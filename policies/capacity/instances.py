@@ -88,6 +88,8 @@ class Instance:
         """Well-known labels a node of this type carries (Karpenter's and Kubernetes')."""
         size = self.name.split(".", 1)[1] if "." in self.name else ""
         labels = {
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",  # every catalog type is x86_64
             "node.kubernetes.io/instance-type": self.name,
             "karpenter.k8s.aws/instance-category": self.category,
             "karpenter.k8s.aws/instance-family": self.family,
