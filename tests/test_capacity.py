@@ -243,3 +243,35 @@ def test_eks_agents_skip_auto_mode_nodes():
     assert {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"} <= managed
     assert not auto & {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"}, auto
     assert "system" in plans and "nvidia-device-plugin" not in plans["system"].shapes[0].daemonsets
+
+
+def test_every_pinned_agent_chart_has_a_daemonset_row():
+    """Moving a pin in versions.py without reading the new chart's DaemonSets fails here."""
+    from components import versions
+    from policies.capacity.charts import CHART_DAEMONSETS
+
+    for chart in (versions.NVIDIA_DEVICE_PLUGIN, versions.DCGM_EXPORTER, versions.NVIDIA_GPU_OPERATOR,
+                  versions.KUBE_PROMETHEUS_STACK):
+        assert (chart.chart, chart.version) in CHART_DAEMONSETS, chart
+
+
+def test_gpu_operator_operands_reach_gpu_nodes_labelled_at_runtime():
+    """A foreign stack's GPU pool without the gpu.present label still gets the operator's agents:
+    NFD labels the PCI vendor and the operator sets nvidia.com/gpu.present."""
+    from types import SimpleNamespace as NS
+
+    group = NS(type="eks:index:ManagedNodeGroup", name="gpu", urn="g", parent="",
+               props={"instanceTypes": ["g5.2xlarge"], "scalingConfig": {"minSize": 1, "maxSize": 1}, "labels": {},
+                      "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]})
+    gpu = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    values = {"node-feature-discovery": {"worker": {"tolerations": gpu}}}
+    operator = NS(type="kubernetes:helm.sh/v3:Release", name="op", urn="o", parent="",
+                  props={"chart": "gpu-operator", "version": "v26.7.0", "values": values})
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    landed = set(plan.shapes[0].daemonsets)
+    assert {"node-feature-discovery-worker", "nvidia-device-plugin-daemonset", "nvidia-operator-validator"} <= landed
+    # with the chart's default NFD tolerations (control-plane only) NFD never reaches the tainted node,
+    # so nothing labels it and no operand lands either
+    operator.props["values"] = {}
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    assert plan.shapes[0].daemonsets == [], plan.shapes[0].daemonsets

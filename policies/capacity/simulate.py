@@ -125,12 +125,27 @@ def _res(name: str, value: float) -> str:
     return _fmt(value)
 
 
+def _runtime_gpu_labels(cluster: Cluster, pool: Pool, instance: Instance, labels: dict[str, str]) -> dict[str, str]:
+    """Labels agents put on a GPU node after it joins, if they reach it: NFD's PCI vendor label, and the
+    GPU Operator's ``nvidia.com/gpu.present`` (set where NFD found an NVIDIA device)."""
+    if not instance.gpus:
+        return {}
+    nfd = [d for d in cluster.daemonsets if d.name == "node-feature-discovery-worker"]
+    if not any(d.lands_on(labels, pool.flexible, pool.taints) for d in nfd):
+        return {}
+    runtime = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+    if any(d.name == "nvidia-operator-validator" for d in cluster.daemonsets):
+        runtime["nvidia.com/gpu.present"] = "true"
+    return runtime
+
+
 def plan_pools(cluster: Cluster) -> list[PoolPlan]:
     plans = []
     for pool in cluster.pools:
         shapes = []
         for instance in pool.instances:
             labels = {**instance.labels(), **pool.labels}
+            labels = {**_runtime_gpu_labels(cluster, pool, instance, labels), **labels}
             landed = [d for d in cluster.daemonsets if d.lands_on(labels, pool.flexible, pool.taints)]
             overhead = sum((d.requests for d in landed), Resources())
             shapes.append(Shape(instance, node_allocatable(pool, instance) - overhead, [d.name for d in landed], labels))
