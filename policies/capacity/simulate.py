@@ -87,6 +87,17 @@ class PoolPlan:
         return max(self.usable, key=lambda s: (s.free.gpus, s.free.cpu_m, s.free.memory_mib), default=None)
 
     @property
+    def planning(self) -> Shape | None:
+        """The node type replica counts are planned on. Karpenter launches the cheapest type that holds
+        the pods (so GPU limits are spent on small nodes, not on the roomiest one); a node group is
+        planned on its roomiest type, the best case its autoscaler can reach."""
+        if self.pool.kind in ("Karpenter NodePool", "Auto Mode NodePool") and self.workloads:
+            fitting = [s for s in self.usable if all(not s.free.shortfalls(w.requests) for w in self.workloads)]
+            if fitting:
+                return min(fitting, key=lambda s: (s.instance.hourly_usd, -s.free.gpus))
+        return self.best
+
+    @property
     def max_nodes(self) -> float | None:
         """Most nodes the pool can hold: group max, static replicas, or what its limits allow."""
         pool = self.pool
@@ -292,7 +303,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
                 f"group's k8s.io/cluster-autoscaler/node-template/* tags, which lack {', '.join(missing)}; pending "
                 f"pods never scale it up from zero. Tag the group's ASG with them.",
                 where_key=pool.key))
-    best = plan.best
+    best = plan.planning
     if best is None or not plan.workloads:
         return out
     capacity = best.free

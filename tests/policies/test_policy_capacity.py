@@ -218,6 +218,17 @@ def test_nodepool_gpu_limit_bounds_max_replicas(pack):
         "can never reach its 6 max replicas", "6 GPUs", "limit 4")
 
 
+def test_karpenter_plans_on_the_cheapest_node_that_holds_the_pods(pack):
+    """A g5 NodePool admits g5.48xlarge (8 GPUs): 3 one-GPU replicas on g5.2xlarge nodes spend 3 of a
+    4-GPU limit, not 8."""
+    sel = {"llm-platform.io/pool": "gpu-inference"}
+    any_size = patch(nodepool(), {"spec.template.spec.requirements": [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]}]})
+    assert pack.stack_messages([KARPENTER, any_size, server(selector=sel), scaler(high=3)], SIM) == []
+    one(pack.stack_messages([KARPENTER, any_size, server(selector=sel), scaler(high=5)], SIM),
+        "can never reach its 5 max replicas", "5 GPUs of g5.2xlarge", "limit 4")
+
+
 def test_shared_pool_overcommit_is_advice(pack):
     stack = [*scaled_stack(max_size=3), server("other"), scaler("other", low=0, high=2,
                                                       query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
