@@ -260,7 +260,8 @@ def render_capacity(summary: Summary, console: Console) -> None:
 
     for row in summary.capacity:
         table.add_row(
-            escape(row.pool), escape(row.source), f"{row.min_nodes}/{num(row.max_nodes)}", str(row.gpus_per_node),
+            escape(row.pool), escape(row.source), f"{row.min_nodes}/{num(row.max_nodes)}",
+            str(row.gpus_per_node) if row.min_gpus_per_node == row.gpus_per_node else f"{row.min_gpus_per_node}-{row.gpus_per_node}",
             num(row.max_gpus), escape("\n".join(row.workloads)) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
             f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}", f"{row.hourly_usd_at_min * hours:,.0f}",
             "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",

@@ -108,8 +108,9 @@ class PoolPlan:
         bounds = []
         if pool.node_limit is not None:
             bounds.append(pool.node_limit)
-        if pool.gpu_limit is not None and self.best is not None and self.best.instance.gpus:
-            bounds.append(math.floor(pool.gpu_limit / self.best.instance.gpus))
+        smallest = min((s.instance.gpus for s in self.usable if s.instance.gpus), default=0)
+        if pool.gpu_limit is not None and smallest:
+            bounds.append(math.floor(pool.gpu_limit / smallest))  # the most nodes the GPU limit allows
         return min(bounds) if bounds else None
 
 

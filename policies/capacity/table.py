@@ -24,6 +24,7 @@ class CapacityRow:
     max_nodes: float | None
     gpus_per_node: int
     max_gpus: float | None
+    min_gpus_per_node: int = 0
     workloads: list[str] = field(default_factory=list)
     gpus_at_min: float = 0
     gpus_at_max: float = 0
@@ -67,6 +68,7 @@ def _row(plan: PoolPlan) -> CapacityRow:
     row = CapacityRow(
         pool=pool.name, kind=pool.kind, source=pool.capacity_source or "none", min_nodes=pool.min_nodes,
         max_nodes=plan.max_nodes, gpus_per_node=per_node, max_gpus=worst.gpus if worst else None,
+        min_gpus_per_node=min((i.gpus for i in pool.instances), default=0),
         workloads=[w.name for w in plan.workloads], gpus_at_min=plan.gpus_at_min, gpus_at_max=plan.gpus_at_max,
         hourly_usd_at_min=at_min, hourly_usd_at_max=at_max,
         worst_case_detail=worst.detail if worst else "unbounded",
