@@ -209,9 +209,9 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
         field = _QUOTA_FIELD.get(finding.resource, "gpus")
         return f"{finding.where_key}.{field}", _lookup(raw, f"{finding.where_key}.{field}")
     if finding.check in ("capacity-source", "scale-from-zero", "pool-min", "overcommit"):
-        field = "gpuLimit" if finding.resource == contract.GPU_RESOURCE else "scaling.maxSize"
-        path = f"{finding.where_key}.{field}" if not finding.where_key.startswith("karpenter") or field == "gpuLimit" \
-            else f"{finding.where_key}.gpuLimit"
+        nodepool = finding.where_key.startswith(("karpenter", "autoMode"))
+        field = "gpuLimit" if nodepool or finding.resource == contract.GPU_RESOURCE else "scaling.maxSize"
+        path = f"{finding.where_key}.{field}"
         return path, _lookup(raw, path)
     base = finding.workload_key or finding.where_key
     field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max",

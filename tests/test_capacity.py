@@ -275,3 +275,12 @@ def test_gpu_operator_operands_reach_gpu_nodes_labelled_at_runtime():
     operator.props["values"] = {}
     (plan,) = simulate(cluster_from_resources([group, operator])).plans
     assert plan.shapes[0].daemonsets == [], plan.shapes[0].daemonsets
+
+
+def test_nodepool_problems_name_the_gpu_limit():
+    config = _config("dev", **{"karpenter__nodePools__0__gpuLimit": 2})
+    with pytest.raises(settings_stack.SettingsError) as caught:
+        parse_settings(config)
+    (problem,) = caught.value.problems
+    assert problem.key == "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].replicas.max"
+    assert "limit 2" in problem.reason and problem.value == 4
