@@ -178,17 +178,38 @@ def _fits(shape: Shape, pool: Pool, workload: Workload) -> bool:
     return workload.selection.admits(shape.labels, pool.flexible) and not shape.free.shortfalls(workload.requests)
 
 
+def _fit_count(free: Resources, pod: Resources) -> int:
+    """How many ``pod``s fit into ``free`` (every pod takes a pod slot, so the count is finite)."""
+    counts = [math.floor((have + 1e-9) / need) for have, need in zip(free._tuple(), pod._tuple())
+              if need > 0 and not math.isinf(have)]
+    return max(min(counts), 0) if counts else 0
+
+
 def _place(nodes: list[Resources], pods: list[Resources], capacity: Resources) -> list[Resources]:
     """First-fit-decreasing placement of ``pods`` onto ``nodes`` (free room per node), opening nodes of
-    ``capacity`` as needed; returns the new free room per node."""
+    ``capacity`` as needed; returns the new free room per node. Identical pods are placed as a group
+    (as many per node as fit), which keeps hundreds of replicas cheap."""
     nodes = list(nodes)
-    for pod in sorted(pods, key=lambda p: (p.gpus, p.cpu_m, p.memory_mib), reverse=True):
+    groups: dict[Resources, int] = {}
+    for pod in pods:
+        groups[pod] = groups.get(pod, 0) + 1
+    for pod in sorted(groups, key=lambda p: (p.gpus, p.cpu_m, p.memory_mib), reverse=True):
+        left = groups[pod]
         for i, free in enumerate(nodes):
-            if not free.shortfalls(pod):
-                nodes[i] = free - pod
+            if not left:
                 break
-        else:
-            nodes.append(capacity - pod)
+            k = min(_fit_count(free, pod), left)
+            if k:
+                nodes[i] = free - pod.scaled(k)
+                left -= k
+        per_node = _fit_count(capacity, pod)
+        if not per_node:
+            nodes.extend([capacity - pod] * left)  # does not fit at all: one (overfull) node each
+            continue
+        full, rest = divmod(left, per_node)
+        nodes.extend([capacity - pod.scaled(per_node)] * full)
+        if rest:
+            nodes.append(capacity - pod.scaled(rest))
     return nodes
 
 
@@ -338,10 +359,15 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
             f"{label} cannot hold the min replicas of what lands there ({', '.join(f'{w.name} x{w.min_replicas}' for w in plan.workloads if w.min_replicas)}): "
             f"they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's maximum or lower min replicas.",
             where_key=pool.key))
+    slots: dict[Resources, int] = {}
     for workload in plan.workloads if not min_problems else []:
-        # the others at min (packed once), this one's extra replicas added on top
-        extra = [workload.requests] * max(workload.max_replicas - workload.min_replicas, 0)
-        nodes = len(_place(base, extra, capacity))
+        # the others at min (packed once), this one's extra replicas first filling the room left there
+        pod, extra = workload.requests, max(workload.max_replicas - workload.min_replicas, 0)
+        if pod not in slots:
+            slots[pod] = sum(_fit_count(free, pod) for free in base)
+        room = slots[pod]
+        per_node = _fit_count(capacity, pod) or 1
+        nodes = len(base) + (math.ceil((extra - room) / per_node) if extra > room else 0)
         for resource, need, have in over(nodes):
             out.append(Finding(
                 "pool-max", workload.name, pool.name, resource, need, have,
