@@ -191,7 +191,6 @@ class Settings(_Model):
                 accelerator=pool.accelerator,
                 gpu_memory_mib=pool.gpu_memory_mib,
                 max_gpus_per_node=max(t.gpus for t in types),
-                max_usd_per_gpu_hour=max(t.on_demand_hourly_usd / t.gpus for t in types),
             )
             for pool, types in candidates
         }
@@ -203,13 +202,13 @@ class Settings(_Model):
 
 @dataclass(frozen=True)
 class PoolFacts:
-    """What a GPU pool offers a workload: purpose, GPU model and memory, GPUs per node, $/GPU-hour."""
+    """What a GPU pool offers a workload: purpose, GPU model and memory, GPUs per node (costs come from
+    ``policies/capacity``, the one calculator)."""
 
     purpose: str
     accelerator: str
     gpu_memory_mib: int
     max_gpus_per_node: int
-    max_usd_per_gpu_hour: float
 
 
 @dataclass(frozen=True)
