@@ -35,6 +35,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_check.py
 	$(VENV)/bin/python benchmarks/bench_policies.py
+	$(VENV)/bin/python benchmarks/bench_capacity.py
 
 clean:
 	rm -rf build .pytest_cache

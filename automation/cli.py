@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"
         err.print(f"error: stack {stack!r} has {len(exc.problems)} invalid setting(s):")
         for problem in exc.problems:
-            err.print(f"  {problem}")
+            err.print(f"  {problem}", markup=False)
         return exit_codes.USAGE
     except (StackFileError, PolicyConfigMissing, PolicyConfigError) as exc:
         err.print(f"error: {exc}")

@@ -16,6 +16,9 @@ from rich.table import Table
 
 from components.catalog import load_catalog
 from components.contract import GPU_RESOURCE, POOL_LABEL
+from policies.capacity.engine import cluster_from_resources
+from policies.capacity.simulate import simulate
+from policies.capacity.table import CapacityRow, capacity_rows, worst_case
 
 from .analyzer import PackReport
 from .plan import Plan
@@ -67,6 +70,7 @@ class Summary:
     worst_case_gpu_hourly_usd: float = 0.0
     worst_case_gpu_monthly_usd: float = 0.0
     hours_per_month: int = 730
+    capacity: list[CapacityRow] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +169,16 @@ def summarize(plan: Plan) -> Summary:
     pools = [
         _pool(r.name, "managed node group", r.inputs) for r in plan.resources if r.type in NODE_GROUP_TYPES
     ] + [_node_pool(r.name, r.inputs) for r in plan.resources if r.type == NODE_POOL_TYPE]
+    # Worst-case GPUs and cost come from the capacity model, the calculator the pack's cap and budget use.
+    cluster = cluster_from_resources(plan.resources)
+    modelled = {p.name: p for p in cluster.pools}
+    for summary in pools:
+        pool = modelled.get(summary.name)
+        worst = worst_case(pool) if pool is not None else None
+        if worst is not None:
+            summary.worst_case_gpus = int(worst.gpus)
+            summary.worst_case_hourly_usd = round(worst.hourly_usd, 4)
+    capacity = capacity_rows(cluster, simulate(cluster))
     gpus = sum(p.worst_case_gpus for p in pools)
     hourly = round(sum(p.worst_case_hourly_usd for p in pools), 4)
     quotas = {
@@ -183,6 +197,7 @@ def summarize(plan: Plan) -> Summary:
         worst_case_gpu_hourly_usd=hourly,
         worst_case_gpu_monthly_usd=round(hourly * catalog.hours_per_month, 2),
         hours_per_month=catalog.hours_per_month,
+        capacity=capacity,
     )
 
 
@@ -223,11 +238,35 @@ def render(summary: Summary, console: Console) -> None:
                 str(m.worst_case_gpus), "-" if quota is None else str(quota), f"{m.worst_case_monthly_usd:,.0f}",
             )
         console.print(tiers)
+    if summary.capacity:
+        render_capacity(summary, console)
     console.print(
         f"GPU capacity (worst case): [bold]{summary.worst_case_gpus}[/bold] GPUs; "
         f"GPU cost at on-demand prices: [bold]${summary.worst_case_gpu_hourly_usd:,.2f}/h[/bold], "
         f"[bold]${summary.worst_case_gpu_monthly_usd:,.0f}/month[/bold] ({summary.hours_per_month} h)"
     )
+
+
+def render_capacity(summary: Summary, console: Console) -> None:
+    """Per pool: who adds nodes, node and GPU bounds, what lands there, GPU headroom and cost at min and max."""
+    hours = summary.hours_per_month
+    table = Table(title="Capacity (simulated)", title_justify="left")
+    for column in ("pool", "source", "nodes min/max", "GPUs/node", "max GPUs", "workloads", "GPUs used min/max",
+                   "headroom min/max", "$/month min", "$/month max"):
+        table.add_column(column, overflow="fold")
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    for row in summary.capacity:
+        table.add_row(
+            escape(row.pool), escape(row.source), f"{row.min_nodes}/{num(row.max_nodes)}",
+            str(row.gpus_per_node) if row.min_gpus_per_node == row.gpus_per_node else f"{row.min_gpus_per_node}-{row.gpus_per_node}",
+            num(row.max_gpus), escape("\n".join(row.workloads)) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
+            f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}", f"{row.hourly_usd_at_min * hours:,.0f}",
+            "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",
+        )
+    console.print(table)
 
 
 def render_policies(report: PackReport, console: Console) -> None:

@@ -17,6 +17,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
+
 from . import contract, versions
 from .gateway import demand_query
 from .iam import pod_identity_trust
@@ -113,6 +115,7 @@ def vllm_args(model: ServedModel) -> list[str]:
         "--max-model-len", str(model.max_model_len),
         "--download-dir", MODEL_DIR,
         "--port", str(PORT),
+        *(["--quantization", model.quantization] if model.quantization else []),
     ]
 
 
@@ -299,7 +302,10 @@ class ModelServer(pulumi.ComponentResource):
                 "template": {
                     "metadata": {
                         "labels": labels,
-                        "annotations": {contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu)},
+                        "annotations": {
+                            contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu),
+                            MODEL_ARCHITECTURE_ANNOTATION: json.dumps(model.resolved_architecture().to_json()),
+                        },
                     },
                     "spec": {
                         "serviceAccountName": model.name,

@@ -7,6 +7,7 @@ so sibling modules import by their plain names.
 from pulumi_policy import EnforcementLevel, PolicyPack
 
 import autoscaling
+import capacity_simulation
 import dra
 import gpu_agents
 import gpu_capacity
@@ -35,5 +36,6 @@ PolicyPack(
         *scheduling.POLICIES,
         *autoscaling.POLICIES,
         *dra.POLICIES,
+        *capacity_simulation.POLICIES,
     ],
 )

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from capacity.cost import node_group_worst_case, nodepool_worst_case
 from catalog import load_catalog
 from gpu_workloads import asks_for_gpu
 from kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy
@@ -76,15 +77,11 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
         if pool.instance_types is None:
             continue
         if not pool.karpenter:
-            per_node = max((t.gpus for t in pool.instance_types), default=0)
             max_size = as_int(node_group_scaling(pool.resource).get("maxSize"))
             if max_size is None:
                 continue
-            price = max((t.hourly_usd for t in pool.instance_types), default=0.0)
-            items.append(
-                Item(pool, max_size * per_node, max_size * price * hours,
-                     f"{pool.label}: {max_size} nodes x {per_node} GPUs at ${price:.3f}/h")
-            )
+            worst = node_group_worst_case(pool.label, max_size, pool.instance_types)
+            items.append(Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail))
             continue
         items.append(_nodepool_item(pool, gpu_resource, hours))
     return [i for i in items if i is not None]
@@ -94,29 +91,18 @@ def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
     catalog = load_catalog()
     resource = pool.resource
     types = pool.instance_types or [t for t in catalog.instances.values() if t.gpus]
-    per_node = max(t.gpus for t in types)
     replicas = resource.get("spec", "replicas")
-    if replicas is UNKNOWN:
-        return None
-    if replicas is not None:
-        count = as_int(replicas) or 0
-        price = max(t.hourly_usd for t in types)
-        return Item(pool, count * per_node, count * price * hours,
-                    f"{pool.label}: {count} static nodes x {per_node} GPUs at ${price:.3f}/h")
     limit = gpu_limit(resource, gpu_resource)
     limits = resource.get("spec", "limits", default={})
-    if limit is UNKNOWN or limits is UNKNOWN:
+    if UNKNOWN in (replicas, limit) or limits is UNKNOWN:
         return None
-    nodes = quantity(as_dict(limits).get("nodes"))
-    if limit is None and nodes is not None and per_node:
-        limit = nodes * per_node
-    elif limit is not None and nodes is not None and per_node:
-        limit = min(limit, nodes * per_node)
-    per_gpu = max(t.per_gpu_hourly_usd or 0.0 for t in types)
-    if limit is None:
+    worst = nodepool_worst_case(
+        pool.label, types, static_nodes=None if replicas is None else as_int(replicas) or 0,
+        gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
+    )
+    if worst is None:
         return Item(pool, None, None, "", f"has no limits['{gpu_resource}'], so its GPU count is unbounded")
-    return Item(pool, limit, limit * per_gpu * hours,
-                f"{pool.label}: limit {limit:g} GPUs at up to ${per_gpu:.3f}/GPU-h")
+    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
 
 
 def _summary(items: list[Item], value: str) -> str:

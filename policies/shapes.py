@@ -274,8 +274,8 @@ def pod_template(resource: Resource) -> PodTemplate | None:
 
 # --- Taints and tolerations -------------------------------------------------------------------
 
-EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
-HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# One taint-effect table for the pack, kept with the capacity model that also needs it.
+from capacity.model import EKS_EFFECTS, HARD_EFFECTS  # noqa: E402  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def test_gpu_pools_follow_the_contract(stack_plan):
 def test_dev_gpu_pool_is_diverse_spot(dev_plan):
     (group,) = gpu_node_groups(dev_plan)
     assert group.inputs["capacityType"] == "SPOT"
-    assert group.inputs["instanceTypes"] == ["g5.xlarge", "g5.2xlarge", "g5.4xlarge"]
+    assert group.inputs["instanceTypes"] == ["g5.2xlarge", "g5.4xlarge"]
     assert group.inputs["labels"]["llm-platform.io/capacity-type"] == "spot"
     assert group.inputs["labels"]["llm-platform.io/accelerator"] == "a10g"
     assert group.inputs["labels"]["llm-platform.io/gpu-memory-mib"] == "22888"

@@ -134,7 +134,7 @@ def test_tiers_have_priorities_quotas_and_limits(prod_plan):
     priorities = {p.inputs["metadata"]["name"]: p.inputs["value"] for p in prod_plan.of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")}
     assert max(priorities, key=priorities.get) == "llm-interactive"
     quotas = {q.inputs["metadata"]["namespace"]: q.inputs["spec"]["hard"] for q in prod_plan.of_type("kubernetes:core/v1:ResourceQuota")}
-    assert quotas["serving-interactive"]["requests.nvidia.com/gpu"] == "16"
+    assert quotas["serving-interactive"]["requests.nvidia.com/gpu"] == "20"
     assert set(quotas) == {"serving-interactive", "serving-embedding", "serving-batch"}
     assert len(prod_plan.of_type("kubernetes:core/v1:LimitRange")) == 3
 

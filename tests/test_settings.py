@@ -99,8 +99,8 @@ def test_spot_gpu_pool_needs_two_types():
 
 
 def test_on_demand_gpu_pool_may_have_one_type():
-    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge"], gpuPools__0__capacityType="ON_DEMAND")
-    assert parse_settings(config).gpu_pools[0].instance_types == ["g5.xlarge"]
+    config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.2xlarge"], gpuPools__0__capacityType="ON_DEMAND")
+    assert parse_settings(config).gpu_pools[0].instance_types == ["g5.2xlarge"]
 
 
 def test_gpu_pool_scales_to_zero():
@@ -349,9 +349,56 @@ def serving_with(**changes):
     return with_changes(DEV, **{f"serving__{k}": v for k, v in changes.items()})
 
 
-def test_model_that_does_not_fit_its_pool_is_rejected():
-    config = serving_with(tiers__0__models__0__gpuMemoryGib=40)
-    assert_rejected(config, "llm-platform", "needs 40960 MiB per GPU", "offer 20599 MiB", "use more GPUs per replica")
+MODEL = "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct]"
+
+
+def test_model_that_does_not_fit_its_gpus_is_rejected():
+    """Weights plus one max-length sequence's KV cache against gpuMemoryUtilization x GPU memory."""
+    config = serving_with(tiers__0__models__0__catalog="qwen2.5-32b-instruct")
+    assert_rejected(config, f"{MODEL}.catalog", "bf16", "weights 61.0 GiB + KV cache 2.0 GiB = 63.0 GiB per GPU",
+                    "0.9 of a 22.4 GiB GPU on 'inference' is 20.1 GiB", "will not load")
+    # the AWQ INT4 checkpoint of the same model needs more than one A10G holds at 16384 tokens...
+    awq = serving_with(tiers__0__models__0__catalog="qwen2.5-32b-instruct-awq", tiers__0__models__0__maxModelLen=16384)
+    assert_rejected(awq, f"{MODEL}.catalog", "weights 18.0 GiB + KV cache 4.0 GiB = 22.0 GiB per GPU")
+    # ...and fits at 8192
+    parse_settings(serving_with(tiers__0__models__0__catalog="qwen2.5-32b-instruct-awq"))
+
+
+def test_hand_written_gpu_memory_is_gone():
+    assert_rejected(serving_with(tiers__0__models__0__gpuMemoryGib=40), "llm-platform:serving.tiers[0].models[0].gpuMemoryGib",
+                    "unknown key")
+
+
+def test_model_catalog_name_or_architecture():
+    assert_rejected(serving_with(tiers__0__models__0__catalog="llama-9"), "llm-platform:serving.tiers[0].models[0].catalog",
+                    "not in the model catalog", "llama-3.1-8b-instruct")
+    arch = {"parameters": 8030261248, "vocabSize": 128256, "hiddenSize": 4096, "layers": 32, "kvHeads": 8,
+            "headDim": 128, "quantization": "bf16"}
+    both = serving_with(tiers__0__models__0__architecture=arch)
+    assert_rejected(both, "llm-platform:serving.tiers[0].models[0]", "exactly one of catalog")
+    override = serving_with(tiers__0__models__0__architecture=arch, tiers__0__models__0__catalog=None)
+    model = parse_settings(override).serving.tiers[0].models[0]
+    assert model.resolved_architecture().weight_bytes() == pytest.approx(16.06e9, rel=1e-3)
+    too_big = serving_with(tiers__0__models__0__architecture={**arch, "parameters": 14_000_000_000},
+                           tiers__0__models__0__catalog=None)
+    assert_rejected(too_big, f"{MODEL}.catalog", "will not load")
+
+
+def test_max_model_len_beyond_the_model_is_rejected():
+    config = serving_with(tiers__1__models__0__maxModelLen=65536)
+    assert_rejected(config, "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].maxModelLen",
+                    "above qwen2.5-7b-instruct's 32768 positions")
+
+
+def test_model_requests_must_fit_a_node_after_daemonsets():
+    config = serving_with(tiers__0__models__0__cpu="8")
+    assert_rejected(config, f"{MODEL}.cpu", "requests 8 CPU per pod", "(g5.2xlarge) has 7.63 CPU allocatable",
+                    "DaemonSet(s) (eks-pod-identity-agent, kube-proxy, aws-node, nvidia-device-plugin, dcgm-exporter")
+
+
+def test_model_that_can_never_reach_its_max_is_rejected():
+    config = serving_with(tiers__0__models__0__replicas={"min": 0, "max": 4})
+    assert_rejected(config, f"{MODEL}.replicas.max", "can never reach its 4 max replicas", "4 nodes", "max 3")
 
 
 def test_tensor_parallel_stays_within_a_node():
@@ -369,9 +416,12 @@ def test_production_models_keep_a_warm_replica():
     assert_rejected(config, "llm-platform", "replicas.min is 0 in a production stack")
 
 
-def test_tier_quota_must_cover_its_models():
-    config = serving_with(tiers__0__quota={"gpus": 2, "cpu": "32", "memory": "192Gi"})
-    assert_rejected(config, "llm-platform:serving.tiers[0]", "models can scale to 3 GPUs but quota.gpus is 2")
+def test_tier_quota_must_cover_max_replicas_plus_surge():
+    config = serving_with(tiers__0__quota={"gpus": 3, "cpu": "20", "memory": "100Gi"})
+    quota = "llm-platform:serving.tiers[interactive].quota"
+    assert_rejected(config, f"{quota}.gpus", "allows requests.nvidia.com/gpu 3", "need 4 at max replicas plus 1 rollout surge")
+    assert_rejected(config, f"{quota}.cpu", "allows requests.cpu 20 CPU", "need 24 CPU")
+    assert_rejected(config, f"{quota}.memory", "need 112.0 GiB")
 
 
 def test_hugging_face_models_need_the_token_secret():

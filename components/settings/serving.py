@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
+from typing import Literal
 
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
+
+from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 
 from ._base import _REGION_RE, _dns_name, _Model
 
@@ -69,17 +74,39 @@ class ModelSource(_Model):
         return (self.s3 or "")[len("s3://") :].split("/", 1)[1]
 
 
+class ModelArchitecture(_Model):
+    """A model's size and shape, for models not in ``policies/capacity/model_catalog.json`` (same fields
+    as a catalog entry: total ``parameters``, ``vocabSize``, ``hiddenSize``, ``tiedEmbeddings``,
+    ``layers``, ``kvHeads``, ``headDim``, ``quantization`` bf16/fp16/fp8/awq-int4/gptq-int4,
+    optional ``maxPositionEmbeddings``)."""
+
+    parameters: int = Field(ge=1_000_000, le=10_000_000_000_000)
+    vocab_size: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    tied_embeddings: bool = False
+    layers: int = Field(ge=1, le=1000)
+    kv_heads: int = Field(ge=1, le=1024)
+    head_dim: int = Field(ge=1, le=1024)
+    quantization: Literal["bf16", "fp16", "fp8", "awq-int4", "gptq-int4"]
+    max_position_embeddings: int | None = Field(default=None, ge=1)
+
+
 class ServedModel(_Model):
-    """One vLLM deployment. ``gpuMemoryGib`` is what the model needs in GPU memory in total (weights
-    plus KV cache at ``maxModelLen``); it is split over ``gpusPerReplica`` GPUs (tensor parallel)."""
+    """One vLLM deployment. Its GPU memory need (weights plus the KV cache of one ``maxModelLen``
+    sequence, split over ``gpusPerReplica`` GPUs by tensor parallelism) follows from ``catalog``, a
+    model of ``policies/capacity/model_catalog.json``, or an explicit ``architecture``; exactly one.
+    ``quantization`` overrides the checkpoint's precision (``fp8`` quantizes a 16-bit checkpoint
+    at load, passed to vLLM as ``--quantization fp8``)."""
 
     name: str
     #: ``chat`` (default) or ``embedding``: decides which Bedrock models the gateway may fall back to.
     kind: Literal["chat", "embedding"] = "chat"
     source: ModelSource
     pool: str
+    catalog: str | None = None
+    architecture: ModelArchitecture | None = None
+    quantization: Literal["fp8"] | None = None
     gpus_per_replica: int = Field(default=1, ge=1, le=8)
-    gpu_memory_gib: float = Field(gt=0, le=640)
     max_model_len: int = Field(default=8192, ge=256, le=1_048_576)
     gpu_memory_utilization: float = Field(default=0.9, ge=0.5, le=0.98)
     replicas: Replicas
@@ -96,9 +123,39 @@ class ServedModel(_Model):
             raise ValueError(f"{value!r} is not a Kubernetes quantity like '4', '500m' or '32Gi'")
         return value
 
+    @field_validator("catalog")
+    @classmethod
+    def _catalog(cls, value: str | None) -> str | None:
+        known = model_catalog()
+        if value is not None and value not in known:
+            raise ValueError(f"{value!r} is not in the model catalog; allowed: {', '.join(sorted(known))}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_architecture(self) -> ServedModel:
+        if (self.catalog is None) == (self.architecture is None):
+            raise ValueError("set exactly one of catalog (a model_catalog.json name) or architecture")
+        return self
+
+    def resolved_architecture(self) -> Architecture:
+        """The architecture vLLM will load: catalog entry or override, with the quantization override."""
+        if self.architecture is not None:
+            spec = self.architecture.model_dump(by_alias=True, exclude_none=True)
+            arch = architecture_from_json(self.name, spec)
+        else:
+            arch = model_catalog()[self.catalog or ""]
+        return replace(arch, quantization=self.quantization) if self.quantization else arch
+
+    def memory_fit(self, gpu_memory_mib: float) -> MemoryFit:
+        return memory_fit(self.resolved_architecture(), max_model_len=self.max_model_len,
+                          tensor_parallel=self.gpus_per_replica, gpu_memory_mib=gpu_memory_mib,
+                          utilization=self.gpu_memory_utilization)
+
     @property
     def gpu_memory_mib_per_gpu(self) -> int:
-        return int(self.gpu_memory_gib * 1024 / self.gpus_per_replica)
+        """GPU memory (MiB) each GPU must have so vLLM's share holds weights plus one max-length sequence."""
+        need = self.memory_fit(0).need_per_gpu
+        return math.ceil(need / self.gpu_memory_utilization / MIB)
 
 
 class TierScaling(_Model):
@@ -147,12 +204,8 @@ class ServingTier(_Model):
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise ValueError("model names must be unique within a tier")
-        need = sum(m.replicas.max * m.gpus_per_replica for m in self.models)
-        if need > self.quota.gpus:
-            raise ValueError(
-                f"models can scale to {need} GPUs but quota.gpus is {self.quota.gpus}; "
-                "raise the quota or lower replicas.max, or KEDA will scale into pods the quota rejects"
-            )
+        # Quota against max replicas plus rollout surge (GPUs, CPU, memory) is judged by the capacity
+        # simulation (components/capacity_input.py), with the other capacity rules.
         return self
 
 

@@ -162,13 +162,6 @@ class Settings(_Model):
                         f"{where} needs {model.gpus_per_replica} GPUs per replica but {model.pool!r} nodes have at most "
                         f"{pool.max_gpus_per_node}; tensor parallelism stays within one node"
                     )
-                usable = int(pool.gpu_memory_mib * model.gpu_memory_utilization)
-                if model.gpu_memory_mib_per_gpu > usable:
-                    problems.append(
-                        f"{where} needs {model.gpu_memory_mib_per_gpu} MiB per GPU ({model.gpu_memory_gib} GiB over "
-                        f"{model.gpus_per_replica} GPU(s)) but {model.pool!r} GPUs ({pool.accelerator}) offer {usable} MiB "
-                        f"at gpuMemoryUtilization {model.gpu_memory_utilization}; use more GPUs per replica or a larger GPU"
-                    )
                 if self.production and model.replicas.min == 0:
                     problems.append(f"{where}.replicas.min is 0 in a production stack; keep at least 1 warm replica")
                 if model.source.hugging_face and self.hugging_face_token is None:
@@ -261,7 +254,6 @@ class Settings(_Model):
                 accelerator=pool.accelerator,
                 gpu_memory_mib=pool.gpu_memory_mib,
                 max_gpus_per_node=max(t.gpus for t in types),
-                max_usd_per_gpu_hour=max(t.on_demand_hourly_usd / t.gpus for t in types),
             )
             for pool, types in candidates
         }
@@ -273,13 +265,13 @@ class Settings(_Model):
 
 @dataclass(frozen=True)
 class PoolFacts:
-    """What a GPU pool offers a workload: purpose, GPU model and memory, GPUs per node, $/GPU-hour."""
+    """What a GPU pool offers a workload: purpose, GPU model and memory, GPUs per node (costs come from
+    ``policies/capacity``, the one calculator)."""
 
     purpose: str
     accelerator: str
     gpu_memory_mib: int
     max_gpus_per_node: int
-    max_usd_per_gpu_hour: float
 
 
 @dataclass(frozen=True)
@@ -362,7 +354,7 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
     prefix = f"{NAMESPACE}:"
     raw = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
     try:
-        return Settings.model_validate(raw)
+        settings = Settings.model_validate(raw)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -373,6 +365,21 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
                 shown = mask_secrets(_lookup(raw, loc)) if loc else "(several settings, named below)"
             problems.append(Problem(_key_path(loc), shown, _reason(error, loc)))
         raise SettingsError(problems) from None
+    problems = capacity_problems(settings)
+    if problems:
+        raise SettingsError(problems)
+    return settings
+
+
+def capacity_problems(settings: Settings) -> list[Problem]:
+    """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
+    from ..capacity_input import problem_key, settings_simulation  # the adapter imports components
+
+    problems = []
+    for finding in settings_simulation(settings).blocking:
+        key, value = problem_key(finding, settings)
+        problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
+    return problems
 
 
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:

@@ -40,7 +40,7 @@ def config_pairs(argv: list[str]) -> dict[str, str]:
 
 def test_create_tags_configures_and_deploys_the_environment(rig: Rig):
     result = create(rig, "alice-exp", "--ttl", "4h", "--purpose", "try vllm 0.11",
-                    "--set", "gpuPools[0].scaling.maxSize=1", "--set", "kmsDeletionWindowDays=10")
+                    "--set", "gpuPools[0].scaling.maxSize=5", "--set", "kmsDeletionWindowDays=10")
 
     assert result.code == exit_codes.OK, result.err
     argvs = rig.calls.argvs()
@@ -62,7 +62,7 @@ def test_create_tags_configures_and_deploys_the_environment(rig: Rig):
     assert config["llm-platform:environment"] == "alice-exp"
     assert config["llm-platform:kmsDeletionWindowDays"] == "10"
     pools = json.loads(config["llm-platform:gpuPools"])
-    assert pools[0]["scaling"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+    assert pools[0]["scaling"] == {"minSize": 0, "desiredSize": 0, "maxSize": 5}
     resource_tags = json.loads(config["llm-platform:tags"])
     assert resource_tags["llm-platform/owner"] == "alice" and resource_tags["llm-platform/stack"] == "env-alice-exp"
 
@@ -283,7 +283,7 @@ def test_via_operator_writes_a_stack_manifest_and_runs_nothing(rig: Rig, tmp_pat
     out = tmp_path / "env-alice-exp.yaml"
     result = create(rig, "alice-exp", "--via", "operator", "--out", str(out), "--ttl", "2d", "--purpose", "demo",
                     "--repo", "https://github.com/example/llm-platform.git", "--commit", "0123abc",
-                    "--set", "gpuPools[0].scaling.maxSize=1")
+                    "--set", "gpuPools[0].scaling.maxSize=5")
 
     assert result.code == exit_codes.OK, result.err
     assert rig.calls.entries() == []
@@ -300,7 +300,7 @@ def test_via_operator_writes_a_stack_manifest_and_runs_nothing(rig: Rig, tmp_pat
     assert spec["destroyOnFinalize"] is True
     assert spec["serviceAccountName"] == "pulumi"
     assert spec["config"]["llm-platform:environment"] == "alice-exp"
-    assert spec["config"]["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 1
+    assert spec["config"]["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 5
     annotations = manifest["metadata"]["annotations"]
     assert annotations["llm-platform.io/owner"] == "alice"
     assert parse_time(annotations["llm-platform.io/expires-at"]) - parse_time(
@@ -326,6 +326,7 @@ def fresh_checkout(rig: Rig, tmp_path: Path) -> Path:
 def test_failed_create_is_retried_from_a_fresh_checkout_with_the_stored_request(rig: Rig, tmp_path: Path):
     rig.monkeypatch.setenv("STANDIN_FAIL", "up")
     assert create(rig, "alice-exp", "--set", "gpuPools[0].scaling.maxSize=1",
+                  "--set", "serving.tiers[0].models[0].replicas.max=1",
                   "--set", "kmsDeletionWindowDays=10").code == exit_codes.FAILED
     rig.monkeypatch.delenv("STANDIN_FAIL")
     fresh_checkout(rig, tmp_path)
@@ -342,7 +343,8 @@ def test_failed_create_is_retried_from_a_fresh_checkout_with_the_stored_request(
 
 def test_update_changes_the_stored_request_and_extend_gives_more_time(rig: Rig, tmp_path: Path):
     assert create(rig, "alice-exp", "--ttl", "1h", "--set", "kmsDeletionWindowDays=10",
-                  "--set", "gpuPools[0].scaling.maxSize=1").code == exit_codes.OK
+                  "--set", "gpuPools[0].scaling.maxSize=1",
+                  "--set", "serving.tiers[0].models[0].replicas.max=1").code == exit_codes.OK
     fresh_checkout(rig, tmp_path)
 
     updated = rig.run("env", "update", "alice-exp", "--set", "gpuPools[0].scaling.maxSize=2",
@@ -353,7 +355,8 @@ def test_update_changes_the_stored_request_and_extend_gives_more_time(rig: Rig, 
     template = read_stack_config("dev", rig.project)
     assert config["llm-platform:kmsDeletionWindowDays"] == str(template["llm-platform:kmsDeletionWindowDays"])
     listed = json.loads(rig.run("env", "list", "--json").out)
-    assert listed[0]["overrides"] == ["gpuPools[0].scaling.maxSize=2"], "the request in the backend changed too"
+    assert listed[0]["overrides"] == ["serving.tiers[0].models[0].replicas.max=1", "gpuPools[0].scaling.maxSize=2"], (
+        "the request in the backend changed too")
 
     before = parse_time(rig.tags("env-alice-exp")[TAG_EXPIRES])
     extended = rig.run("env", "extend", "alice-exp", "--ttl", "2d")

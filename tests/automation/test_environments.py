@@ -112,9 +112,9 @@ def test_override_into_a_scalar_is_refused():
 
 def test_merged_config_is_the_template_plus_environment_plus_overrides():
     template = read_stack_config("dev")
-    merged = envs.merged_config(template, [envs.parse_override("gpuPools[0].scaling.maxSize=1")], environment="bob")
+    merged = envs.merged_config(template, [envs.parse_override("gpuPools[0].scaling.maxSize=5")], environment="bob")
     assert merged["llm-platform:environment"] == "bob"
-    assert merged["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 1
+    assert merged["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 5
     assert template["llm-platform:gpuPools"][0]["scaling"]["maxSize"] != 1, "the template is not modified"
     assert set(merged) == set(template)
     settings = parse_settings(merged)

@@ -1,0 +1,90 @@
+"""Benchmark of the capacity simulation: its cost at 10, 100 and 500 generated valid models.
+
+Each size is the dev stack with one extra tier of N models (Llama 3.1 8B, 1-2 replicas, on the
+Karpenter A10G pool with room for every max), a configuration the simulation passes. Three figures
+per size (median of N runs): the settings adapter plus simulation (what ``parse_settings`` adds),
+the engine adapter plus simulation over the same objects in engine form (what the pack's policy
+does), and the simulation alone; "findings" counts blocking findings (0: the generated stacks are valid). The last line compares with one offline check of dev. Prints
+figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def generated_config(models: int) -> dict:
+    from automation.stacks import read_stack_config
+
+    config = copy.deepcopy(read_stack_config("dev"))
+    config["llm-platform:karpenter"]["nodePools"][0]["gpuLimit"] = 2 * models + 8
+    tier = {
+        "name": "generated", "priority": 5000, "preemptLower": False,
+        "quota": {"gpus": 3 * models, "cpu": str(15 * models), "memory": f"{51 * models}Gi"},
+        "models": [
+            {"name": f"model-{i:04d}", "source": {"s3": f"s3://llm-platform-models-dev/generated/{i}/"},
+             "pool": "gpu-inference", "catalog": "llama-3.1-8b-instruct", "cpu": "4", "memory": "16Gi",
+             "replicas": {"min": 1, "max": 2}}
+            for i in range(models)
+        ],
+    }
+    config["llm-platform:serving"]["tiers"].append(tier)
+    return config
+
+
+def median_seconds(function, runs: int) -> float:
+    timings = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        function()
+        timings.append(time.perf_counter() - start)
+    return statistics.median(timings)
+
+
+def offline_check_seconds() -> float:
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "automation", "check", "--stack", "dev", "--out", out, "--output", "json"],
+                       cwd=ROOT, capture_output=True, text=True)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    from components.capacity_input import emitted, settings_cluster, settings_simulation
+    from components.settings import config_strings, parse_settings
+    from policies.capacity.engine import cluster_from_resources
+    from policies.capacity.simulate import simulate
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("sizes", nargs="*", type=int, default=[10, 100, 500])
+    args = parser.parse_args()
+    print(f"capacity simulation, median of {args.runs} runs")
+    print(f"{'models':>7}{'findings':>10}{'settings+sim ms':>17}{'engine+sim ms':>15}{'sim only ms':>13}")
+    largest = 0.0
+    for size in args.sizes:
+        settings = parse_settings(config_strings(generated_config(size)))
+        resources, _ = emitted(settings)
+        cluster = settings_cluster(settings)[0]
+        findings = [f for f in simulate(cluster).findings if f.blocking]
+        through_settings = median_seconds(lambda: settings_simulation(settings), args.runs)
+        through_engine = median_seconds(lambda: simulate(cluster_from_resources(resources)), args.runs)
+        alone = median_seconds(lambda: simulate(cluster), args.runs)
+        largest = max(largest, through_settings, through_engine)
+        print(f"{size:>7}{len(findings):>10}{through_settings * 1000:>17.1f}{through_engine * 1000:>15.1f}{alone * 1000:>13.1f}")
+    check = offline_check_seconds()
+    print(f"offline check of dev: {check:.2f} s; slowest simulation above is {largest / check:.1%} of it")
+
+
+if __name__ == "__main__":
+    main()

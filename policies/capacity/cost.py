@@ -1,0 +1,55 @@
+"""Worst-case GPU count and on-demand cost of a pool: the one calculator of these figures.
+
+The pack's cap and budget policies, the offline check's report and the capacity table all call
+these (Spot is cheaper, so on-demand is an upper bound):
+
+- node group: ``maxSize`` x the largest GPU count among its types, at the dearest type;
+- static NodePool: replicas x GPUs per node, at the dearest admitted type;
+- dynamic NodePool: its GPU limit, capped by ``limits.nodes`` x GPUs per node (or that product
+  alone without a GPU limit), at the highest per-GPU price among admitted types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+
+class PricedType(Protocol):
+    gpus: int
+    hourly_usd: float
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """``gpus`` and ``hourly_usd`` at the pool's ceiling; ``detail`` says how they were reached."""
+
+    gpus: float
+    hourly_usd: float
+    detail: str
+
+
+def node_group_worst_case(label: str, max_size: int, types: Sequence[PricedType]) -> WorstCase:
+    per_node = max((t.gpus for t in types), default=0)
+    price = max((t.hourly_usd for t in types), default=0.0) if per_node else 0.0
+    return WorstCase(max_size * per_node, max_size * price,
+                     f"{label}: {max_size} nodes x {per_node} GPUs at ${price:.3f}/h")
+
+
+def nodepool_worst_case(label: str, types: Sequence[PricedType], *, static_nodes: int | None,
+                        gpu_limit: float | None, node_limit: float | None) -> WorstCase | None:
+    """``None`` when nothing bounds the pool's GPUs."""
+    per_node = max((t.gpus for t in types), default=0)
+    if static_nodes is not None:
+        price = max((t.hourly_usd for t in types), default=0.0)
+        return WorstCase(static_nodes * per_node, static_nodes * price,
+                         f"{label}: {static_nodes} static nodes x {per_node} GPUs at ${price:.3f}/h")
+    limit = gpu_limit
+    if limit is None and node_limit is not None and per_node:
+        limit = node_limit * per_node
+    elif limit is not None and node_limit is not None and per_node:
+        limit = min(limit, node_limit * per_node)
+    if limit is None:
+        return None
+    per_gpu = max((t.hourly_usd / t.gpus for t in types if t.gpus), default=0.0)
+    return WorstCase(limit, limit * per_gpu, f"{label}: limit {limit:g} GPUs at up to ${per_gpu:.3f}/GPU-h")

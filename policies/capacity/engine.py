@@ -1,0 +1,437 @@
+"""Adapter: the resources a stack emits (engine form, camelCase inputs) -> :class:`~capacity.model.Cluster`.
+
+Works on any program's resources, so the pack judges stacks it did not build. Each resource is
+anything with ``type``, ``name``, ``urn``, ``parent`` and ``props`` (or ``inputs``) attributes.
+Values that are not plain data (unknowns during preview) are read as absent; the pack skips the
+check when the resources that decide it hold unknowns.
+
+Recognised capacity sources: Cluster Autoscaler (a Helm release of chart ``cluster-autoscaler``)
+for managed node groups, with node-template tags from ``aws:autoscaling/tag:Tag`` resources parented
+by the component that owns the group; Karpenter (a release of chart ``karpenter``) for NodePools on
+an EC2NodeClass; EKS Auto Mode for NodePools on the ``eks.amazonaws.com`` NodeClass; fixed nodes
+(min = max, or a static NodePool).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
+from .instances import InstanceCatalog, load_instances
+from .llm import architecture_from_json, by_hugging_face_id, model_catalog
+from .model import (
+    EKS_EFFECTS,
+    GPU_RESOURCE,
+    Cluster,
+    DaemonSet,
+    ModelServing,
+    Pool,
+    Quota,
+    ScaleFromZeroTemplate,
+    Selection,
+    Taint,
+    Workload,
+    cpu_m,
+    mib,
+    pod_requests,
+    quantity,
+    surge_pods,
+)
+
+MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
+AWS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+EC2NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+ASG_TAG = "aws:autoscaling/tag:Tag"
+HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+ADDON = "aws:eks/addon:Addon"
+CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
+#: Workload kinds and where their pod template is.
+WORKLOADS = {
+    "kubernetes:apps/v1:Deployment": ("Deployment", ("spec", "template")),
+    "kubernetes:apps/v1:StatefulSet": ("StatefulSet", ("spec", "template")),
+    "kubernetes:batch/v1:Job": ("Job", ("spec", "template")),
+    "kubernetes:batch/v1:CronJob": ("CronJob", ("spec", "jobTemplate", "spec", "template")),
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("LeaderWorkerSet", ("spec", "leaderWorkerTemplate", "workerTemplate")),
+}
+TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
+#: Pod template annotation with the served model's architecture (JSON, ``model_catalog.json`` fields).
+MODEL_ANNOTATION = "llm-platform.io/model-architecture"
+#: Metric prefixes a model server emits itself: a scale-to-zero trigger on only these never fires.
+SELF_METRIC_PREFIXES = ("vllm:", "vllm_")
+_PROMQL_WORDS = {
+    "sum", "avg", "min", "max", "count", "rate", "irate", "increase", "histogram_quantile", "by", "without", "on",
+    "ignoring", "group_left", "group_right", "and", "or", "unless", "offset", "bool", "topk", "bottomk", "quantile",
+    "abs", "ceil", "floor", "round", "clamp_min", "clamp_max", "vector", "scalar", "time", "absent", "le",
+    "delta", "deriv", "avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time",
+    "label_replace", "sort", "sort_desc", "stddev", "stdvar", "count_values", "last_over_time", "nan", "inf",
+}
+
+
+def _get(value: Any, *path: str, default: Any = None) -> Any:
+    for step in path:
+        if not isinstance(value, dict) or step not in value or value[step] is None:
+            return default
+        value = value[step]
+    return value
+
+
+def _props(resource: Any) -> dict[str, Any]:
+    props = getattr(resource, "props", None)
+    if props is None:
+        props = getattr(resource, "inputs", None)
+    return props if isinstance(props, dict) else {}
+
+
+def _int(value: Any, default: int | None = None) -> int | None:
+    number = quantity(value)
+    return default if number is None else int(number)
+
+
+def _chart_name(props: dict[str, Any]) -> str:
+    chart = props.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+
+
+def _owner(resource: Any, by_urn: dict[str, Any]) -> str | None:
+    """The component that owns a node group: its nearest ancestor outside pulumi-eks' own types."""
+    parent = getattr(resource, "parent", None)
+    seen = set()
+    while parent and parent in by_urn and parent not in seen:
+        seen.add(parent)
+        node = by_urn[parent]
+        if not str(node.type).startswith(("eks:index:", "aws:")):
+            return parent
+        parent = getattr(node, "parent", None)
+    return parent or None
+
+
+def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
+    """Cluster Autoscaler node-template tags grouped by the component that parents them."""
+    out: dict[str, ScaleFromZeroTemplate] = {}
+    for r in resources:
+        if r.type != ASG_TAG:
+            continue
+        tag = _get(_props(r), "tag") or {}
+        key, value = tag.get("key"), tag.get("value")
+        if not isinstance(key, str) or not key.startswith(TEMPLATE_PREFIX) or not isinstance(value, str):
+            continue
+        template = out.setdefault(getattr(r, "parent", None) or "", ScaleFromZeroTemplate())
+        kind, _, name = key[len(TEMPLATE_PREFIX):].partition("/")
+        if kind == "label":
+            template.labels[name] = value
+        elif kind == "taint":
+            template.taints[name] = value
+        elif kind == "resources":
+            template.resources[name] = value
+    return out
+
+
+def _instance_matches(labels: dict[str, str], requirements: list[dict[str, Any]]) -> bool:
+    for req in requirements:
+        key, op, values = req.get("key"), req.get("operator"), [str(v) for v in req.get("values") or []]
+        if key not in labels and not (isinstance(key, str) and key.endswith("instance-gpu-count")):
+            continue
+        have = labels.get(key, "0")
+        if op == "In" and have not in values:
+            return False
+        if op == "NotIn" and have in values:
+            return False
+        if op in ("Gt", "Lt") and values:
+            try:
+                number, bound = int(have), int(values[0])
+            except ValueError:
+                return False
+            if (op == "Gt" and not number > bound) or (op == "Lt" and not number < bound):
+                return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalog) -> list[Pool]:
+    releases = {_chart_name(_props(r)) for r in resources if r.type in HELM_TYPES}
+    autoscaler = "cluster-autoscaler" in releases
+    karpenter = "karpenter" in releases
+    templates = _templates(resources)
+    node_classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
+    covered = set()
+    for r in resources:
+        if r.type == AWS_NODE_GROUP:
+            parent = getattr(r, "parent", None)
+            while parent and parent in by_urn:
+                if by_urn[parent].type == MANAGED_NODE_GROUP:
+                    covered.add(parent)
+                parent = getattr(by_urn[parent], "parent", None)
+    pools = []
+    for r in resources:
+        props = _props(r)
+        if r.type in (MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
+            types = [t for t in props.get("instanceTypes") or ["t3.medium"] if isinstance(t, str)]
+            scaling = props.get("scalingConfig") or {}
+            low, high = _int(scaling.get("minSize"), 1), _int(scaling.get("maxSize"), 2)
+            taints = [Taint(str(t.get("key")), str(t.get("value") or ""), EKS_EFFECTS.get(t.get("effect"), str(t.get("effect"))))
+                      for t in props.get("taints") or [] if isinstance(t, dict)]
+            if autoscaler:
+                source = "Cluster Autoscaler"
+            elif low == high:
+                source = "fixed nodes"
+            else:
+                source = None
+            owner = _owner(r, by_urn)
+            disk = quantity(props.get("diskSize"))  # GiB; a launch template's volumes are not judged
+            pools.append(Pool(
+                name=props.get("nodeGroupName") or r.name, kind="managed node group",
+                instances=[catalog.instances[t] for t in types if t in catalog.instances],
+                labels={str(k): str(v) for k, v in (props.get("labels") or {}).items()}, taints=taints,
+                min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=disk,
+                template=templates.get(owner or "") if autoscaler else None,
+                flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
+            ))
+        elif r.type == NODEPOOL:
+            spec = props.get("spec") or {}
+            template = _get(spec, "template", "spec") or {}
+            requirements = [q for q in template.get("requirements") or [] if isinstance(q, dict)]
+            ref = template.get("nodeClassRef") or {}
+            auto_mode = ref.get("group") == "eks.amazonaws.com"
+            instances = [i for i in catalog.instances.values() if _instance_matches(i.labels(), requirements)]
+            limits = spec.get("limits") or {}
+            gpu_limit = quantity(limits.get(GPU_RESOURCE))
+            if gpu_limit is not None or any(i.gpus for i in instances):
+                gpu_only = [i for i in instances if i.gpus]
+                instances = gpu_only or instances
+            flexible: dict[str, frozenset[str] | None] = {"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}
+            labels = {str(k): str(v) for k, v in (_get(spec, "template", "metadata", "labels") or {}).items()}
+            for q in requirements:
+                key = q.get("key")
+                if not isinstance(key, str) or key in labels or key.startswith(("karpenter.k8s.aws/", "eks.amazonaws.com/instance", "node.kubernetes.io/instance-type")):
+                    continue
+                if q.get("operator") == "In":
+                    flexible[key] = frozenset(str(v) for v in q.get("values") or [])
+                elif q.get("operator") == "Exists":
+                    flexible[key] = None
+            flexible.setdefault("karpenter.sh/capacity-type", frozenset({"on-demand"}))
+            name = _get(props, "metadata", "name") or r.name
+            labels["karpenter.sh/nodepool"] = str(name)
+            if auto_mode:
+                labels["eks.amazonaws.com/compute-type"] = "auto"
+            node_class = node_classes.get(ref.get("name")) or {}
+            static = _int(spec.get("replicas"))
+            source = "fixed nodes" if static is not None else "EKS Auto Mode" if auto_mode else "Karpenter" if karpenter else None
+            pools.append(Pool(
+                name=str(name), kind="Auto Mode NodePool" if auto_mode else "Karpenter NodePool", instances=instances,
+                labels=labels,
+                taints=[Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
+                        for t in template.get("taints") or [] if isinstance(t, dict)],
+                min_nodes=static or 0, gpu_limit=gpu_limit, node_limit=quantity(limits.get("nodes")),
+                static_nodes=static, flexible=flexible, capacity_source=source,
+                max_pods=_int(_get(node_class, "spec", "kubelet", "maxPods")), karpenter=not auto_mode, key=r.urn,
+                disk_gib=_root_volume_gib(node_class),
+            ))
+    return pools
+
+
+def _root_volume_gib(node_class: dict[str, Any]) -> float | None:
+    """Ephemeral storage of an EC2NodeClass's nodes: its root volume, unless instance-store NVMe (RAID0,
+    size not in the catalog) backs it instead."""
+    spec = node_class.get("spec") or {}
+    if not spec or spec.get("instanceStorePolicy") == "RAID0":
+        return None
+    mappings = [m for m in spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+    root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
+    size = quantity(_get(root or {}, "ebs", "volumeSize"))
+    return None if size is None else size / 2**30 if size > 2**20 else size
+
+
+def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
+    out: list[DaemonSet] = []
+    addons = {_props(r).get("addonName") for r in resources if r.type == ADDON}
+    if any(r.type in CLUSTERS for r in resources):
+        addons |= set(DEFAULT_ADDONS)
+    for name in sorted(a for a in addons if isinstance(a, str)):
+        ds = addon_daemonset(name)
+        if ds is not None:
+            out.append(ds)
+    for r in resources:
+        props = _props(r)
+        if r.type in HELM_TYPES:
+            values = props.get("values") if isinstance(props.get("values"), dict) else {}
+            out.extend(release_daemonsets(_chart_name(props), str(props.get("version") or ""), values) or [])
+        elif r.type == DAEMONSET:
+            pod = _get(props, "spec", "template", "spec") or {}
+            requests, _ = pod_requests(pod)
+            out.append(DaemonSet(
+                name=str(_get(props, "metadata", "name") or r.name), requests=requests,
+                tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)],
+                selection=_selection(pod), source=f"DaemonSet {r.name} in the stack",
+            ))
+    return out
+
+
+def _selection(pod: dict[str, Any]) -> Selection:
+    terms = _get(pod, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    return Selection.of(pod.get("nodeSelector") or {}, terms or [])
+
+
+def _arg(args: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _model(pod_meta: dict[str, Any], pod: dict[str, Any]) -> ModelServing | None:
+    """A vLLM server's model, from the architecture annotation or a catalog match on ``--model``."""
+    for container in pod.get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        args = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+        if len(args) == 1 or (args and args[0] in ("/bin/sh", "sh", "bash")):
+            args = [part for a in args for part in (shlex.split(a) if " " in a else [a])]
+        if "--tensor-parallel-size" not in args and "--max-model-len" not in args and "--model" not in args \
+                and not any("vllm" in a for a in args):
+            continue
+        raw = _get(pod_meta, "annotations", MODEL_ANNOTATION)
+        arch = None
+        if isinstance(raw, str):
+            try:
+                spec = json.loads(raw)
+                arch = architecture_from_json(str(spec.get("name", "model")), spec)
+            except (ValueError, KeyError, TypeError):
+                arch = None
+        if arch is None:
+            model = _arg(args, "--model")
+            arch = by_hugging_face_id(model) if model else None
+            if arch is None and model:
+                arch = model_catalog().get(model.rstrip("/").rsplit("/", 1)[-1].lower())
+        if arch is None:
+            return None
+        tp = _int(_arg(args, "--tensor-parallel-size"), 1) or 1
+        length = _int(_arg(args, "--max-model-len")) or arch.max_position_embeddings or 8192
+        utilization = quantity(_arg(args, "--gpu-memory-utilization")) or 0.9
+        return ModelServing(arch, length, tp, utilization)
+    return None
+
+
+def query_metrics(query: str) -> set[str]:
+    """Metric names a PromQL query reads (identifiers outside label matchers, not functions)."""
+    text = re.sub(r"\{[^}]*\}", " ", query)
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text))
+    return {n for n in names if n.lower() not in _PROMQL_WORDS and not re.fullmatch(r"\d+", n)}
+
+
+def wake_signal(triggers: list[Any], self_prefixes: tuple[str, ...] = SELF_METRIC_PREFIXES) -> tuple[bool, str]:
+    """Whether a trigger reads a signal that exists while the workload has no pods; and what was seen."""
+    seen = []
+    for trigger in triggers:
+        if not isinstance(trigger, dict):
+            continue
+        kind = trigger.get("type")
+        if kind in ("cpu", "memory"):
+            seen.append(f"{kind} (own pods)")
+            continue
+        if kind != "prometheus":
+            return True, f"{kind} trigger"
+        query = str(_get(trigger, "metadata", "query") or "")
+        metrics = query_metrics(query)
+        external = sorted(m for m in metrics if not m.startswith(self_prefixes))
+        if external:
+            return True, f"prometheus on {', '.join(external)}"
+        seen.append(f"prometheus on {', '.join(sorted(metrics)) or 'nothing'}")
+    return False, "; ".join(seen)
+
+
+def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Workload]:
+    scalers: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in resources:
+        if r.type == SCALED_OBJECT:
+            props = _props(r)
+            ref = _get(props, "spec", "scaleTargetRef") or {}
+            key = (str(_get(props, "metadata", "namespace") or "default"), str(ref.get("kind") or "Deployment"), str(ref.get("name")))
+            scalers[key] = props.get("spec") or {}
+    out = []
+    for r in resources:
+        if r.type not in WORKLOADS:
+            continue
+        kind, path = WORKLOADS[r.type]
+        props = _props(r)
+        template = _get(props, *path) or {}
+        pod = template.get("spec") or {}
+        if not isinstance(pod, dict):
+            continue
+        namespace = str(_get(props, "metadata", "namespace") or "default")
+        name = str(_get(props, "metadata", "name") or r.name)
+        requests, limits = pod_requests(pod)
+        replicas = _int(_get(props, "spec", "replicas"), 1)
+        if kind == "Job":
+            replicas = _int(_get(props, "spec", "parallelism"), 1)
+        elif kind == "CronJob":
+            replicas = _int(_get(props, "spec", "jobTemplate", "spec", "parallelism"), 1)
+        elif kind == "LeaderWorkerSet":
+            replicas = (replicas or 1) * (_int(_get(props, "spec", "leaderWorkerTemplate", "size"), 1) or 1)
+        low = high = replicas or 0
+        scaler = scalers.get((namespace, kind, name))
+        scale_to_zero, wake, detail = False, None, ""
+        if scaler is not None:
+            low = _int(scaler.get("minReplicaCount"), 0) or 0
+            high = _int(scaler.get("maxReplicaCount"), 100) or 0
+            scale_to_zero = low == 0
+            wake, detail = wake_signal(scaler.get("triggers") or [], self_prefixes)
+        surge = 0
+        if kind == "Deployment":
+            strategy = _get(props, "spec", "strategy") or {}
+            surge = surge_pods(_get(strategy, "rollingUpdate", "maxSurge"), high, strategy.get("type") or "RollingUpdate")
+        out.append(Workload(
+            name=f"{kind} {namespace}/{name}", kind=kind, namespace=namespace, requests=requests, limits=limits,
+            tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)], selection=_selection(pod),
+            min_replicas=low, max_replicas=high, surge=surge, model=_model(template.get("metadata") or {}, pod),
+            scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
+            resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
+        ))
+    return out
+
+
+def _quotas(resources: list[Any]) -> list[Quota]:
+    out = []
+    for r in resources:
+        if r.type != RESOURCE_QUOTA:
+            continue
+        props = _props(r)
+        hard = {}
+        for key, value in (_get(props, "spec", "hard") or {}).items():
+            if key in ("cpu", "requests.cpu", "limits.cpu"):
+                hard[key] = cpu_m(value)
+            elif key in ("memory", "requests.memory", "limits.memory"):
+                hard[key] = mib(value)
+            else:
+                number = quantity(value)
+                if number is not None:
+                    hard[key] = number
+        out.append(Quota(str(_get(props, "metadata", "namespace") or "default"),
+                         str(_get(props, "metadata", "name") or r.name), hard, key=r.urn))
+    return out
+
+
+def cluster_from_resources(resources: Iterable[Any], *, self_prefixes: tuple[str, ...] = SELF_METRIC_PREFIXES,
+                           catalog: InstanceCatalog | None = None) -> Cluster:
+    resources = list(resources)
+    catalog = catalog or load_instances()
+    by_urn = {r.urn: r for r in resources}
+    return Cluster(
+        pools=_pools(resources, by_urn, catalog),
+        daemonsets=_daemonsets(resources),
+        workloads=_workloads(resources, self_prefixes),
+        quotas=_quotas(resources),
+        hours_per_month=catalog.hours_per_month,
+    )

@@ -1,0 +1,174 @@
+"""Instance facts and what a node of each type leaves for pods (allocatable).
+
+Reads ``instance_catalog.json`` beside the pack (pure ``json``: this package imports nothing from
+Pulumi, so the program's settings and the pack share it). Allocatable follows EKS's AL2023 node
+bootstrap (awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``):
+
+- kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of the rest;
+- kube-reserved memory: ``11 MiB x maxPods + 255 MiB``; eviction threshold ``memory.available`` 100Mi;
+- kube-reserved ephemeral storage 1Gi and eviction ``nodefs.available`` 10%;
+- ``maxPods``: ENI-limited (catalog field ``maxPods``) unless the kubelet config sets it.
+
+Memory capacity is the instance's nominal memory less Karpenter's default VM overhead estimate
+(``VM_MEMORY_OVERHEAD_PERCENT`` 7.5%, Karpenter settings reference): the kernel and firmware keep
+part of the nominal figure, and Karpenter launches a node only if the pod fits that estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "instance_catalog.json"
+VM_MEMORY_OVERHEAD = 0.075
+EVICTION_MEMORY_MIB = 100
+KUBE_RESERVED_EPHEMERAL_MIB = 1024
+EVICTION_NODEFS_FRACTION = 0.10
+#: Kubelet default when the ENI limit is unknown (nodeadm falls back to 110 too).
+DEFAULT_MAX_PODS = 110
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Pod-scheduling resources: CPU in millicores, memory and ephemeral storage in MiB, GPUs, pods."""
+
+    cpu_m: float = 0
+    memory_mib: float = 0
+    gpus: float = 0
+    ephemeral_mib: float = 0
+    pods: float = 0
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(*(a + b for a, b in zip(self._tuple(), other._tuple())))
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(*(a - b for a, b in zip(self._tuple(), other._tuple())))
+
+    def scaled(self, factor: float) -> Resources:
+        return Resources(*(a * factor for a in self._tuple()))
+
+    def _tuple(self) -> tuple[float, ...]:
+        return (self.cpu_m, self.memory_mib, self.gpus, self.ephemeral_mib, self.pods)
+
+    def shortfalls(self, need: Resources, *, ephemeral: bool = True) -> list[tuple[str, float, float]]:
+        """``(resource, need, have)`` for every resource where ``need`` exceeds this."""
+        out = []
+        for name, want, have in (
+            ("cpu", need.cpu_m, self.cpu_m),
+            ("memory", need.memory_mib, self.memory_mib),
+            ("nvidia.com/gpu", need.gpus, self.gpus),
+            ("ephemeral-storage", need.ephemeral_mib if ephemeral else 0, self.ephemeral_mib),
+            ("pods", need.pods, self.pods),
+        ):
+            if want > have + 1e-9:
+                out.append((name, want, have))
+        return out
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    category: str
+    family: str
+    vcpu: int
+    memory_mib: int
+    gpus: int
+    gpu_name: str | None
+    gpu_memory_mib: int | None
+    hourly_usd: float
+    max_pods: int
+
+    @property
+    def per_gpu_hourly_usd(self) -> float:
+        return self.hourly_usd / self.gpus if self.gpus else 0.0
+
+    def labels(self) -> dict[str, str]:
+        """Well-known labels a node of this type carries (Karpenter's and Kubernetes')."""
+        size = self.name.split(".", 1)[1] if "." in self.name else ""
+        labels = {
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",  # every catalog type is x86_64
+            "node.kubernetes.io/instance-type": self.name,
+            "karpenter.k8s.aws/instance-category": self.category,
+            "karpenter.k8s.aws/instance-family": self.family,
+            "karpenter.k8s.aws/instance-size": size,
+            "karpenter.k8s.aws/instance-cpu": str(self.vcpu),
+            "karpenter.k8s.aws/instance-memory": str(self.memory_mib),
+            "karpenter.k8s.aws/instance-gpu-count": str(self.gpus),
+        }
+        if self.gpus:
+            labels["karpenter.k8s.aws/instance-gpu-manufacturer"] = "nvidia"
+            if self.gpu_name:
+                labels["karpenter.k8s.aws/instance-gpu-name"] = self.gpu_name
+            if self.gpu_memory_mib:
+                labels["karpenter.k8s.aws/instance-gpu-memory"] = str(self.gpu_memory_mib)
+        # EKS Auto Mode spells the same facts under its own prefix.
+        labels.update({k.replace("karpenter.k8s.aws/", "eks.amazonaws.com/"): v
+                       for k, v in list(labels.items()) if k.startswith("karpenter.k8s.aws/")})
+        return labels
+
+
+def reserved_cpu_m(vcpu: int) -> float:
+    """EKS kube-reserved CPU (millicores) for a node with ``vcpu`` cores."""
+    total = vcpu * 1000
+    reserved = 0.0
+    for start, end, basis_points in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25)):
+        if total > start:
+            reserved += (min(total, end) - start) * basis_points / 10000
+    return reserved
+
+
+def reserved_memory_mib(max_pods: int) -> float:
+    """EKS kube-reserved memory (MiB): 11 MiB per pod slot plus 255 MiB."""
+    return 11 * max_pods + 255
+
+
+def allocatable(instance: Instance, *, max_pods: int | None = None, disk_gib: float | None = None) -> Resources:
+    """What the kubelet of such a node offers pods, before any DaemonSet."""
+    pods = max_pods or instance.max_pods
+    memory = instance.memory_mib * (1 - VM_MEMORY_OVERHEAD) - reserved_memory_mib(pods) - EVICTION_MEMORY_MIB
+    ephemeral = (
+        disk_gib * 1024 * (1 - EVICTION_NODEFS_FRACTION) - KUBE_RESERVED_EPHEMERAL_MIB if disk_gib else float("inf")
+    )
+    return Resources(
+        cpu_m=instance.vcpu * 1000 - reserved_cpu_m(instance.vcpu),
+        memory_mib=memory,
+        gpus=instance.gpus,
+        ephemeral_mib=ephemeral,
+        pods=pods,
+    )
+
+
+@dataclass(frozen=True)
+class InstanceCatalog:
+    hours_per_month: float
+    instances: dict[str, Instance]
+
+    def get(self, name: object) -> Instance | None:
+        return self.instances.get(name) if isinstance(name, str) else None
+
+    def gpu_types(self) -> list[Instance]:
+        return [i for i in self.instances.values() if i.gpus]
+
+
+@lru_cache(maxsize=4)
+def load_instances(path: Path = CATALOG_PATH) -> InstanceCatalog:
+    raw = json.loads(path.read_text())
+    instances = {
+        name: Instance(
+            name=name,
+            category=spec["category"],
+            family=spec["family"],
+            vcpu=int(spec["vcpu"]),
+            memory_mib=int(spec["memoryMiB"]),
+            gpus=int(spec["gpus"]),
+            gpu_name=spec.get("gpuName"),
+            gpu_memory_mib=spec.get("gpuMemoryMiB"),
+            hourly_usd=float(spec["onDemandHourlyUsd"]),
+            max_pods=int(spec.get("maxPods") or DEFAULT_MAX_PODS),
+        )
+        for name, spec in raw["instances"].items()
+    }
+    return InstanceCatalog(hours_per_month=float(raw["hoursPerMonth"]), instances=instances)

@@ -1,0 +1,336 @@
+"""The neutral description of a cluster the simulation judges, whoever built it.
+
+Two adapters fill it: :mod:`capacity.engine` from the resources a stack emits (the pack) and the
+program's settings adapter (``components/capacity_input.py``). Nothing here knows about Pulumi,
+Helm or settings; labels, taints and tolerations use Kubernetes spelling.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .instances import Instance, Resources, allocatable
+from .llm import Architecture
+
+#: The pack's one taint-effect table: EKS API spelling -> Kubernetes spelling (``shapes`` re-exports it).
+EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+# --- taints, tolerations, node selection -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+def tolerates(tolerations: list[dict[str, Any]], taint: Taint) -> bool:
+    """Kubernetes toleration matching for one taint."""
+    for toleration in tolerations or []:
+        if not isinstance(toleration, dict):
+            continue
+        effect = toleration.get("effect") or ""
+        if effect and effect != taint.effect:
+            continue
+        key = toleration.get("key") or ""
+        operator = toleration.get("operator") or "Equal"
+        if not key:
+            if operator == "Exists":
+                return True
+            continue
+        if key != taint.key:
+            continue
+        if operator == "Exists" or (operator == "Equal" and (toleration.get("value") or "") == (taint.value or "")):
+            return True
+    return False
+
+
+def untolerated(tolerations: list[dict[str, Any]], taints: list[Taint]) -> list[Taint]:
+    return [t for t in taints if t.effect in HARD_EFFECTS and not tolerates(tolerations, t)]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A pod's ``nodeSelector`` plus its required node affinity terms (OR of ANDed expressions)."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    terms: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
+
+    @staticmethod
+    def of(node_selector: dict[str, Any] | None = None, affinity_terms: list[Any] | None = None) -> Selection:
+        terms = []
+        for term in affinity_terms or []:
+            expressions = []
+            for e in (term or {}).get("matchExpressions") or []:
+                if isinstance(e, dict) and isinstance(e.get("key"), str):
+                    expressions.append((e["key"], str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or [])))
+            terms.append(tuple(expressions))
+        return Selection(tuple(sorted((str(k), str(v)) for k, v in (node_selector or {}).items())), tuple(terms))
+
+    def keys(self) -> set[str]:
+        return {k for k, _ in self.node_selector} | {e[0] for term in self.terms for e in term}
+
+    def admits(self, fixed: dict[str, str], flexible: dict[str, frozenset[str] | None]) -> bool:
+        """Whether a node with ``fixed`` labels (and ``flexible`` ones its pool may choose) can match."""
+        for key, value in self.node_selector:
+            if not _expression_ok(key, "In", (value,), fixed, flexible):
+                return False
+        if not self.terms:
+            return True
+        return any(all(_expression_ok(k, op, vals, fixed, flexible) for k, op, vals in term) for term in self.terms)
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.node_selector]
+        if self.terms:
+            parts.append(" or ".join("(" + ", ".join(f"{k} {op} {','.join(v)}".strip() for k, op, v in term) + ")"
+                                     for term in self.terms))
+        return "; ".join(parts) or "any node"
+
+
+def _int(value: str) -> int | None:
+    return int(value) if re.fullmatch(r"-?\d+", value or "") else None
+
+
+def _expression_ok(key: str, operator: str, values: tuple[str, ...], fixed: dict[str, str],
+                   flexible: dict[str, frozenset[str] | None]) -> bool:
+    if key in fixed:
+        present, candidates = True, {fixed[key]}
+    elif key in flexible:
+        present, candidates = True, flexible[key]
+    else:
+        present, candidates = False, set()
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present or key in flexible and key not in fixed
+    if operator == "NotIn":
+        if not present:
+            return True
+        return candidates is None or bool(set(candidates) - set(values))
+    if not present:
+        return False
+    if operator == "In":
+        return candidates is None or bool(set(candidates) & set(values))
+    if operator in ("Gt", "Lt") and values and _int(values[0]) is not None:
+        bound = _int(values[0])
+        if candidates is None:
+            return True
+        numbers = [n for n in map(_int, candidates) if n is not None]
+        return any(n > bound if operator == "Gt" else n < bound for n in numbers)
+    return False
+
+
+# --- what the cluster is made of ---------------------------------------------------------------
+
+
+@dataclass
+class DaemonSet:
+    """A per-node agent: its pod's requests, where it may land, and where the figure comes from."""
+
+    name: str
+    requests: Resources
+    tolerations: list[dict[str, Any]]
+    selection: Selection = field(default_factory=Selection)
+    source: str = ""
+    #: GPU Operator operands are switched off per node by ``nvidia.com/gpu.deploy.<operand>=false``.
+    deploy_label: str | None = None
+
+    def lands_on(self, labels: dict[str, str], flexible: dict[str, frozenset[str] | None], taints: list[Taint]) -> bool:
+        if untolerated(self.tolerations, taints):
+            return False
+        if self.deploy_label and labels.get(self.deploy_label) == "false":
+            return False
+        return self.selection.admits(labels, flexible)
+
+
+@dataclass
+class ScaleFromZeroTemplate:
+    """Cluster Autoscaler node-template tags on a managed group's Auto Scaling group."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Pool:
+    """A set of nodes built alike: its instance types, labels, taints, bounds and who adds nodes."""
+
+    name: str
+    kind: str
+    instances: list[Instance]
+    labels: dict[str, str]
+    taints: list[Taint]
+    min_nodes: int = 0
+    max_nodes: int | None = None
+    #: Karpenter ``limits["nvidia.com/gpu"]`` / ``limits.nodes``; ``None`` when absent.
+    gpu_limit: float | None = None
+    node_limit: float | None = None
+    #: Static NodePool replicas (fixed nodes), else ``None``.
+    static_nodes: int | None = None
+    #: Labels a Karpenter pool may set per node from its requirements (``None`` = any value).
+    flexible: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    #: Who adds nodes: "Cluster Autoscaler", "Karpenter", "EKS Auto Mode", "fixed nodes", or None.
+    capacity_source: str | None = None
+    #: Managed group with Cluster Autoscaler: its node-template tags (``None`` = none found).
+    template: ScaleFromZeroTemplate | None = None
+    #: Whether the autoscaler can read labels/taints from the EKS API (it cannot once a node existed).
+    max_pods: int | None = None
+    disk_gib: float | None = None
+    #: Pods with DRA ``resourceClaims`` cannot be provisioned by Karpenter.
+    karpenter: bool = False
+    #: Where a setting user finds this pool (key path); the pack uses the resource name.
+    key: str = ""
+
+    @property
+    def is_gpu(self) -> bool:
+        return any(i.gpus for i in self.instances)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return max((i.gpus for i in self.instances), default=0)
+
+
+@dataclass
+class ModelServing:
+    """A served model: its architecture and the vLLM engine arguments that size it."""
+
+    architecture: Architecture
+    max_model_len: int
+    tensor_parallel: int
+    gpu_memory_utilization: float
+
+
+@dataclass
+class Workload:
+    """Pods of one controller: requests per pod, placement, replica bounds and rollout surge."""
+
+    name: str
+    kind: str
+    namespace: str
+    requests: Resources
+    limits: Resources
+    tolerations: list[dict[str, Any]]
+    selection: Selection
+    min_replicas: int = 1
+    max_replicas: int = 1
+    #: Extra pods a rolling update creates at ``max_replicas`` (0 with ``maxSurge: 0`` or Recreate).
+    surge: int = 0
+    model: ModelServing | None = None
+    #: ScaledObject may scale it to zero; then ``wake_signal`` says whether a trigger reads a series
+    #: that exists without the model's own pods (``None``: not scaled by KEDA).
+    scale_to_zero: bool = False
+    wake_signal: bool | None = None
+    wake_detail: str = ""
+    resource_claims: bool = False
+    key: str = ""
+
+
+@dataclass
+class Quota:
+    """A namespace ResourceQuota's hard limits, by quota key (``requests.cpu`` in millicores, memory in MiB)."""
+
+    namespace: str
+    name: str
+    hard: dict[str, float]
+    key: str = ""
+
+
+@dataclass
+class Cluster:
+    pools: list[Pool] = field(default_factory=list)
+    daemonsets: list[DaemonSet] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    quotas: list[Quota] = field(default_factory=list)
+    hours_per_month: float = 730
+
+
+# --- helpers used by both adapters -------------------------------------------------------------
+
+_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)([a-zA-Z]*)$")
+_SUFFIX = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def quantity(value: Any) -> float | None:
+    """A Kubernetes quantity as a plain number (``"500m"`` -> 0.5, ``"2Gi"`` -> 2147483648)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIX:
+        return None
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def cpu_m(value: Any) -> float:
+    number = quantity(value)
+    return 0.0 if number is None else number * 1000
+
+
+def mib(value: Any) -> float:
+    number = quantity(value)
+    return 0.0 if number is None else number / 2**20
+
+
+def resources_of(spec: dict[str, Any] | None, *, pods: int = 0) -> Resources:
+    spec = spec if isinstance(spec, dict) else {}
+    return Resources(
+        cpu_m=cpu_m(spec.get("cpu")),
+        memory_mib=mib(spec.get("memory")),
+        gpus=quantity(spec.get(GPU_RESOURCE)) or 0.0,
+        ephemeral_mib=mib(spec.get("ephemeral-storage")),
+        pods=pods,
+    )
+
+
+def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
+    """Effective requests and limits of a pod: the larger of the sum of app containers and any init
+    container (Kubernetes' rule); a limit without a request counts as the request."""
+
+    def container(c: dict[str, Any]) -> tuple[Resources, Resources]:
+        res = c.get("resources") or {}
+        limits = res.get("limits") or {}
+        requests = {**limits, **(res.get("requests") or {})}
+        return resources_of(requests), resources_of(limits)
+
+    apps = [container(c) for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
+    inits = [container(c) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)]
+    req = sum((a[0] for a in apps), Resources())
+    lim = sum((a[1] for a in apps), Resources())
+    for r, li in inits:
+        req = Resources(*(max(a, b) for a, b in zip(req._tuple(), r._tuple())))
+        lim = Resources(*(max(a, b) for a, b in zip(lim._tuple(), li._tuple())))
+    return Resources(req.cpu_m, req.memory_mib, req.gpus, req.ephemeral_mib, 1), lim
+
+
+def surge_pods(max_surge: Any, replicas: int, strategy: str = "RollingUpdate") -> int:
+    """Extra pods a Deployment rollout adds at ``replicas`` (Kubernetes default ``maxSurge`` 25%)."""
+    if strategy == "Recreate" or replicas <= 0:
+        return 0
+    if max_surge is None:
+        max_surge = "25%"
+    if isinstance(max_surge, str) and max_surge.endswith("%"):
+        try:
+            return math.ceil(replicas * float(max_surge[:-1]) / 100)
+        except ValueError:
+            return 0
+    try:
+        return int(max_surge)
+    except (TypeError, ValueError):
+        return 0
+
+
+def node_allocatable(pool: Pool, instance: Instance) -> Resources:
+    return allocatable(instance, max_pods=pool.max_pods, disk_gib=pool.disk_gib)

@@ -1,0 +1,455 @@
+"""The simulation: does every workload land, fit, load and scale on the cluster described.
+
+It answers, from a :class:`~capacity.model.Cluster`:
+
+- every pool has a capacity source (and Cluster Autoscaler's node-template tags where a group sits at 0);
+- every workload fits at least one instance type of a pool it may land on, after the node's
+  reserved share and every DaemonSet that lands there;
+- pool maximums and GPU limits hold the sum of min replicas, and each workload's own max replicas
+  (with the others at min); the sum of all maxes overcommitting a shared pool is reported, not refused;
+- model weights plus one max-length sequence's KV cache fit vLLM's share of GPU memory;
+- namespace quotas hold every workload at max replicas plus rollout surge;
+- a workload that may scale to zero has a wake-up signal that does not come from its own pods.
+
+Node counts come from first-fit-decreasing packing onto the pool's roomiest instance type, the best
+case an autoscaler can reach: a shortfall even then is real.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .instances import Instance, Resources
+from .llm import GIB, memory_fit
+from .model import GPU_RESOURCE, HARD_EFFECTS, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
+
+#: The checks, in the order findings are reported; each finding carries one.
+CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "model-memory", "quota", "wake-up",
+          "overcommit")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: which check, the workload (if any), the pool or quota, the resource, need vs have."""
+
+    check: str
+    workload: str | None
+    where: str
+    resource: str
+    need: str
+    have: str
+    message: str
+    blocking: bool = True
+    workload_key: str = ""
+    where_key: str = ""
+
+    def identity(self) -> tuple[str, str | None, str, str, str, str]:
+        """What two adapters must agree on (messages may name things differently)."""
+        return (self.check, self.workload, self.where, self.resource, self.need, self.have)
+
+
+@dataclass
+class Shape:
+    """One instance type of one pool: what it leaves for workloads after its DaemonSets."""
+
+    instance: Instance
+    free: Resources
+    daemonsets: list[str]
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PoolPlan:
+    """A pool as the simulation sees it, with the workloads that land there."""
+
+    pool: Pool
+    shapes: list[Shape]
+    workloads: list[Workload] = field(default_factory=list)
+    nodes_at_min: int = 0
+    nodes_at_max: int = 0
+    gpus_at_min: float = 0
+    gpus_at_max: float = 0
+
+    @property
+    def usable(self) -> list[Shape]:
+        """Shapes an autoscaler plans with. Cluster Autoscaler builds a group's template node from the
+        first instance type of its mixed-instances overrides while the group has no node
+        (kubernetes/autoscaler cloudprovider/aws/aws_wrapper.go getInstanceTypesForAsgs), so a pool at 0
+        grows only for pods that fit its first type."""
+        pool = self.pool
+        if pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
+            return self.shapes[:1]
+        return self.shapes
+
+    @property
+    def best(self) -> Shape | None:
+        return max(self.usable, key=lambda s: (s.free.gpus, s.free.cpu_m, s.free.memory_mib), default=None)
+
+    @property
+    def planning(self) -> Shape | None:
+        """The node type replica counts are planned on. Karpenter launches the cheapest type that holds
+        the pods (so GPU limits are spent on small nodes, not on the roomiest one); a node group is
+        planned on its roomiest type, the best case its autoscaler can reach."""
+        if self.pool.kind in ("Karpenter NodePool", "Auto Mode NodePool") and self.workloads:
+            fitting = [s for s in self.usable if all(not s.free.shortfalls(w.requests) for w in self.workloads)]
+            if fitting:
+                return min(fitting, key=lambda s: (s.instance.hourly_usd, -s.free.gpus))
+        return self.best
+
+    @property
+    def max_nodes(self) -> float | None:
+        """Most nodes the pool can hold: group max, static replicas, or what its limits allow."""
+        pool = self.pool
+        if pool.static_nodes is not None:
+            return pool.static_nodes
+        if pool.max_nodes is not None:
+            return pool.max_nodes
+        bounds = []
+        if pool.node_limit is not None:
+            bounds.append(pool.node_limit)
+        smallest = min((s.instance.gpus for s in self.usable if s.instance.gpus), default=0)
+        if pool.gpu_limit is not None and smallest:
+            bounds.append(math.floor(pool.gpu_limit / smallest))  # the most nodes the GPU limit allows
+        return min(bounds) if bounds else None
+
+
+@dataclass
+class Simulation:
+    findings: list[Finding]
+    plans: list[PoolPlan]
+    placements: dict[str, str]
+
+    @property
+    def blocking(self) -> list[Finding]:
+        return [f for f in self.findings if f.blocking]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def _res(name: str, value: float) -> str:
+    if name == "cpu":
+        return f"{value / 1000:.2f} CPU" if value % 1000 else f"{value / 1000:g} CPU"
+    if name in ("memory", "ephemeral-storage"):
+        return f"{value / 1024:.1f} GiB"
+    return _fmt(value)
+
+
+def _runtime_gpu_labels(cluster: Cluster, pool: Pool, instance: Instance, labels: dict[str, str]) -> dict[str, str]:
+    """Labels agents put on a GPU node after it joins, if they reach it: NFD's PCI vendor label, and the
+    GPU Operator's ``nvidia.com/gpu.present`` (set where NFD found an NVIDIA device)."""
+    if not instance.gpus:
+        return {}
+    nfd = [d for d in cluster.daemonsets if d.name == "node-feature-discovery-worker"]
+    if not any(d.lands_on(labels, pool.flexible, pool.taints) for d in nfd):
+        return {}
+    runtime = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+    if any(d.name == "nvidia-operator-validator" for d in cluster.daemonsets):
+        runtime["nvidia.com/gpu.present"] = "true"
+    return runtime
+
+
+def plan_pools(cluster: Cluster) -> list[PoolPlan]:
+    plans = []
+    for pool in cluster.pools:
+        shapes = []
+        for instance in pool.instances:
+            labels = {**instance.labels(), **pool.labels}
+            labels = {**_runtime_gpu_labels(cluster, pool, instance, labels), **labels}
+            landed = [d for d in cluster.daemonsets if d.lands_on(labels, pool.flexible, pool.taints)]
+            overhead = sum((d.requests for d in landed), Resources())
+            shapes.append(Shape(instance, node_allocatable(pool, instance) - overhead, [d.name for d in landed], labels))
+        plans.append(PoolPlan(pool, shapes))
+    return plans
+
+
+def _candidate(plan: PoolPlan, workload: Workload) -> bool:
+    pool = plan.pool
+    if untolerated(workload.tolerations, pool.taints):
+        return False
+    if workload.resource_claims and pool.kind in ("Karpenter NodePool", "Auto Mode NodePool"):
+        return False  # Karpenter skips pods with resourceClaims; Auto Mode has no DRA
+    return any(workload.selection.admits(s.labels, pool.flexible) for s in plan.usable)
+
+
+def _fits(shape: Shape, pool: Pool, workload: Workload) -> bool:
+    return workload.selection.admits(shape.labels, pool.flexible) and not shape.free.shortfalls(workload.requests)
+
+
+def _fit_count(free: Resources, pod: Resources) -> int:
+    """How many ``pod``s fit into ``free`` (every pod takes a pod slot, so the count is finite)."""
+    counts = [math.floor((have + 1e-9) / need) for have, need in zip(free._tuple(), pod._tuple())
+              if need > 0 and not math.isinf(have)]
+    return max(min(counts), 0) if counts else 0
+
+
+def _place(nodes: list[Resources], pods: list[Resources], capacity: Resources) -> list[Resources]:
+    """First-fit-decreasing placement of ``pods`` onto ``nodes`` (free room per node), opening nodes of
+    ``capacity`` as needed; returns the new free room per node. Identical pods are placed as a group
+    (as many per node as fit), which keeps hundreds of replicas cheap."""
+    nodes = list(nodes)
+    groups: dict[Resources, int] = {}
+    for pod in pods:
+        groups[pod] = groups.get(pod, 0) + 1
+    for pod in sorted(groups, key=lambda p: (p.gpus, p.cpu_m, p.memory_mib), reverse=True):
+        left = groups[pod]
+        for i, free in enumerate(nodes):
+            if not left:
+                break
+            k = min(_fit_count(free, pod), left)
+            if k:
+                nodes[i] = free - pod.scaled(k)
+                left -= k
+        per_node = _fit_count(capacity, pod)
+        if not per_node:
+            nodes.extend([capacity - pod] * left)  # does not fit at all: one (overfull) node each
+            continue
+        full, rest = divmod(left, per_node)
+        nodes.extend([capacity - pod.scaled(per_node)] * full)
+        if rest:
+            nodes.append(capacity - pod.scaled(rest))
+    return nodes
+
+
+def _pack(pods: list[Resources], capacity: Resources) -> int:
+    """Nodes first-fit-decreasing packing needs for ``pods`` on nodes of ``capacity``."""
+    return len(_place([], pods, capacity))
+
+
+def _pods(workloads: list[Workload], counts: dict[str, int]) -> list[Resources]:
+    pods: list[Resources] = []
+    for w in workloads:
+        pods.extend([w.requests] * counts[w.name])
+    return pods
+
+
+def simulate(cluster: Cluster) -> Simulation:
+    findings: list[Finding] = []
+    plans = plan_pools(cluster)
+    placements: dict[str, str] = {}
+    landing: dict[str, PoolPlan] = {}
+    memory_check: list[tuple[Workload, PoolPlan]] = []
+
+    for workload in cluster.workloads:
+        candidates = [p for p in plans if _candidate(p, workload)]
+        fitting = [p for p in candidates if any(_fits(s, p.pool, workload) for s in p.usable)]
+        if fitting:
+            landing[workload.name] = fitting[0]
+            placements[workload.name] = fitting[0].pool.name
+            fitting[0].workloads.append(workload)
+            continue
+        if not candidates:
+            dra = " (its resourceClaims need a managed node group: Karpenter skips such pods, Auto Mode has no DRA)" \
+                if workload.resource_claims else ""
+            findings.append(Finding(
+                "fit", workload.name, "no pool", "placement", workload.selection.describe(), "no matching pool",
+                f"{workload.name} selects {workload.selection.describe()} but no pool matches its selection and "
+                f"taints it tolerates{dra}, so it stays Pending; change its node selector or tolerations, or add a pool.",
+                workload_key=workload.key))
+            continue
+        for plan in candidates:
+            shape = min(
+                (s for s in plan.usable if workload.selection.admits(s.labels, plan.pool.flexible)),
+                key=lambda s: len(s.free.shortfalls(workload.requests)) * 1e12
+                - (s.free.gpus * 1e9 + s.free.cpu_m * 1e3 + s.free.memory_mib),
+            )
+            short = shape.free.shortfalls(workload.requests)
+            ds = f" after the node's reserve and {len(shape.daemonsets)} DaemonSet(s) ({', '.join(shape.daemonsets)})"
+            if len(plan.usable) < len(plan.shapes):
+                ds += "; Cluster Autoscaler sizes a group at 0 nodes by its first instance type"
+            for name, need, have in short:
+                findings.append(Finding(
+                    "fit", workload.name, plan.pool.name, name, _res(name, need), _res(name, have),
+                    f"{workload.name} requests {_res(name, need)}{'' if name == 'cpu' else ' of ' + name} per pod but the roomiest usable node of "
+                    f"{plan.pool.kind} '{plan.pool.name}' ({shape.instance.name}) has {_res(name, have)} allocatable{ds}. "
+                    f"Lower the request or give the pool a larger instance type.",
+                    workload_key=workload.key, where_key=plan.pool.key))
+        if candidates:
+            memory_check.append((workload, candidates[0]))
+
+    for plan in plans:
+        findings.extend(_pool_findings(plan, cluster))
+    for workload, plan in memory_check:
+        findings.extend(_memory_findings(workload, plan, require_fit=False))
+    for workload in cluster.workloads:
+        findings.extend(_memory_findings(workload, landing.get(workload.name)))
+    findings.extend(_quota_findings(cluster))
+    for workload in cluster.workloads:
+        if workload.scale_to_zero and workload.wake_signal is False:
+            findings.append(Finding(
+                "wake-up", workload.name, workload.namespace, "scale-to-zero trigger", "a signal from outside its pods",
+                workload.wake_detail or "only self-signals",
+                f"{workload.name} may scale to zero but every trigger reads only what its own pods emit "
+                f"({workload.wake_detail or 'no external trigger'}), so once at zero nothing wakes it. Add a trigger "
+                f"on a series that exists at zero replicas (the gateway's request rate, a queue, a cron) or keep "
+                f"minReplicaCount at 1.",
+                workload_key=workload.key))
+    order = {c: i for i, c in enumerate(CHECKS)}
+    findings.sort(key=lambda f: (order[f.check], f.workload or "", f.where, f.resource))
+    return Simulation(findings, plans, placements)
+
+
+def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
+    pool = plan.pool
+    out: list[Finding] = []
+    label = f"{pool.kind} '{pool.name}'"
+    if pool.capacity_source is None:
+        grows = pool.max_nodes is None or pool.max_nodes > pool.min_nodes
+        if grows:
+            out.append(Finding(
+                "capacity-source", None, pool.name, "nodes", f"up to {_fmt(pool.max_nodes) if pool.max_nodes is not None else 'unbounded'} nodes",
+                f"{pool.min_nodes} (nothing adds nodes)",
+                f"{label} may grow from {pool.min_nodes} to {pool.max_nodes if pool.max_nodes is not None else 'its limits'} "
+                f"nodes but nothing adds them (managed groups need Cluster Autoscaler, NodePools a Karpenter "
+                f"controller), so it stays at {pool.min_nodes}. Install the autoscaler for it or set enough fixed nodes.",
+                where_key=pool.key))
+    elif pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
+        template = pool.template or ScaleFromZeroTemplate()
+        missing = []
+        if True:
+            if pool.is_gpu and GPU_RESOURCE not in template.resources:
+                missing.append(f"resources/{GPU_RESOURCE}")
+            for taint in pool.taints:
+                if taint.effect in HARD_EFFECTS and taint.key not in template.taints:
+                    missing.append(f"taint/{taint.key}")
+            selected = set().union(*(w.selection.keys() for w in plan.workloads)) if plan.workloads else set()
+            for key in sorted(selected):
+                if key in pool.labels and key not in template.labels:
+                    missing.append(f"label/{key}")
+        if missing:
+            out.append(Finding(
+                "scale-from-zero", None, pool.name, "node-template tags", ", ".join(missing), "absent",
+                f"{label} sits at 0 nodes and Cluster Autoscaler builds its template node from the Auto Scaling "
+                f"group's k8s.io/cluster-autoscaler/node-template/* tags, which lack {', '.join(missing)}; pending "
+                f"pods never scale it up from zero. Tag the group's ASG with them.",
+                where_key=pool.key))
+    best = plan.planning
+    if best is None or not plan.workloads:
+        return out
+    capacity = best.free
+    mins = {w.name: w.min_replicas for w in plan.workloads}
+    plan.nodes_at_min = max(pool.min_nodes, _pack(_pods(plan.workloads, mins), capacity))
+    maxes = {w.name: w.max_replicas for w in plan.workloads}
+    plan.nodes_at_max = _pack(_pods(plan.workloads, maxes), capacity)
+    per_node = best.instance.gpus
+    plan.gpus_at_min = sum(w.requests.gpus * w.min_replicas for w in plan.workloads)
+    plan.gpus_at_max = sum(w.requests.gpus * w.max_replicas for w in plan.workloads)
+    # Nodes are bounded by a group's max, static replicas or limits.nodes; GPUs by limits[nvidia.com/gpu].
+    ceiling = pool.static_nodes if pool.static_nodes is not None else pool.max_nodes
+    if ceiling is None:
+        ceiling = pool.node_limit
+    gpu_cap = pool.gpu_limit
+
+    def over(nodes: int) -> list[tuple[str, str, str]]:
+        problems = []
+        if ceiling is not None and nodes > ceiling:
+            problems.append(("nodes", f"{nodes} nodes", f"max {_fmt(ceiling)}"))
+        if gpu_cap is not None and per_node and nodes * per_node > gpu_cap:
+            problems.append((GPU_RESOURCE, f"{_fmt(nodes * per_node)} GPUs", f"limit {_fmt(gpu_cap)}"))
+        return problems
+
+    base = _place([], _pods(plan.workloads, mins), capacity)
+    at_min = len(base)
+    min_problems = over(at_min)
+    for resource, need, have in min_problems:
+        out.append(Finding(
+            "pool-min", None, pool.name, resource, need, have,
+            f"{label} cannot hold the min replicas of what lands there ({', '.join(f'{w.name} x{w.min_replicas}' for w in plan.workloads if w.min_replicas)}): "
+            f"they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's maximum or lower min replicas.",
+            where_key=pool.key))
+    slots: dict[Resources, int] = {}
+    for workload in plan.workloads if not min_problems else []:
+        # the others at min (packed once), this one's extra replicas first filling the room left there
+        pod, extra = workload.requests, max(workload.max_replicas - workload.min_replicas, 0)
+        if pod not in slots:
+            slots[pod] = sum(_fit_count(free, pod) for free in base)
+        room = slots[pod]
+        per_node = _fit_count(capacity, pod) or 1
+        nodes = len(base) + (math.ceil((extra - room) / per_node) if extra > room else 0)
+        for resource, need, have in over(nodes):
+            out.append(Finding(
+                "pool-max", workload.name, pool.name, resource, need, have,
+                f"{workload.name} can never reach its {workload.max_replicas} max replicas on {label}: with the "
+                f"others at min they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's "
+                f"maximum or lower its max replicas.",
+                workload_key=workload.key, where_key=pool.key))
+    if len(plan.workloads) > 1:
+        for resource, need, have in over(plan.nodes_at_max):
+            out.append(Finding(
+                "overcommit", None, pool.name, resource, need, have,
+                f"{label} is overcommitted when every workload there is at max replicas ({need}, the pool allows "
+                f"{have}); they cannot all peak at once. Fine if intended.",
+                blocking=False, where_key=pool.key))
+    return out
+
+
+def _memory_findings(workload: Workload, plan: PoolPlan | None, require_fit: bool = True) -> list[Finding]:
+    model = workload.model
+    if model is None or plan is None:
+        return []
+    out = []
+    arch = model.architecture
+    if arch.max_position_embeddings and model.max_model_len > arch.max_position_embeddings:
+        out.append(Finding(
+            "model-memory", workload.name, plan.pool.name, "max-model-len", str(model.max_model_len),
+            str(arch.max_position_embeddings),
+            f"{workload.name} sets max-model-len {model.max_model_len} above {arch.name}'s "
+            f"{arch.max_position_embeddings} positions; vLLM refuses to start. Lower maxModelLen.",
+            workload_key=workload.key, where_key=plan.pool.key))
+    sizes = [s.instance.gpu_memory_mib for s in plan.usable
+             if s.instance.gpu_memory_mib and (_fits(s, plan.pool, workload) or not require_fit)]
+    if not sizes:
+        return out
+    gpu_memory = max(sizes)
+    fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=model.tensor_parallel,
+                     gpu_memory_mib=gpu_memory, utilization=model.gpu_memory_utilization)
+    if not fit.fits:
+        need = f"{fit.need_per_gpu / GIB:.1f} GiB"
+        have = f"{fit.budget_per_gpu / GIB:.1f} GiB"
+        out.append(Finding(
+            "model-memory", workload.name, plan.pool.name, "gpu-memory", need, have,
+            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {model.tensor_parallel}, "
+            f"max-model-len {model.max_model_len}) needs {fit.describe()}, but {model.gpu_memory_utilization} of a "
+            f"{gpu_memory / 1024:.1f} GiB GPU on '{plan.pool.name}' is {have}: it will not load. Use a quantized "
+            f"checkpoint, more GPUs per replica, a shorter maxModelLen or a larger GPU.",
+            workload_key=workload.key, where_key=plan.pool.key))
+    return out
+
+
+_QUOTA_KEYS = {
+    "cpu": ("requests", "cpu_m", "cpu"), "requests.cpu": ("requests", "cpu_m", "cpu"),
+    "memory": ("requests", "memory_mib", "memory"), "requests.memory": ("requests", "memory_mib", "memory"),
+    "limits.cpu": ("limits", "cpu_m", "cpu"), "limits.memory": ("limits", "memory_mib", "memory"),
+    f"requests.{GPU_RESOURCE}": ("requests", "gpus", GPU_RESOURCE),
+    "pods": ("requests", "pods", "pods"),
+}
+
+
+def _quota_findings(cluster: Cluster) -> list[Finding]:
+    out = []
+    for quota in cluster.quotas:
+        workloads = [w for w in cluster.workloads if w.namespace == quota.namespace]
+        if not workloads:
+            continue
+        for key, hard in sorted(quota.hard.items()):
+            if key not in _QUOTA_KEYS:
+                continue
+            side, attr, name = _QUOTA_KEYS[key]
+            need = 0.0
+            for w in workloads:
+                per_pod = getattr(w.requests if side == "requests" else w.limits, attr)
+                if attr == "pods":
+                    per_pod = 1
+                need += per_pod * (w.max_replicas + w.surge)
+            if need > hard + 1e-9:
+                surge = sum(w.surge for w in workloads)
+                out.append(Finding(
+                    "quota", None, f"{quota.namespace}/{quota.name}", key, _res(name, need), _res(name, hard),
+                    f"ResourceQuota '{quota.name}' in '{quota.namespace}' allows {key} {_res(name, hard)} but its "
+                    f"workloads need {_res(name, need)} at max replicas plus {surge} rollout surge pod(s) "
+                    f"({', '.join(f'{w.name} {w.max_replicas}+{w.surge}' for w in workloads)}); scale-out stalls at the "
+                    f"quota. Raise the quota, lower max replicas, or set maxSurge: 0.",
+                    where_key=quota.key))
+    return out
