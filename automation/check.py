@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from components.settings import config_strings
 
-from .analyzer import PackReport, run_pack
+from .analyzer import PackReport, StreamingAnalysis
+from .emit import dumps_json
 from .manifests import redact_secrets, write_manifests
 from .plan import ROOT, Plan, record_plan
 from .report import Summary, summarize
@@ -57,15 +57,17 @@ def run_check(
     """
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
-    plan = record_plan(stack, config_strings(config), region=settings.region)
-    plan.resources.sort(key=lambda r: r.urn)
-    out = out_dir or default_out_dir(stack)
-    out.mkdir(parents=True, exist_ok=True)
-    plan_path = out / "plan.json"
-    plan_path.write_text(json.dumps(redact_secrets(plan.to_json()), indent=2) + "\n")
-    manifests = write_manifests(plan, out / "manifests")
-    policies = run_pack(plan.resources, config_path, POLICY_PACK_DIR)
-    (out / "policy-report.json").write_text(json.dumps(policies.to_json(), indent=2) + "\n")
+    # The pack starts now and analyzes each resource as the program registers it.
+    with StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
+        plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
+        plan.resources.sort(key=lambda r: r.urn)
+        out = out_dir or default_out_dir(stack)
+        out.mkdir(parents=True, exist_ok=True)
+        plan_path = out / "plan.json"
+        plan_path.write_text(dumps_json(redact_secrets(plan.to_json())) + "\n")
+        manifests = write_manifests(plan, out / "manifests")
+        policies = pack.finish(plan.resources)
+    (out / "policy-report.json").write_text(dumps_json(policies.to_json()) + "\n")
     return CheckResult(
         plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
     )

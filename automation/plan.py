@@ -14,7 +14,7 @@ import json
 import os
 import runpy
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -170,11 +170,13 @@ class PlatformMocks(Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """A mock monitor that keeps each registration in engine form, in registration order."""
+    """A mock monitor that keeps each registration in engine form, in registration order, and
+    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists."""
 
-    def __init__(self, mocks: Mocks, plan: Plan):
+    def __init__(self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource], None] | None = None):
         super().__init__(mocks)
         self.plan = plan
+        self.on_record = on_record
 
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
         inputs = _ints(json_format.MessageToDict(request.object))
@@ -184,18 +186,19 @@ class RecordingMonitor(MockMonitor):
         flattened.object.update(_refs_to_urns(inputs))
         response = super().RegisterResource(flattened)
         if request.type != "pulumi:pulumi:Stack":
-            self.plan.resources.append(
-                PlannedResource(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    parent=request.parent,
-                    custom=bool(request.custom),
-                    inputs=inputs,
-                    provider=request.provider,
-                    dependencies=sorted(request.dependencies),
-                )
+            resource = PlannedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=bool(request.custom),
+                inputs=inputs,
+                provider=request.provider,
+                dependencies=sorted(request.dependencies),
             )
+            self.plan.resources.append(resource)
+            if self.on_record is not None:
+                self.on_record(resource)
         return response
 
 
@@ -231,11 +234,12 @@ def record_plan(
     region: str,
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
+    on_record: Callable[[PlannedResource], None] | None = None,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
 
     Resources are recorded into ``into`` when given, so a caller can see what was registered
-    before the program failed.
+    before the program failed; ``on_record`` is called with each resource as it is registered.
     """
     plan = into if into is not None else Plan(project=PROJECT, stack=stack)
     mocks = PlatformMocks(region)
@@ -244,7 +248,7 @@ def record_plan(
         asyncio.set_event_loop(loop)
         try:
             pulumi.runtime.set_mocks(
-                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan)
+                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan, on_record)
             )
             loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         finally:
