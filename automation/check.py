@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,26 @@ class CheckResult:
         return not self.policies.has_mandatory
 
 
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cyclic garbage collector tuned for one large recording, restored afterwards.
+
+    The SDK modules (types by the ten thousand) and every registered resource's outputs and
+    futures stay alive until the check ends, and with the default thresholds the collector
+    rescans them over and over: at 100 models that was a third of the check's CPU, growing faster
+    than the plan. What exists when the check starts is frozen out of collections, and young
+    objects are collected every 50,000 allocations instead of 700; cycles are still collected.
+    """
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+        gc.unfreeze()
+
+
 def default_out_dir(stack: str) -> Path:
     return ROOT / "build" / stack
 
@@ -58,7 +81,7 @@ def run_check(
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
     # The pack starts now and analyzes each resource as the program registers it.
-    with StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
+    with fewer_collections(), StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
         plan.resources.sort(key=lambda r: r.urn)
         out = out_dir or default_out_dir(stack)
