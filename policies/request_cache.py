@@ -9,12 +9,17 @@ pack copies them into plain data through ``kit``), so building them once per req
 the same objects to each policy changes nothing a policy sees; it only removes repeated work.
 
 ``install()`` is called by ``__main__.py`` before the pack is served. Outside Analyze and
-AnalyzeStack (Configure, GetAnalyzerInfo, Remediate) nothing is memoized.
+AnalyzeStack (Configure, GetAnalyzerInfo, Remediate) nothing is memoized. ``plain_once`` does the
+same for the plain copies ``kit`` hands to stack policies: converted once per request, copied per
+policy. ``install()`` also freezes the pack's import-time objects out of garbage collections and
+collects young objects less often: an AnalyzeStack of thousands of resources otherwise spent half
+its time in the collector rescanning objects that live until the answer is sent.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -64,10 +69,28 @@ def _per_request(method: Callable[..., Any]) -> Callable[..., Any]:
     return serve
 
 
+def copy_plain(value: Any) -> Any:
+    """A fresh copy of plain data (dicts and lists; the leaves are immutable and shared)."""
+    if isinstance(value, dict):
+        return {k: copy_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_plain(v) for v in value]
+    return value
+
+
+def plain_once(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert(proxy)`` (a proxy-to-plain-data conversion) computed once per request and proxy,
+    each caller getting its own copy, so no policy can see another's changes."""
+    once = _once_per_request(convert)
+    return lambda value: copy_plain(once(value))
+
+
 def install() -> None:
     servicer = _policy._PolicyAnalyzerServicer
     if getattr(servicer, "_converts_once_per_request", False):
         return
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
     servicer.Analyze = _per_request(servicer.Analyze)
     servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
     servicer._converts_once_per_request = True
