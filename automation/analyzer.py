@@ -482,36 +482,26 @@ class PolicyPackRunner:
                                         timeout=self.call_timeout)
 
     def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
+        """Findings of an ``analyze_async`` (``urn`` its resource) or ``analyze_stack_async`` (``""``) call."""
         try:
             reply = future.result()
         except grpc.RpcError as error:
-            raise PolicyPackError(f"Analyze failed: {error.code().name}: {error.details()}") from error
+            method = "Analyze" if urn else "AnalyzeStack"
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
         return [_violation(d, urn) for d in reply.diagnostics]
 
     def analyze_stack(
         self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
     ) -> list[Violation]:
-        structs = structs if structs is not None else _Structs()
-        request = analyzer_pb2.AnalyzeStackRequest()
-        for resource in resources:
-            r = _resource_dict(resource)
-            item = request.resources.add(
-                urn=r["urn"],
-                type=r["type"],
-                name=r.get("name", ""),
-                options=_options(r),
-                parent=r.get("parent") or "",
-                dependencies=list(r.get("dependencies") or []),
-            )
-            item.properties.CopyFrom(structs.of(r))
-            for key, urns in (r.get("propertyDependencies") or {}).items():
-                if urns:
-                    item.propertyDependencies[key].urns.extend(urns)
-            provider = (providers or {}).get(_provider_urn(r))
-            if provider is not None:
-                item.provider.CopyFrom(_provider(provider, structs))
-        reply = self._call("AnalyzeStack", request)
+        reply = self._call("AnalyzeStack", _analyze_stack_request(resources, providers, structs))
         return [_violation(d, "") for d in reply.diagnostics]
+
+    def analyze_stack_async(
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+    ) -> grpc.Future:
+        """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
+        return self.stub.AnalyzeStack.future(_analyze_stack_request(resources, providers, structs),
+                                             timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
         """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan.
@@ -532,6 +522,31 @@ class PolicyPackRunner:
             urn, future = pending.popleft()
             violations += self.violations_of(future, urn)
         return violations + self.analyze_stack(items, by_urn, structs=structs)
+
+
+def _analyze_stack_request(
+    resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
+) -> analyzer_pb2.AnalyzeStackRequest:
+    structs = structs if structs is not None else _Structs()
+    request = analyzer_pb2.AnalyzeStackRequest()
+    for resource in resources:
+        r = _resource_dict(resource)
+        item = request.resources.add(
+            urn=r["urn"],
+            type=r["type"],
+            name=r.get("name", ""),
+            options=_options(r),
+            parent=r.get("parent") or "",
+            dependencies=list(r.get("dependencies") or []),
+        )
+        item.properties.CopyFrom(structs.of(r))
+        for key, urns in (r.get("propertyDependencies") or {}).items():
+            if urns:
+                item.propertyDependencies[key].urns.extend(urns)
+        provider = (providers or {}).get(_provider_urn(r))
+        if provider is not None:
+            item.provider.CopyFrom(_provider(provider, structs))
+    return request
 
 
 def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
@@ -625,6 +640,8 @@ class StreamingAnalysis:
         self._by_urn: dict[str, dict[str, Any]] = {}
         self._futures: dict[str, grpc.Future] = {}
         self._error: BaseException | None = None
+        self._items: list[dict[str, Any]] | None = None
+        self._stack: grpc.Future | None = None
         self._sender = threading.Thread(target=self._send, name="policy-pack-sender", daemon=True)
         self._sender.start()
 
@@ -663,21 +680,33 @@ class StreamingAnalysis:
             except BaseException as error:  # noqa: BLE001 - re-raised by finish()
                 self._error = error
 
-    def finish(self, resources: Iterable[Any]) -> PackReport:
-        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack)."""
+    def end(self, resources: Iterable[Any]) -> None:
+        """No more resources: send what is left and ``AnalyzeStack`` without waiting for the
+        answers, so the pack works while the caller writes its files. ``finish`` collects."""
         self._queue.put(None)
         self._sender.join()
+        self._items = [_resource_dict(r) for r in resources]
+        if self._error is not None:
+            return
+        by_urn = {r["urn"]: r for r in self._items}
+        for r in self._items:
+            if r["urn"] not in self._futures:
+                self._futures[r["urn"]] = self._runner.analyze_async(
+                    r, by_urn.get(_provider_urn(r)), structs=self._structs
+                )
+        self._stack = self._runner.analyze_stack_async(self._items, by_urn, structs=self._structs)
+
+    def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
+        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
+        may be left out after ``end``."""
+        if self._items is None:
+            self.end(resources if resources is not None else [])
         if self._error is not None:
             raise self._error
-        items = [_resource_dict(r) for r in resources]
-        by_urn = {r["urn"]: r for r in items}
         violations: list[Violation] = []
-        for r in items:
-            future = self._futures.pop(r["urn"], None)
-            if future is None:
-                future = self._runner.analyze_async(r, by_urn.get(_provider_urn(r)), structs=self._structs)
-            violations += self._runner.violations_of(future, r["urn"])
-        violations += self._runner.analyze_stack(items, by_urn, structs=self._structs)
+        for r in self._items:
+            violations += self._runner.violations_of(self._futures[r["urn"]], r["urn"])
+        violations += self._runner.violations_of(self._stack, "")
         info = self._runner.info()
         return PackReport(pack=f"{info.name}@{info.version}", config=self._runner.config_source, violations=violations)
 

@@ -84,12 +84,13 @@ def run_check(
     with fewer_collections(), StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
         plan.resources.sort(key=lambda r: r.urn)
+        pack.end(plan.resources)  # AnalyzeStack runs in the pack while the files are written
         out = out_dir or default_out_dir(stack)
         out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
         plan_path.write_text(dumps_json(redact_secrets(plan.to_json())) + "\n")
         manifests = write_manifests(plan, out / "manifests")
-        policies = pack.finish(plan.resources)
+        policies = pack.finish()
     (out / "policy-report.json").write_text(dumps_json(policies.to_json()) + "\n")
     return CheckResult(
         plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
