@@ -88,7 +88,7 @@ def run_check(
         out = out_dir or default_out_dir(stack)
         out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
-        plan_path.write_text(dumps_json(redact_secrets(plan.to_json())) + "\n")
+        plan_path.write_text(dumps_json(redact_secrets(plan.to_json(copy=False))) + "\n")
         manifests = write_manifests(plan, out / "manifests")
         policies = pack.finish()
     (out / "policy-report.json").write_text(dumps_json(policies.to_json()) + "\n")

@@ -16,7 +16,7 @@ import runpy
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +66,14 @@ class Plan:
     def children_of(self, urn: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.parent == urn]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+    def to_json(self, *, copy: bool = True) -> dict[str, Any]:
+        """The plan file's content. ``copy=False`` shares the resources' inputs instead of deep-copying
+        them, for a caller that only reads the result (the check redacts it into a new structure)."""
+        if copy:
+            return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+        names = [f.name for f in fields(PlannedResource)]
+        resources = [{name: getattr(r, name) for name in names} for r in self.resources]
+        return {"project": self.project, "stack": self.stack, "resources": resources}
 
 
 def _ints(value: Any) -> Any:
