@@ -31,7 +31,8 @@ $(BENCH_STAMP): benchmarks/requirements.txt
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_check.py
-	$(VENV)/bin/python benchmarks/bench_policies.py
+	$(VENV)/bin/python benchmarks/bench_recording.py
+	$(VENV)/bin/python benchmarks/bench_policies.py build/bench/prod/plan.json
 
 clean:
 	rm -rf build .pytest_cache

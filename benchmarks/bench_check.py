@@ -150,10 +150,11 @@ def main() -> None:
         floor = Row("import floor (SDK modules of the prod program)", [sys.executable, "-c", _FLOOR.format(modules=modules)],
                     note=f"{len(modules)} modules")
         dev = Row("check dev", check_command("dev", work / "dev"))
-        prod = Row("check prod", check_command("prod", work / "prod"))
+        # Kept in build/bench/prod: bench_policies.py replays this plan against the pack.
+        prod = Row("check prod", check_command("prod", OUT / "prod"))
         checkov_bin = BENCH_VENV / "bin" / "checkov"
         # --skip-download: no network; exit 1 means "found failed checks", which is its normal answer.
-        checkov = Row("checkov on the prod manifests", [str(checkov_bin), "-d", str(work / "prod" / "manifests"),
+        checkov = Row("checkov on the prod manifests", [str(checkov_bin), "-d", str(OUT / "prod" / "manifests"),
                       "--framework", "kubernetes", "--quiet", "--compact", "--skip-download", "-o", "json"], ok=(0, 1))
         if not checkov_bin.exists():
             print(f"checkov not found at {checkov_bin}; `make bench` creates the benchmark's environment")
@@ -166,7 +167,7 @@ def main() -> None:
             if checkov_bin.exists():
                 paired.setdefault("prod / checkov", []).append(prod.wall[-1] / checkov.wall[-1])
         dev.resources, prod.resources = resources_of(dev.stdout), resources_of(prod.stdout)
-        checkov.note = f"{len(list((work / 'prod' / 'manifests').glob('*.yaml')))} files"
+        checkov.note = f"{len(list((OUT / 'prod' / 'manifests').glob('*.yaml')))} files"
         scaling = []
         for models in args.models:
             stack_file, policy = write_stack(models, work)
