@@ -32,9 +32,19 @@ test: $(STAMP)
 	$(MAKE) gateway-venv || [ -z "$$CI" ]
 	$(VENV)/bin/python -m pytest -n auto
 
-bench: $(STAMP)
+# The benchmark's own environment: checkov (the yardstick) and matplotlib, pinned apart from .venv.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): benchmarks/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r benchmarks/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_check.py
-	$(VENV)/bin/python benchmarks/bench_policies.py
+	$(VENV)/bin/python benchmarks/bench_recording.py
+	$(VENV)/bin/python benchmarks/bench_policies.py build/bench/prod/plan.json
 	$(VENV)/bin/python benchmarks/bench_capacity.py
 
 clean:

@@ -25,6 +25,7 @@ or, to reuse one pack process::
 
 from __future__ import annotations
 
+import collections
 import copy
 import json
 import os
@@ -35,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +179,8 @@ def _resource_dict(resource: Any) -> dict[str, Any]:
     if isinstance(resource, Mapping):
         return dict(resource)
     if is_dataclass(resource):
-        return asdict(resource)
+        # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
+        return {f.name: getattr(resource, f.name) for f in fields(resource)}
     raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
 
 
@@ -471,48 +473,80 @@ class PolicyPackRunner:
     def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
         """``Analyze`` one plan resource; ``provider`` is its provider's plan resource, if known."""
         r = _resource_dict(resource)
-        request = analyzer_pb2.AnalyzeRequest(
+        reply = self._call("Analyze", _analyze_request(r, provider))
+        return [_violation(d, r["urn"]) for d in reply.diagnostics]
+
+    def analyze_async(self, resource: Any, provider: Any = None, *, structs: _Structs | None = None) -> grpc.Future:
+        """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
+        return self.stub.Analyze.future(_analyze_request(_resource_dict(resource), provider, structs),
+                                        timeout=self.call_timeout)
+
+    def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
+        """Findings of an ``analyze_async`` (``urn`` its resource) or ``analyze_stack_async`` (``""``) call."""
+        try:
+            reply = future.result()
+        except grpc.RpcError as error:
+            method = "Analyze" if urn else "AnalyzeStack"
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+        return [_violation(d, urn) for d in reply.diagnostics]
+
+    def analyze_stack(
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+    ) -> list[Violation]:
+        reply = self._call("AnalyzeStack", _analyze_stack_request(resources, providers, structs))
+        return [_violation(d, "") for d in reply.diagnostics]
+
+    def analyze_stack_async(
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+    ) -> grpc.Future:
+        """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
+        return self.stub.AnalyzeStack.future(_analyze_stack_request(resources, providers, structs),
+                                             timeout=self.call_timeout)
+
+    def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
+        """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan.
+
+        Analyze calls are pipelined (up to ``in_flight`` unanswered); findings keep the resources' order.
+        """
+        items = [_resource_dict(r) for r in resources]
+        by_urn = {r["urn"]: r for r in items}
+        structs = _Structs()
+        pending: collections.deque[tuple[str, grpc.Future]] = collections.deque()
+        violations: list[Violation] = []
+        for r in items:
+            if len(pending) >= in_flight:
+                urn, future = pending.popleft()
+                violations += self.violations_of(future, urn)
+            pending.append((r["urn"], self.analyze_async(r, by_urn.get(_provider_urn(r)), structs=structs)))
+        while pending:
+            urn, future = pending.popleft()
+            violations += self.violations_of(future, urn)
+        return violations + self.analyze_stack(items, by_urn, structs=structs)
+
+
+def _analyze_stack_request(
+    resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
+) -> analyzer_pb2.AnalyzeStackRequest:
+    structs = structs if structs is not None else _Structs()
+    request = analyzer_pb2.AnalyzeStackRequest()
+    for resource in resources:
+        r = _resource_dict(resource)
+        item = request.resources.add(
             urn=r["urn"],
             type=r["type"],
             name=r.get("name", ""),
-            properties=to_struct(r.get("inputs") or {}),
             options=_options(r),
+            parent=r.get("parent") or "",
+            dependencies=list(r.get("dependencies") or []),
         )
+        item.properties.CopyFrom(structs.of(r))
+        for key, urns in (r.get("propertyDependencies") or {}).items():
+            if urns:
+                item.propertyDependencies[key].urns.extend(urns)
+        provider = (providers or {}).get(_provider_urn(r))
         if provider is not None:
-            request.provider.CopyFrom(_provider(provider))
-        reply = self._call("Analyze", request)
-        return [_violation(d, r["urn"]) for d in reply.diagnostics]
-
-    def analyze_stack(self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None) -> list[Violation]:
-        request = analyzer_pb2.AnalyzeStackRequest()
-        for resource in resources:
-            r = _resource_dict(resource)
-            item = request.resources.add(
-                urn=r["urn"],
-                type=r["type"],
-                name=r.get("name", ""),
-                properties=to_struct(r.get("inputs") or {}),
-                options=_options(r),
-                parent=r.get("parent") or "",
-                dependencies=list(r.get("dependencies") or []),
-            )
-            for key, urns in (r.get("propertyDependencies") or {}).items():
-                if urns:
-                    item.propertyDependencies[key].urns.extend(urns)
-            provider = (providers or {}).get(_provider_urn(r))
-            if provider is not None:
-                item.provider.CopyFrom(_provider(provider))
-        reply = self._call("AnalyzeStack", request)
-        return [_violation(d, "") for d in reply.diagnostics]
-
-    def analyze_plan(self, resources: Iterable[Any]) -> list[Violation]:
-        """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan."""
-        items = [_resource_dict(r) for r in resources]
-        by_urn = {r["urn"]: r for r in items}
-        violations = []
-        for r in items:
-            violations += self.analyze(r, by_urn.get(_provider_urn(r)))
-        return violations + self.analyze_stack(items, by_urn)
+            item.provider.CopyFrom(_provider(provider, structs))
+    return request
 
 
 def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
@@ -527,11 +561,33 @@ def _provider_urn(r: Mapping[str, Any]) -> str:
     return ref.rsplit("::", 1)[0] if "::" in ref else ref
 
 
-def _provider(provider: Any) -> analyzer_pb2.AnalyzerProviderResource:
+class _Structs:
+    """Each resource's inputs marshalled once per run, by URN: Analyze, a provider reference and
+    AnalyzeStack all send the same Struct, and marshalling is the client's largest cost per resource."""
+
+    def __init__(self) -> None:
+        self._by_urn: dict[str, struct_pb2.Struct] = {}
+
+    def of(self, r: Mapping[str, Any]) -> struct_pb2.Struct:
+        struct = self._by_urn.get(r["urn"])
+        if struct is None:
+            struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
+        return struct
+
+
+def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> Any:
+    request = analyzer_pb2.AnalyzeRequest(urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r))
+    request.properties.CopyFrom(structs.of(r) if structs is not None else to_struct(r.get("inputs") or {}))
+    if provider is not None:
+        request.provider.CopyFrom(_provider(provider, structs))
+    return request
+
+
+def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:
     p = _resource_dict(provider)
-    return analyzer_pb2.AnalyzerProviderResource(
-        urn=p["urn"], type=p["type"], name=p.get("name", ""), properties=to_struct(p.get("inputs") or {})
-    )
+    message = analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""))
+    message.properties.CopyFrom(structs.of(p) if structs is not None else to_struct(p.get("inputs") or {}))
+    return message
 
 
 def _violation(diagnostic: Any, default_urn: str) -> Violation:
@@ -555,3 +611,108 @@ def run_pack(
         violations = pack.analyze_plan(resources)
         info = pack.info()
         return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)
+
+
+class StreamingAnalysis:
+    """The pack run beside the program: started and configured as soon as this object exists, and
+    sent ``Analyze`` for each resource as the program registers it, so the pack's process works on
+    another core while the program is still recording.
+
+    ``submit`` only queues (it is called from the mock monitor's threads); one sender thread starts
+    the pack, configures it, marshals each resource and keeps up to ``in_flight`` calls unanswered.
+    ``finish`` waits for what is left, sends ``AnalyzeStack`` and returns the same report, in the
+    same order, as :func:`run_pack` over the same resources. Errors of start-up or configuration
+    are raised by ``finish``, where ``run_pack`` would have raised them. Use as a context manager.
+    """
+
+    def __init__(
+        self,
+        config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        pack_dir: str | os.PathLike[str] | None = None,
+        *,
+        in_flight: int = 32,
+    ) -> None:
+        self._runner = PolicyPackRunner(pack_dir)
+        self._config = config_path
+        self._in_flight = threading.BoundedSemaphore(in_flight)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._structs = _Structs()
+        self._by_urn: dict[str, dict[str, Any]] = {}
+        self._futures: dict[str, grpc.Future] = {}
+        self._error: BaseException | None = None
+        self._items: list[dict[str, Any]] | None = None
+        self._stack: grpc.Future | None = None
+        self._sender = threading.Thread(target=self._send, name="policy-pack-sender", daemon=True)
+        self._sender.start()
+
+    def __enter__(self) -> StreamingAnalysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(self, resource: Any) -> None:
+        """Queue one registered resource for ``Analyze``."""
+        self._queue.put(resource)
+
+    def _send(self) -> None:
+        try:
+            self._runner.start()
+            self._runner.configure(self._config)
+        except BaseException as error:  # noqa: BLE001 - re-raised by finish()
+            self._error = error
+        while True:
+            resource = self._queue.get()
+            if resource is None:
+                return
+            if self._error is not None:
+                continue
+            r = _resource_dict(resource)
+            self._by_urn[r["urn"]] = r
+            provider_urn = _provider_urn(r)
+            if provider_urn and provider_urn not in self._by_urn:
+                continue  # its provider is not registered yet: finish() analyzes it with the whole plan
+            try:
+                self._in_flight.acquire()
+                future = self._runner.analyze_async(r, self._by_urn.get(provider_urn), structs=self._structs)
+                future.add_done_callback(lambda _: self._in_flight.release())
+                self._futures[r["urn"]] = future
+            except BaseException as error:  # noqa: BLE001 - re-raised by finish()
+                self._error = error
+
+    def end(self, resources: Iterable[Any]) -> None:
+        """No more resources: send what is left and ``AnalyzeStack`` without waiting for the
+        answers, so the pack works while the caller writes its files. ``finish`` collects."""
+        self._queue.put(None)
+        self._sender.join()
+        self._items = [_resource_dict(r) for r in resources]
+        if self._error is not None:
+            return
+        by_urn = {r["urn"]: r for r in self._items}
+        for r in self._items:
+            if r["urn"] not in self._futures:
+                self._futures[r["urn"]] = self._runner.analyze_async(
+                    r, by_urn.get(_provider_urn(r)), structs=self._structs
+                )
+        self._stack = self._runner.analyze_stack_async(self._items, by_urn, structs=self._structs)
+
+    def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
+        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
+        may be left out after ``end``."""
+        if self._items is None:
+            self.end(resources if resources is not None else [])
+        if self._error is not None:
+            raise self._error
+        violations: list[Violation] = []
+        for r in self._items:
+            violations += self._runner.violations_of(self._futures[r["urn"]], r["urn"])
+        violations += self._runner.violations_of(self._stack, "")
+        info = self._runner.info()
+        return PackReport(pack=f"{info.name}@{info.version}", config=self._runner.config_source, violations=violations)
+
+    def close(self) -> None:
+        """Stop the pack (also when the program failed before ``finish``)."""
+        if self._sender.is_alive():
+            self._queue.put(None)
+            self._sender.join()
+        self._runner.close()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from components.settings import config_strings
 
-from .analyzer import PackReport, run_pack
+from .analyzer import PackReport, StreamingAnalysis
+from .emit import dumps_json
 from .manifests import redact_secrets, write_manifests
 from .plan import ROOT, Plan, record_plan
 from .report import Summary, summarize
@@ -35,6 +38,26 @@ class CheckResult:
         return not self.policies.has_mandatory
 
 
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cyclic garbage collector tuned for one large recording, restored afterwards.
+
+    The SDK modules (types by the ten thousand) and every registered resource's outputs and
+    futures stay alive until the check ends, and with the default thresholds the collector
+    rescans them over and over: at 100 models that was a third of the check's CPU, growing faster
+    than the plan. What exists when the check starts is frozen out of collections, and young
+    objects are collected every 50,000 allocations instead of 700; cycles are still collected.
+    """
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+        gc.unfreeze()
+
+
 def default_out_dir(stack: str) -> Path:
     return ROOT / "build" / stack
 
@@ -57,15 +80,18 @@ def run_check(
     """
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
-    plan = record_plan(stack, config_strings(config), region=settings.region)
-    plan.resources.sort(key=lambda r: r.urn)
-    out = out_dir or default_out_dir(stack)
-    out.mkdir(parents=True, exist_ok=True)
-    plan_path = out / "plan.json"
-    plan_path.write_text(json.dumps(redact_secrets(plan.to_json()), indent=2) + "\n")
-    manifests = write_manifests(plan, out / "manifests")
-    policies = run_pack(plan.resources, config_path, POLICY_PACK_DIR)
-    (out / "policy-report.json").write_text(json.dumps(policies.to_json(), indent=2) + "\n")
+    # The pack starts now and analyzes each resource as the program registers it.
+    with fewer_collections(), StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
+        plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
+        plan.resources.sort(key=lambda r: r.urn)
+        pack.end(plan.resources)  # AnalyzeStack runs in the pack while the files are written
+        out = out_dir or default_out_dir(stack)
+        out.mkdir(parents=True, exist_ok=True)
+        plan_path = out / "plan.json"
+        plan_path.write_text(dumps_json(redact_secrets(plan.to_json(copy=False))) + "\n")
+        manifests = write_manifests(plan, out / "manifests")
+        policies = pack.finish()
+    (out / "policy-report.json").write_text(dumps_json(policies.to_json()) + "\n")
     return CheckResult(
         plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
     )

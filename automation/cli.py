@@ -15,8 +15,6 @@ from components.settings import SettingsError
 
 from . import exit_codes
 from .commands import env, integration, stack_ops, unlock
-from .analyzer import PolicyConfigError, PolicyPackError
-from .check import PolicyConfigMissing
 from .stacks import StackFileError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -79,6 +77,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _check_errors() -> tuple[tuple[type[Exception], ...], type[Exception]]:
+    """The check's usage errors and the pack's failure; imported only while an error is handled, so
+    verbs other than ``check`` do not pay for the pack's client (gRPC, jsonschema) at start-up."""
+    from .analyzer import PolicyConfigError, PolicyPackError
+    from .check import PolicyConfigMissing
+
+    return (PolicyConfigMissing, PolicyConfigError), PolicyPackError
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m automation",
@@ -117,10 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in exc.problems:
             err.print(f"  {problem}", markup=False)
         return exit_codes.USAGE
-    except (StackFileError, PolicyConfigMissing, PolicyConfigError) as exc:
+    except (StackFileError, *_check_errors()[0]) as exc:
         err.print(f"error: {exc}")
         return exit_codes.USAGE
-    except PolicyPackError as exc:
+    except _check_errors()[1] as exc:
         err.print(f"error: the policy pack failed: {exc}")
         return exit_codes.FAILED
     except Interrupted as exc:

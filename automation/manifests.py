@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .emit import dumps_yaml
 from .plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
 
 HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
@@ -71,6 +70,6 @@ def write_manifests(plan: Plan, directory: Path) -> list[Path]:
     written = []
     for name, document in sorted(kubernetes_documents(plan).items()):
         path = directory / name
-        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        path.write_text(dumps_yaml(document))
         written.append(path)
     return written

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import runpy
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from google.protobuf import json_format
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.stack import run_pulumi_func
 
@@ -67,8 +67,14 @@ class Plan:
     def children_of(self, urn: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.parent == urn]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+    def to_json(self, *, copy: bool = True) -> dict[str, Any]:
+        """The plan file's content. ``copy=False`` shares the resources' inputs instead of deep-copying
+        them, for a caller that only reads the result (the check redacts it into a new structure)."""
+        if copy:
+            return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+        names = [f.name for f in fields(PlannedResource)]
+        resources = [{name: getattr(r, name) for name in names} for r in self.resources]
+        return {"project": self.project, "stack": self.stack, "resources": resources}
 
 
 def _ints(value: Any) -> Any:
@@ -80,6 +86,38 @@ def _ints(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _ints(v) for k, v in value.items()}
     return value
+
+
+def _plain_struct(struct: Any) -> tuple[dict[str, Any], bool]:
+    """``_ints(json_format.MessageToDict(struct))`` in one pass, and whether it holds a resource
+    reference. json_format's generic walk was the recording monitor's largest cost per resource."""
+    refs = False
+
+    def value_of(value: Any) -> Any:
+        nonlocal refs
+        kind = value.WhichOneof("kind")
+        if kind == "string_value":
+            return value.string_value
+        if kind == "number_value":
+            number = value.number_value
+            if math.isinf(number) or math.isnan(number):
+                raise ValueError(f"Fail to serialize {number} for Value.number_value")
+            return int(number) if number.is_integer() else number
+        if kind == "bool_value":
+            return value.bool_value
+        if kind == "struct_value":
+            fields = value.struct_value.fields
+            out = {key: value_of(fields[key]) for key in fields}
+            if out.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
+                refs = True
+            return out
+        if kind == "list_value":
+            return [value_of(item) for item in value.list_value.values]
+        return None
+
+    fields = struct.fields
+    top = {key: value_of(fields[key]) for key in fields}
+    return top, refs or top.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG
 
 
 def _refs_to_urns(value: Any) -> Any:
@@ -171,34 +209,42 @@ class PlatformMocks(Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """A mock monitor that keeps each registration in engine form, in registration order."""
+    """A mock monitor that keeps each registration in engine form, in registration order, and
+    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists."""
 
-    def __init__(self, mocks: Mocks, plan: Plan):
+    def __init__(self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource], None] | None = None):
         super().__init__(mocks)
         self.plan = plan
+        self.on_record = on_record
 
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
-        inputs = _ints(json_format.MessageToDict(request.object))
-        flattened = type(request)()
-        flattened.CopyFrom(request)
-        flattened.object.Clear()
-        flattened.object.update(_refs_to_urns(inputs))
-        response = super().RegisterResource(flattened)
+        inputs, refs = _plain_struct(request.object)
+        if refs:
+            # Only a request with resource references is copied and rewritten for the mocks.
+            flattened = type(request)()
+            flattened.CopyFrom(request)
+            flattened.object.Clear()
+            flattened.object.update(_refs_to_urns(inputs))
+            request_for_mocks = flattened
+        else:
+            request_for_mocks = request
+        response = super().RegisterResource(request_for_mocks)
         if request.type == MANAGED_NODE_GROUP:
             self._add_node_group_child(response, request.name, inputs)
         if request.type != "pulumi:pulumi:Stack":
-            self.plan.resources.append(
-                PlannedResource(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    parent=request.parent,
-                    custom=bool(request.custom),
-                    inputs=inputs,
-                    provider=request.provider,
-                    dependencies=sorted(request.dependencies),
-                )
+            resource = PlannedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=bool(request.custom),
+                inputs=inputs,
+                provider=request.provider,
+                dependencies=sorted(request.dependencies),
             )
+            self.plan.resources.append(resource)
+            if self.on_record is not None:
+                self.on_record(resource)
         return response
 
     def _add_node_group_child(self, response, name: str, inputs: dict[str, Any]) -> None:
@@ -223,7 +269,7 @@ class RecordingMonitor(MockMonitor):
         )
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
-        self.plan.outputs[request.urn] = _ints(json_format.MessageToDict(request.outputs))
+        self.plan.outputs[request.urn] = _plain_struct(request.outputs)[0]
         return super().RegisterResourceOutputs(request)
 
 
@@ -254,11 +300,12 @@ def record_plan(
     region: str,
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
+    on_record: Callable[[PlannedResource], None] | None = None,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
 
     Resources are recorded into ``into`` when given, so a caller can see what was registered
-    before the program failed.
+    before the program failed; ``on_record`` is called with each resource as it is registered.
     """
     plan = into if into is not None else Plan(project=PROJECT, stack=stack)
     mocks = PlatformMocks(region)
@@ -267,7 +314,7 @@ def record_plan(
         asyncio.set_event_loop(loop)
         try:
             pulumi.runtime.set_mocks(
-                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan)
+                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan, on_record)
             )
             loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         finally:

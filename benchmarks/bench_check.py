@@ -1,66 +1,209 @@
-"""Benchmark of the offline check: wall time per stack (median of N runs) and resource count.
+"""Benchmark of the offline check against its floor and its yardstick, and how it grows with models.
 
-Two figures per stack: the whole command as a user runs it (a fresh process, imports included),
-and the recording alone in a warm process (settings, program under mocks, plan). Prints figures;
-asserts nothing.
+In one run it prints:
+
+- the import floor: a fresh interpreter importing exactly the Pulumi SDK modules the prod program
+  loads (the list is taken from a real recording, so it follows the program as it grows);
+- ``python -m automation check`` for dev and prod;
+- checkov (from the benchmark's own environment, ``.venv-bench``) scanning the manifests the prod
+  check wrote;
+- the check for generated stacks of 10, 100 and 500 served models (``generated_stack.py``);
+
+each as the median wall time of whole processes (start-up included) with min-max, and the peak
+resident memory of the largest process; then the ratios the check is judged by. The table is also
+written to ``build/bench/check.md``, and a plot of time and memory against models to
+``build/bench/check-models.png`` beside it (drawn by matplotlib in ``.venv-bench``). On a shared
+machine wall times move with the load: read the spread, and compare ratios taken in one run.
+Prints figures; asserts nothing.
+
+    python benchmarks/bench_check.py [--runs 5] [--models 10 100 500] [--model-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.generated_stack import write_stack  # noqa: E402
 
-def time_command(stack: str, runs: int) -> tuple[float, int]:
-    timings, resources = [], 0
-    with tempfile.TemporaryDirectory() as out:
-        for _ in range(runs):
-            start = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "automation", "check", "--stack", stack, "--out", out, "--output", "json"],
-                cwd=ROOT, capture_output=True, text=True,
-            )
-            if done.returncode not in (0, 1):  # 1: policy violations, still a full check
-                raise SystemExit(done.stderr)
-            timings.append(time.perf_counter() - start)
-            resources = json.loads(done.stdout)["summary"]["resource_count"]
-    return statistics.median(timings), resources
+BENCH_VENV = ROOT / ".venv-bench"
+OUT = ROOT / "build" / "bench"
+SDK_PACKAGES = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes", "pulumi_random")
+
+#: Run in a fresh interpreter: record the prod plan and print the SDK modules it really loaded
+#: (the SDKs register their sub-packages lazily; a registered but untouched one costs nothing).
+_LOADED_SDK_MODULES = """
+import json, sys, types
+sys.path.insert(0, {root!r})
+from automation.plan import record_plan
+from automation.stacks import load_stack
+from components.settings import config_strings
+config, settings = load_stack("prod")
+record_plan("prod", config_strings(config), region=settings.region)
+loaded = sorted(name for name, module in sys.modules.items()
+                if name.split(".")[0] in {packages!r} and type(module) is types.ModuleType)
+print(json.dumps(loaded))
+"""
+
+_FLOOR = """
+import importlib
+for name in {modules!r}:
+    # A lazily registered SDK module runs on its first attribute access.
+    getattr(importlib.import_module(name), "floor_probe", None)
+"""
 
 
-def time_recording(stack: str, runs: int) -> float:
-    from automation.plan import record_plan
-    from automation.stacks import load_stack
-    from components.settings import config_strings
+@dataclass
+class Row:
+    what: str
+    command: list[str]
+    ok: tuple[int, ...] = (0,)
+    resources: int | None = None
+    note: str = ""
 
-    timings = []
-    for _ in range(runs):
+    def __post_init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.peak_mib = 0.0
+        self.stdout = ""
+
+    def measure(self) -> float:
+        wall, cpu, rss, self.stdout = run(self.command, ok=self.ok)
+        self.wall.append(wall)
+        self.cpu.append(cpu)
+        self.peak_mib = max(self.peak_mib, rss)
+        return wall
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.wall)
+
+    def cells(self) -> list[str]:
+        spread = f"{min(self.wall):.2f}-{max(self.wall):.2f}" if len(self.wall) > 1 else "-"
+        return [self.what, "" if self.resources is None else str(self.resources), f"{self.median:.2f}", spread,
+                f"{statistics.median(self.cpu):.2f}", str(len(self.wall)), f"{self.peak_mib:.0f}", self.note]
+
+
+def run(command: list[str], *, ok: tuple[int, ...] = (0,)) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system, waited-for children included), peak RSS (MiB) of
+    the largest of them, and stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        config, settings = load_stack(stack)
-        record_plan(stack, config_strings(config), region=settings.region)
-        timings.append(time.perf_counter() - start)
-    return statistics.median(timings)
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if process.returncode not in ok:
+            raise SystemExit(f"{' '.join(command)} exited {process.returncode}:\n{err.read().decode()[-3000:]}")
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read().decode()
+
+
+def sdk_modules() -> list[str]:
+    code = _LOADED_SDK_MODULES.format(root=str(ROOT), packages=SDK_PACKAGES)
+    return json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                                     check=True).stdout.splitlines()[-1])
+
+
+def check_command(stack: str, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "automation", "check", "--stack", stack, "--out", str(out), "--output", "json", *extra]
+
+
+def resources_of(stdout: str) -> int:
+    return json.loads(stdout)["summary"]["resource_count"]
+
+
+def render(rows: list[Row]) -> str:
+    header = ["what", "resources", "wall s (median)", "wall min-max", "cpu s", "runs", "peak MiB", ""]
+    table = [header] + [r.cells() for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in table]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("stacks", nargs="*", default=["dev", "prod"])
+    parser.add_argument("--runs", type=int, default=5, help="runs of the floor, dev, prod and checkov")
+    parser.add_argument("--models", type=int, nargs="*", default=[10, 100, 500])
+    parser.add_argument("--model-runs", type=int, default=3, help="runs per generated stack (1 for 500 and more)")
     args = parser.parse_args()
-    print(f"offline check, median of {args.runs} runs")
-    print(f"{'stack':<8}{'resources':>10}{'command s':>12}{'recording s':>14}")
-    for stack in args.stacks:
-        command, resources = time_command(stack, args.runs)
-        recording = time_recording(stack, args.runs)
-        print(f"{stack:<8}{resources:>10}{command:>12.2f}{recording:>14.3f}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-check-"))
+    rows: list[Row] = []
+    paired: dict[str, list[float]] = {}
+    try:
+        modules = sdk_modules()
+        floor = Row("import floor (SDK modules of the prod program)", [sys.executable, "-c", _FLOOR.format(modules=modules)],
+                    note=f"{len(modules)} modules")
+        dev = Row("check dev", check_command("dev", work / "dev"))
+        # Kept in build/bench/prod: bench_policies.py replays this plan against the pack.
+        prod = Row("check prod", check_command("prod", OUT / "prod"))
+        checkov_bin = BENCH_VENV / "bin" / "checkov"
+        # --skip-download: no network; exit 1 means "found failed checks", which is its normal answer.
+        checkov = Row("checkov on the prod manifests", [str(checkov_bin), "-d", str(OUT / "prod" / "manifests"),
+                      "--framework", "kubernetes", "--quiet", "--compact", "--skip-download", "-o", "json"], ok=(0, 1))
+        if not checkov_bin.exists():
+            print(f"checkov not found at {checkov_bin}; `make bench` creates the benchmark's environment")
+        rows += [floor, dev, prod] + ([checkov] if checkov_bin.exists() else [])
+        # Rounds interleave the commands, so a change of load hits all of them; ratios are per round.
+        for _ in range(args.runs):
+            for row in rows:
+                row.measure()
+            paired.setdefault("prod / floor", []).append(prod.wall[-1] / floor.wall[-1])
+            if checkov_bin.exists():
+                paired.setdefault("prod / checkov", []).append(prod.wall[-1] / checkov.wall[-1])
+        dev.resources, prod.resources = resources_of(dev.stdout), resources_of(prod.stdout)
+        checkov.note = f"{len(list((OUT / 'prod' / 'manifests').glob('*.yaml')))} files"
+        scaling = []
+        for models in args.models:
+            stack_file, policy = write_stack(models, work)
+            row = Row(f"check, {models} models", check_command(f"bench{models}", work / f"bench{models}",
+                      "--stack-file", str(stack_file), "--policy-config", str(policy)))
+            for _ in range(1 if models >= 500 else args.model_runs):
+                row.measure()
+                paired.setdefault(f"{models} models / prod", []).append(row.wall[-1] / prod.measure())
+            row.resources = resources_of(row.stdout)
+            rows.append(row)
+            scaling.append({"models": models, "resources": row.resources, "seconds": row.median,
+                            "cpu_seconds": statistics.median(row.cpu), "peak_mib": row.peak_mib})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    table = render(rows)
+    ratios = ["ratios of wall times taken in the same round (median, min-max):"]
+    for name, values in paired.items():
+        ratios.append(f"  {name}: {statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f}, {len(values)} pairs)")
+    ratios.append(f"cpu ratio prod / floor: {statistics.median(prod.cpu) / statistics.median(floor.cpu):.2f}x")
+    if scaling:
+        per = ", ".join(f"{s['models']}: {1000 * s['seconds'] / s['resources']:.1f}" for s in scaling)
+        ratios.append(f"ms per resource (whole command): {per}")
+        if len(scaling) > 1:
+            a, b = scaling[-2], scaling[-1]
+            marginal = (b["seconds"] - a["seconds"]) / (b["resources"] - a["resources"]) * 1000
+            ratios.append(f"marginal ms per resource from {a['models']} to {b['models']} models: {marginal:.2f}")
+    text = f"offline check, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{table}\n\n" + "\n".join(ratios)
+    print(text)
+    (OUT / "check.md").write_text(text + "\n")
+    (OUT / "check-models.json").write_text(json.dumps({"prod_seconds": prod.median, "scaling": scaling}, indent=2))
+    plot = BENCH_VENV / "bin" / "python"
+    if scaling and plot.exists():
+        subprocess.run([str(plot), str(ROOT / "benchmarks" / "plot_models.py"), str(OUT / "check-models.json"),
+                        str(OUT / "check-models.png")], check=True)
+        print(f"\ntable: {OUT / 'check.md'}; plot: {OUT / 'check-models.png'}")
 
 
 if __name__ == "__main__":

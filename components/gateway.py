@@ -17,7 +17,6 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 import yaml
 
 from . import contract, versions
@@ -182,6 +181,8 @@ class Gateway(pulumi.ComponentResource):
     master_key: pulumi.Output[str]
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
+        import pulumi_random as random  # only stacks that run the gateway load the random provider's SDK
+
         super().__init__(TYPE, name, None, opts)
         labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": NAME, "app.kubernetes.io/part-of": "llm-platform"}
         namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": NAMESPACE, "labels": labels}, opts=pulumi.ResourceOptions(parent=self))

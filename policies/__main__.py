@@ -17,8 +17,11 @@ import gpu_workloads
 import karpenter_validity
 import pinning
 import reliability
+import request_cache
 import scheduling
 import security
+
+request_cache.install()
 
 PolicyPack(
     name="llm-platform-gpu",

@@ -23,7 +23,11 @@ from pulumi_policy import (
 )
 
 from contract_config import contract_schema
+from request_cache import plain_once
 from shapes import Resource, contains_unknown, plain
+
+#: Every stack policy converts every resource; the conversion is shared within a request.
+_stack_plain = plain_once(plain)
 
 #: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
 STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
@@ -131,7 +135,7 @@ def stack_policy(
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         stack = Stack(
             [
-                Resource(r.resource_type, r.name, r.urn, plain(r.props), r.parent.urn if r.parent else r.opts.parent)
+                Resource(r.resource_type, r.name, r.urn, _stack_plain(r.props), r.parent.urn if r.parent else r.opts.parent)
                 for r in args.resources
             ]
         )

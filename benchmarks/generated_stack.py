@@ -1,0 +1,85 @@
+"""A stack with N served models, derived from prod, for measuring how the check grows with models.
+
+The models are valid and fit their pools: each is a one-GPU vLLM deployment whose weights fit an
+A10G at its memory utilization, spread round-robin over prod's three tiers and over the pools that
+hold A10Gs (the managed ``inference-a10g`` group and the Karpenter ``gpu-inference`` NodePool); each
+tier's GPU quota covers its models at ``replicas.max``, and the pools' GPU capacity covers every
+model at ``replicas.max`` at once. A stack of many models is a catalogue that scales idle models to
+zero, so the stack is not ``production`` (production refuses scale-to-zero) and the policy config
+is prod's with the GPU cap and the monthly budget raised to what the pools can reach.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NS = "llm-platform"
+#: g5.xlarge .. g5.48xlarge and the A10G price per GPU-hour at its dearest (g5.48xlarge, 8 GPUs).
+A10G_DEAREST_GPU_HOUR = 16.288 / 8
+
+
+def stack_config(models: int, base: str = "prod") -> dict[str, Any]:
+    """The ``config:`` block of a stack with ``models`` served models."""
+    document = yaml.safe_load((ROOT / f"Pulumi.{base}.yaml").read_text())
+    config = copy.deepcopy(document["config"])
+    config[f"{NS}:environment"] = f"bench{models}"
+    config[f"{NS}:production"] = False
+    serving = config[f"{NS}:serving"]
+    tiers = serving["tiers"]
+    pools = ["inference-a10g", "gpu-inference"]
+    per_tier: list[list[dict[str, Any]]] = [[] for _ in tiers]
+    for i in range(models):
+        per_tier[i % len(tiers)].append(
+            {
+                "name": f"model-{i:04d}",
+                "source": {"s3": f"s3://llm-platform-models-bench/catalog/model-{i:04d}/"},
+                "pool": pools[i % len(pools)],
+                "gpusPerReplica": 1,
+                "gpuMemoryGib": 16,
+                "maxModelLen": 8192,
+                "replicas": {"min": 0, "max": 1},
+                "cpu": "4",
+                "memory": "24Gi",
+                "cacheSizeGib": 50,
+            }
+        )
+    for tier, served in zip(tiers, per_tier):
+        tier["models"] = served
+        tier["quota"] = {"gpus": max(1, len(served)), "cpu": str(8 * max(1, len(served))), "memory": f"{32 * max(1, len(served))}Gi"}
+    on_managed = sum(1 for i in range(models) if pools[i % len(pools)] == "inference-a10g")
+    for pool in config[f"{NS}:gpuPools"]:
+        if pool["name"] == "inference-a10g":
+            pool["scaling"]["maxSize"] = max(pool["scaling"]["maxSize"], on_managed)
+    for pool in config[f"{NS}:karpenter"]["nodePools"]:
+        if pool["name"] == "gpu-inference":
+            pool["gpuLimit"] = max(pool["gpuLimit"], models - on_managed)
+    return config
+
+
+def write_stack(models: int, directory: Path, base: str = "prod") -> tuple[Path, Path]:
+    """Write ``Pulumi.bench<N>.yaml`` and its policy config into ``directory``; return both paths."""
+    config = stack_config(models, base)
+    stack_file = directory / f"Pulumi.bench{models}.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    policy = json.loads((ROOT / "policies" / "config" / f"{base}.json").read_text())
+    gpus = _worst_case_gpus(config)
+    policy["gpu-capacity-cap"]["maxGpus"] = max(policy["gpu-capacity-cap"]["maxGpus"], gpus)
+    policy["gpu-monthly-budget"]["monthlyBudgetUsd"] = max(
+        policy["gpu-monthly-budget"]["monthlyBudgetUsd"], int(gpus * 60 * 730) + 1
+    )
+    policy_file = directory / f"policy-bench{models}.json"
+    policy_file.write_text(json.dumps(policy, indent=2) + "\n")
+    return stack_file, policy_file
+
+
+def _worst_case_gpus(config: dict[str, Any]) -> int:
+    """An upper bound on GPUs the pools can reach (8 per node for managed groups, the NodePools' limits)."""
+    managed = sum(8 * p["scaling"]["maxSize"] for p in config[f"{NS}:gpuPools"])
+    karpenter = sum(p["gpuLimit"] for p in config[f"{NS}:karpenter"]["nodePools"])
+    return managed + karpenter

@@ -1,0 +1,99 @@
+"""Serve each Analyze/AnalyzeStack request with one conversion of its properties, not one per policy.
+
+pulumi_policy's analyzer (1.21) converts a request's properties inside its loop over policies:
+for every resource policy it turns the resource's and its provider's property Struct into a dict
+(``json_format.MessageToDict``), deserializes it and wraps it in an unknown-checking proxy; for
+every stack policy it does the same for every resource of the stack. Each step is a pure function
+of its input and builds new objects, and the proxies are read-only mappings (every policy of this
+pack copies them into plain data through ``kit``), so building them once per request and handing
+the same objects to each policy changes nothing a policy sees; it only removes repeated work.
+
+``install()`` is called by ``__main__.py`` before the pack is served. Outside Analyze and
+AnalyzeStack (Configure, GetAnalyzerInfo, Remediate) nothing is memoized. ``plain_once`` does the
+same for the plain copies ``kit`` hands to stack policies: converted once per request, copied per
+policy. ``install()`` also freezes the pack's import-time objects out of garbage collections and
+collects young objects less often: an AnalyzeStack of thousands of resources otherwise spent half
+its time in the collector rescanning objects that live until the answer is sent.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pulumi_policy.policy as _policy
+from google.protobuf import json_format
+
+_request = threading.local()
+
+
+def _once_per_request(convert: Callable[[Any], Any]) -> Callable[..., Any]:
+    """``convert(value)``, memoized by the identity of ``value`` while a request is served."""
+
+    @functools.wraps(convert)
+    def memoized(value: Any, *args: Any, **kwargs: Any) -> Any:
+        memo = getattr(_request, "memo", None)
+        if memo is None or args or kwargs:
+            return convert(value, *args, **kwargs)
+        key = (convert, id(value))
+        hit = memo.get(key)
+        # The entry keeps ``value`` alive, so its id cannot be reused while the request runs.
+        if hit is None or hit[0] is not value:
+            hit = memo[key] = (value, convert(value))
+        return hit[1]
+
+    return memoized
+
+
+class _JsonFormat:
+    """``json_format`` as pulumi_policy's analyzer sees it, with ``MessageToDict`` memoized."""
+
+    MessageToDict = staticmethod(_once_per_request(json_format.MessageToDict))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(json_format, name)
+
+
+def _per_request(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def serve(self: Any, request: Any, context: Any) -> Any:
+        _request.memo = {}
+        try:
+            return method(self, request, context)
+        finally:
+            _request.memo = None
+
+    return serve
+
+
+def copy_plain(value: Any) -> Any:
+    """A fresh copy of plain data (dicts and lists; the leaves are immutable and shared)."""
+    if isinstance(value, dict):
+        return {k: copy_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_plain(v) for v in value]
+    return value
+
+
+def plain_once(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert(proxy)`` (a proxy-to-plain-data conversion) computed once per request and proxy,
+    each caller getting its own copy, so no policy can see another's changes."""
+    once = _once_per_request(convert)
+    return lambda value: copy_plain(once(value))
+
+
+def install() -> None:
+    servicer = _policy._PolicyAnalyzerServicer
+    if getattr(servicer, "_converts_once_per_request", False):
+        return
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    servicer.Analyze = _per_request(servicer.Analyze)
+    servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
+    servicer._converts_once_per_request = True
+    _policy.json_format = _JsonFormat()
+    _policy.deserialize_properties = _once_per_request(_policy.deserialize_properties)
+    _policy.unknown_checking_proxy = _once_per_request(_policy.unknown_checking_proxy)
