@@ -10,6 +10,7 @@ COMPONENTS = {
     "llm-platform:index:Platform",
     "llm-platform:index:Network",
     "llm-platform:index:Cluster",
+    "llm-platform:index:NetworkIsolation",
     "llm-platform:index:SystemNodePool",
     "llm-platform:index:GpuNodePool",
     "llm-platform:index:NodeRole",
