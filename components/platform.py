@@ -48,7 +48,8 @@ class Platform(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
-    oidc_provider_arn: pulumi.Output[str]
+    #: IAM OIDC provider, only when a component uses IRSA (none does: all use Pod Identity).
+    oidc_provider_arn: pulumi.Output[str] | None
     node_role_arns: pulumi.Output[dict[str, str]]
     system_pool: SystemNodePool
     gpu_pools: list[GpuNodePool]
@@ -89,6 +90,7 @@ class Platform(pulumi.ComponentResource):
                 public_access=settings.endpoint.public_access,
                 public_access_cidrs=settings.endpoint.public_access_cidrs,
                 admin_role_arns=settings.admin_role_arns,
+                break_glass_role_arn=settings.endpoint.break_glass_role_arn,
                 control_plane_logs=settings.control_plane_logs,
                 kms_deletion_window_days=settings.kms_deletion_window_days,
                 auto_mode=settings.auto_mode.enabled,
@@ -257,7 +259,6 @@ class Platform(pulumi.ComponentResource):
             {
                 "cluster_name": self.cluster_name,
                 "kubeconfig": self.kubeconfig,
-                "oidc_provider_arn": self.oidc_provider_arn,
                 "node_role_arns": self.node_role_arns,
                 "endpoints": self.endpoints,
                 "gateway_url": self.gateway_url,

@@ -61,15 +61,27 @@ class EksAddons:
     coredns: str
     kube_proxy: str
     vpc_cni: str
+    ebs_csi_driver: str
     pod_identity_agent: str = POD_IDENTITY_AGENT_ADDON_VERSION
 
 
 #: Per minor: kube-proxy follows the minor; CoreDNS and the VPC CNI are shared across minors.
 #: Check with ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>``
 #: before changing the default minor (these builds were not confirmed against that API here).
+#: The EBS CSI driver add-on (gp3 volumes of Prometheus/Alertmanager) is one build for both minors:
+#: driver v1.59.0 is the upstream release of chart aws-ebs-csi-driver 2.59.0 (NVIDIA/aicr's image
+#: inventory, docs: public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.59.0); the ``-eksbuild.1``
+#: suffix is UNVERIFIED against describe-addon-versions (not reachable here): check it first.
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.59.0-eksbuild.1"
 EKS_ADDONS: dict[str, EksAddons] = {
-    "1.34": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
-    "1.35": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
+    "1.34": EksAddons(
+        coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+    ),
+    "1.35": EksAddons(
+        coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+    ),
 }
 
 #: Cluster Autoscaler: chart 9.59.0 (appVersion 1.35.0); the image is the release for the cluster's minor.
