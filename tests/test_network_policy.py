@@ -180,3 +180,15 @@ def test_dns_credentials_and_aws_apis_and_never_instance_metadata(emitted_cluste
         assert not cluster.can_connect(pod, IMDS, 80) and not cluster.can_connect(pod, IMDS, 443)
         assert not cluster.can_connect(pod, pods["vpc"][0], 443), "no in-VPC address on the HTTPS allow"
         assert not cluster.can_connect(pod, S3, 80)
+
+
+def test_vllm_scrape_stays_open_to_prometheus_behind_the_api_key(emitted_cluster, prod_plan):
+    """vLLM's --api-key (VLLM_API_KEY) guards /v1 only, so the PodMonitor's /metrics needs no key;
+    its named port resolves to the port the scrape policy opens."""
+    (monitor,) = [r.inputs for r in prod_plan.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if r.inputs["metadata"]["name"] == "vllm"]
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert not endpoint["path"].startswith("/v1") and "authorization" not in endpoint
+    cluster, pods = emitted_cluster
+    (prometheus,) = pods["prometheus"]
+    for model in pods["models"]:
+        assert cluster.can_connect(prometheus, model, model.ports[endpoint["port"]])
