@@ -30,6 +30,12 @@ class Image:
     def __str__(self) -> str:
         return f"{self.repository}:{self.tag}" + (f"@{self.digest}" if self.digest else "")
 
+    @property
+    def chart_tag(self) -> str:
+        """The ``image.tag`` value for charts that render ``repository:tag``: ``tag@digest`` makes
+        them emit the full pinned reference."""
+        return f"{self.tag}@{self.digest}" if self.digest else self.tag
+
 
 @dataclass(frozen=True)
 class HelmChart:
@@ -100,8 +106,8 @@ CLUSTER_AUTOSCALER = HelmChart(
 )
 CLUSTER_AUTOSCALER_IMAGE_1_34 = Image(repository="registry.k8s.io/autoscaling/cluster-autoscaler", tag="v1.34.5")
 #: Digest of v1.35.2 as pinned in public repositories (GitHub code index: two independent files pin
-#: ``registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2@sha256:aac369dc...``). Recorded here; the
-#: chart values still take the tag only (see README, digest pinning of chart images).
+#: ``registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2@sha256:aac369dc...``). No source found for
+#: v1.34.5's digest: tag only (unverified).
 CLUSTER_AUTOSCALER_IMAGE_1_35 = Image(
     repository="registry.k8s.io/autoscaling/cluster-autoscaler",
     tag="v1.35.2",

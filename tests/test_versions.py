@@ -12,7 +12,7 @@ PINNED_CHARTS = {
     for c in vars(versions).values()
     if isinstance(c, versions.HelmChart)
 }
-PINNED_IMAGES = {(i.repository, i.tag) for i in vars(versions).values() if isinstance(i, versions.Image)}
+PINNED_IMAGES = {(i.repository, i.chart_tag) for i in vars(versions).values() if isinstance(i, versions.Image)}
 
 
 def _images(value):
