@@ -9,5 +9,4 @@ platform = Platform("llm-platform", stack_settings())
 
 pulumi.export("clusterName", platform.cluster_name)
 pulumi.export("kubeconfig", platform.kubeconfig)
-pulumi.export("oidcProviderArn", platform.oidc_provider_arn)
 pulumi.export("nodeRoleArns", platform.node_role_arns)

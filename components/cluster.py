@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .hybrid_nodes import remote_network_transform
+from .iam import pod_identity_trust
 
 TYPE = "llm-platform:index:Cluster"
 
@@ -25,6 +26,9 @@ class ClusterArgs:
     bootstrap admin. ``kms_deletion_window_days`` (7-30) delays deletion of the Secrets key.
     ``auto_mode`` turns on EKS Auto Mode with its ``system`` node pool (our GPU NodePools are added
     separately). ``remote_node_networks``/``remote_pod_networks`` enable EKS Hybrid Nodes.
+    ``break_glass_role_arn`` (optional) gets its own cluster-admin access entry, for when the usual
+    admins or the creator's identity are lost. ``irsa`` creates the IAM OIDC provider; default off,
+    every component here takes AWS credentials from EKS Pod Identity.
     """
 
     name: str
@@ -40,7 +44,28 @@ class ClusterArgs:
     auto_mode: bool = False
     remote_node_networks: list[str] = field(default_factory=list)
     remote_pod_networks: list[str] = field(default_factory=list)
+    break_glass_role_arn: str | None = None
+    irsa: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+
+
+#: What the VPC CNI add-on is configured with: its network policy agent enforces NetworkPolicies.
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+#: Service account of the EBS CSI controller (the add-on's own).
+EBS_CSI_CONTROLLER_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+
+
+def _admin_entry(principal_arn: str, admin_policy: pulumi.Input[str]) -> eks.AccessEntryArgs:
+    return eks.AccessEntryArgs(
+        principal_arn=principal_arn,
+        type=eks.AccessEntryType.STANDARD,
+        access_policies={
+            "cluster-admin": eks.AccessPolicyAssociationArgs(
+                policy_arn=admin_policy,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+            )
+        },
+    )
 
 
 class Cluster(pulumi.ComponentResource):
@@ -50,8 +75,9 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
-    oidc_provider_arn: pulumi.Output[str]
-    oidc_provider_url: pulumi.Output[str]
+    #: Only when ``irsa`` is on; None otherwise.
+    oidc_provider_arn: pulumi.Output[str] | None
+    oidc_provider_url: pulumi.Output[str] | None
     secrets_key_arn: pulumi.Output[str]
     #: The EKS-managed cluster security group: managed nodes and Karpenter nodes join it.
     node_security_group_id: pulumi.Output[str]
@@ -74,19 +100,9 @@ class Cluster(pulumi.ComponentResource):
         admin_policy = pulumi.Output.concat(
             "arn:", partition, ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
         )
-        access_entries = {
-            f"admin-{i}": eks.AccessEntryArgs(
-                principal_arn=arn,
-                type=eks.AccessEntryType.STANDARD,
-                access_policies={
-                    "cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=admin_policy,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    )
-                },
-            )
-            for i, arn in enumerate(args.admin_role_arns)
-        }
+        access_entries = {f"admin-{i}": _admin_entry(arn, admin_policy) for i, arn in enumerate(args.admin_role_arns)}
+        if args.break_glass_role_arn:
+            access_entries["break-glass"] = _admin_entry(args.break_glass_role_arn, admin_policy)
 
         addons = versions.EKS_ADDONS[args.kubernetes_version]
         self.addon_versions = addons
@@ -96,7 +112,8 @@ class Cluster(pulumi.ComponentResource):
         # CoreDNS needs nodes: see install_coredns.
         networking = {
             "kube_proxy_addon_options": eks.KubeProxyAddonOptionsArgs(enabled=True, version=addons.kube_proxy),
-            "vpc_cni_options": eks.VpcCniOptionsArgs(addon_version=addons.vpc_cni),
+            # The CNI's network policy agent enforces the platform's NetworkPolicies.
+            "vpc_cni_options": eks.VpcCniOptionsArgs(addon_version=addons.vpc_cni, configuration_values=VPC_CNI_CONFIGURATION),
             "coredns_addon_options": eks.CoreDnsAddonOptionsArgs(enabled=False),
         }
         self.eks = eks.Cluster(
@@ -115,7 +132,7 @@ class Cluster(pulumi.ComponentResource):
             endpoint_public_access=args.public_access,
             public_access_cidrs=args.public_access_cidrs if args.public_access else None,
             encryption_config_key_arn=key.arn,
-            create_oidc_provider=True,
+            create_oidc_provider=args.irsa,
             enabled_cluster_log_types=args.control_plane_logs,
             auto_mode=(
                 eks.AutoModeOptionsArgs(
@@ -149,6 +166,34 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
         )
 
+        # EBS CSI driver: Prometheus and Alertmanager volumes (gp3 StorageClass) need it to bind.
+        ebs_role = aws.iam.Role(
+            f"{name}-ebs-csi",
+            description=f"EBS CSI controller of EKS cluster {args.name}",
+            assume_role_policy=pod_identity_trust(),
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicyAttachment(
+            f"{name}-ebs-csi",
+            role=ebs_role.name,
+            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"),
+            opts=child,
+        )
+        self.ebs_csi_driver = aws.eks.Addon(
+            f"{name}-ebs-csi-driver",
+            cluster_name=args.name,
+            addon_name="aws-ebs-csi-driver",
+            addon_version=addons.ebs_csi_driver,
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account=EBS_CSI_CONTROLLER_SERVICE_ACCOUNT)
+            ],
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks, self.pod_identity_agent]),
+        )
+
         self._name = name
         self._args = args
         self.provider = k8s.Provider(
@@ -160,8 +205,8 @@ class Cluster(pulumi.ComponentResource):
 
         self.name = self.eks.kubeconfig_json.apply(lambda _: args.name)
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
-        self.oidc_provider_arn = self.eks.oidc_provider_arn
-        self.oidc_provider_url = self.eks.oidc_provider_url
+        self.oidc_provider_arn = self.eks.oidc_provider_arn if args.irsa else None
+        self.oidc_provider_url = self.eks.oidc_provider_url if args.irsa else None
         self.secrets_key_arn = key.arn
         self.node_security_group_id = self.eks.node_security_group_id
         self.register_outputs(

@@ -80,9 +80,21 @@ def controller_values(cluster_name: str, region: str, kubernetes_version: str, r
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
-        "image": {"repository": image.repository, "tag": image.tag},
+        "image": {"repository": image.repository, "tag": image.chart_tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "replicaCount": replicas,
+        # Pod Security restricted (the chart leaves both empty; the image runs as nobody, 65534).
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containerSecurityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "podDisruptionBudget": {"maxUnavailable": 1},
         "nodeSelector": contract.system_node_selector(),
         "affinity": {

@@ -21,11 +21,17 @@ import yaml
 
 from . import contract, versions
 from .iam import pod_identity_trust
+from .network_policy import NetworkIsolation, NetworkIsolationArgs, gateway_policies
 
 TYPE = "llm-platform:index:Gateway"
 NAMESPACE = "llm-gateway"
 NAME = "llm-gateway"
 PORT = 4000
+#: Labels that select the gateway's pods (NetworkPolicies of the serving tiers name them).
+POD_LABELS = {"app.kubernetes.io/instance": NAME}
+#: The proxy runs as this unprivileged user, with a read-only root and writable /tmp and home.
+RUN_AS_USER = 1000
+HOME_DIR = "/home/litellm"
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
 
 
@@ -51,13 +57,20 @@ def demand_query(model: str, window: str = "2m") -> str:
     )
 
 
+def api_key_env(tier: str) -> str:
+    """Environment variable of the gateway that holds ``tier``'s model API key."""
+    return "MODEL_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", tier.upper())
+
+
 @dataclass(frozen=True)
 class Route:
-    """One model behind the gateway: its served name, OpenAI base URL and kind (chat or embedding)."""
+    """One model behind the gateway: its served name, OpenAI base URL, kind (chat or embedding) and
+    the environment variable holding the API key its server requires (None: no key)."""
 
     name: str
     url: str
     kind: str = "chat"
+    api_key_env: str | None = None
 
 
 def gateway_config(
@@ -76,6 +89,7 @@ def gateway_config(
             "litellm_params": {
                 "model": f"hosted_vllm/{route.name}",
                 "api_base": route.url,
+                **({"api_key": f"os.environ/{route.api_key_env}"} if route.api_key_env else {}),
                 "timeout": timeout,
                 "stream_timeout": timeout,
             },
@@ -162,12 +176,15 @@ def _digest(data: dict[str, str]) -> str:
 class GatewayArgs:
     """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
     URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
-    models of that kind fall back to, in order."""
+    models of that kind fall back to, in order. ``model_api_keys`` maps each route's ``api_key_env`` to
+    the key (a Pulumi secret). ``client_cidrs`` may reach the gateway besides in-cluster pods (the VPC)."""
 
     routes: list[Route]
     bedrock_models: dict[str, list[str]]
     bedrock_region: str | None
     cluster_name: str
+    model_api_keys: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    client_cidrs: list[str] = field(default_factory=list)
     replicas: int = 2
     timeout_seconds: int = 60
     num_retries: int = 1
@@ -185,7 +202,10 @@ class Gateway(pulumi.ComponentResource):
 
         super().__init__(TYPE, name, None, opts)
         labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": NAME, "app.kubernetes.io/part-of": "llm-platform"}
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": NAMESPACE, "labels": labels}, opts=pulumi.ResourceOptions(parent=self))
+        pod_security = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": NAMESPACE, "labels": {**labels, **pod_security}}, opts=pulumi.ResourceOptions(parent=self)
+        )
         child = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         metadata = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
 
@@ -194,7 +214,21 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-master-key",
             metadata=metadata,
             type="Opaque",
-            string_data={"LITELLM_MASTER_KEY": master_key.result.apply(lambda key: f"sk-{key}")},
+            string_data={
+                "LITELLM_MASTER_KEY": master_key.result.apply(lambda key: f"sk-{key}"),
+                **{env: pulumi.Output.secret(key) for env, key in sorted(args.model_api_keys.items())},
+            },
+            opts=child,
+        )
+        from . import model_server  # model_server imports this module (demand_query)
+
+        NetworkIsolation(
+            f"{name}-isolation",
+            NetworkIsolationArgs(
+                namespace=NAMESPACE,
+                policies=gateway_policies(POD_LABELS, PORT, args.client_cidrs, model_server.POD_LABELS, model_server.PORT),
+                labels=labels,
+            ),
             opts=child,
         )
         config = k8s.core.v1.ConfigMap(
@@ -252,6 +286,15 @@ class Gateway(pulumi.ComponentResource):
                     },
                     "spec": {
                         "serviceAccountName": NAME,
+                        # No Kubernetes API access; Pod Identity (Bedrock) injects its own token.
+                        "automountServiceAccountToken": False,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": RUN_AS_USER,
+                            "runAsGroup": RUN_AS_USER,
+                            "fsGroup": RUN_AS_USER,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
                         "nodeSelector": contract.system_node_selector(),
                         "topologySpreadConstraints": [
                             {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector}}
@@ -261,17 +304,35 @@ class Gateway(pulumi.ComponentResource):
                                 "name": "litellm",
                                 "image": str(versions.LITELLM_IMAGE),
                                 "args": ["--config", "/etc/litellm/config.yaml", "--port", str(PORT)],
-                                "env": [{"name": "AWS_REGION", "value": args.bedrock_region or ""}],
+                                "env": [
+                                    {"name": "AWS_REGION", "value": args.bedrock_region or ""},
+                                    {"name": "HOME", "value": HOME_DIR},
+                                    {"name": "TMPDIR", "value": "/tmp"},
+                                ],
                                 "envFrom": [{"secretRef": {"name": NAME}}],
                                 "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
                                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
                                 "readinessProbe": {"httpGet": {"path": "/health/readiness", "port": "http"}, "periodSeconds": 10},
                                 "livenessProbe": {"httpGet": {"path": "/health/liveliness", "port": "http"}, "periodSeconds": 20, "failureThreshold": 3},
-                                "volumeMounts": [{"name": "config", "mountPath": "/etc/litellm", "readOnly": True}],
-                                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000},
+                                "volumeMounts": [
+                                    {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
+                                    {"name": "home", "mountPath": HOME_DIR},
+                                    {"name": "tmp", "mountPath": "/tmp"},
+                                ],
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "runAsNonRoot": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"},
+                                },
                             }
                         ],
-                        "volumes": [{"name": "config", "configMap": {"name": NAME}}],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": NAME}},
+                            {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                        ],
                     },
                 },
             },

@@ -34,7 +34,7 @@ def device_plugin_values() -> dict[str, object]:
     """
     image = versions.NVIDIA_DEVICE_PLUGIN_IMAGE
     return {
-        "image": {"repository": image.repository, "tag": image.tag},
+        "image": {"repository": image.repository, "tag": image.chart_tag},
         "tolerations": [*contract.gpu_agent_tolerations(), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "affinity": device_plugin_affinity(),
         "priorityClassName": "system-node-critical",

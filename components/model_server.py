@@ -31,6 +31,37 @@ MODEL_DIR = "/models"
 COMPLETE_MARKER = ".llm-platform-complete"
 #: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
 FALLBACK_FAILURE_THRESHOLD = 3
+#: Unprivileged user and group every serving container runs as (neither image needs root).
+RUN_AS_USER = 1000
+#: Writable home of the non-root user (vLLM, Triton and torch.compile caches; the AWS CLI's config).
+HOME_DIR = "/home/llm"
+#: Secret key holding the tier's model API key (vLLM reads ``VLLM_API_KEY``; it guards ``/v1`` only).
+API_KEY_SECRET_KEY = "api-key"
+#: Labels every vLLM pod carries (NetworkPolicies select on them).
+POD_LABELS = {"app.kubernetes.io/name": "vllm"}
+
+
+def pod_security_context() -> dict[str, Any]:
+    """Pod Security ``restricted``: non-root, RuntimeDefault seccomp; ``fsGroup`` makes the
+    emptyDirs writable by the unprivileged user."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """Every capability dropped, no privilege escalation, read-only root (writes go to emptyDirs)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
 
 
 def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
@@ -208,7 +239,8 @@ def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling,
 class ModelServerArgs:
     """Inputs of :class:`ModelServer`. ``pool`` is the target GPU pool's name and facts (purpose
     decides tolerations). ``hf_token_secret`` names the Secret with key ``token`` for Hugging Face
-    sources. ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledObject."""
+    sources. ``api_key_secret`` names the Secret whose key ``api-key`` vLLM requires on ``/v1`` (none:
+no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledObject."""
 
     model: ServedModel
     namespace: pulumi.Input[str]
@@ -221,6 +253,7 @@ class ModelServerArgs:
     prometheus_url: str
     cluster_name: str
     hf_token_secret: pulumi.Input[str] | None = None
+    api_key_secret: pulumi.Input[str] | None = None
     tags: dict[str, str] | None = None
 
 
@@ -235,7 +268,7 @@ class ModelServer(pulumi.ComponentResource):
         model = args.model
         child = pulumi.ResourceOptions(parent=self)
         labels = {
-            "app.kubernetes.io/name": "vllm",
+            **POD_LABELS,
             "app.kubernetes.io/instance": model.name,
             "app.kubernetes.io/part-of": "llm-platform",
             "llm-platform.io/tier": args.tier,
@@ -273,7 +306,18 @@ class ModelServer(pulumi.ComponentResource):
             "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
             "limits": {"memory": model.memory, **placement["limits"]},
         }
-        env = [{"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+        # Non-root with a read-only root: every cache goes to the writable home or the model volume.
+        env = [
+            {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+            {"name": "HOME", "value": HOME_DIR},
+            {"name": "USER", "value": "llm"},
+            {"name": "XDG_CACHE_HOME", "value": f"{HOME_DIR}/.cache"},
+            {"name": "TMPDIR", "value": "/tmp"},
+        ]
+        if args.api_key_secret is not None:
+            env.append(
+                {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": API_KEY_SECRET_KEY}}}
+            )
         if model.source.hugging_face:
             env += [
                 {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
@@ -288,8 +332,13 @@ class ModelServer(pulumi.ComponentResource):
                     "image": str(versions.AWS_CLI_IMAGE),
                     "command": ["/bin/sh", "-c", fetch_weights_script(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}")],
                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                    "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_DIR}],
-                    "securityContext": {"allowPrivilegeEscalation": False},
+                    "env": [{"name": "HOME", "value": HOME_DIR}, {"name": "TMPDIR", "value": "/tmp"}],
+                    "volumeMounts": [
+                        {"name": "model-cache", "mountPath": MODEL_DIR},
+                        {"name": "home", "mountPath": HOME_DIR},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                    "securityContext": container_security_context(),
                 }
             )
         http = {"path": "/health", "port": "http"}
@@ -309,6 +358,9 @@ class ModelServer(pulumi.ComponentResource):
                     },
                     "spec": {
                         "serviceAccountName": model.name,
+                        # No Kubernetes API access; Pod Identity injects its own projected token.
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_security_context(),
                         "priorityClassName": args.priority_class,
                         "nodeSelector": placement["nodeSelector"],
                         "tolerations": placement["tolerations"],
@@ -337,13 +389,17 @@ class ModelServer(pulumi.ComponentResource):
                                 "volumeMounts": [
                                     {"name": "model-cache", "mountPath": MODEL_DIR},
                                     {"name": "dshm", "mountPath": "/dev/shm"},
+                                    {"name": "home", "mountPath": HOME_DIR},
+                                    {"name": "tmp", "mountPath": "/tmp"},
                                 ],
-                                "securityContext": {"allowPrivilegeEscalation": False},
+                                "securityContext": container_security_context(),
                             }
                         ],
                         "volumes": [
                             {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
                             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+                            {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
                         ],
                     },
                 },

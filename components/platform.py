@@ -12,6 +12,7 @@ from .cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from .dra_driver import GpuDraDriver, GpuDraDriverArgs
 from .gateway import Gateway, GatewayArgs, Route
+from .gateway import api_key_env as gateway_api_key_env
 from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from .gpu_operator import GpuOperator, GpuOperatorArgs
 from .gpu_software import operator_node_labels
@@ -47,7 +48,8 @@ class Platform(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
-    oidc_provider_arn: pulumi.Output[str]
+    #: IAM OIDC provider, only when a component uses IRSA (none does: all use Pod Identity).
+    oidc_provider_arn: pulumi.Output[str] | None
     node_role_arns: pulumi.Output[dict[str, str]]
     system_pool: SystemNodePool
     gpu_pools: list[GpuNodePool]
@@ -88,6 +90,7 @@ class Platform(pulumi.ComponentResource):
                 public_access=settings.endpoint.public_access,
                 public_access_cidrs=settings.endpoint.public_access_cidrs,
                 admin_role_arns=settings.admin_role_arns,
+                break_glass_role_arn=settings.endpoint.break_glass_role_arn,
                 control_plane_logs=settings.control_plane_logs,
                 kms_deletion_window_days=settings.kms_deletion_window_days,
                 auto_mode=settings.auto_mode.enabled,
@@ -256,7 +259,6 @@ class Platform(pulumi.ComponentResource):
             {
                 "cluster_name": self.cluster_name,
                 "kubeconfig": self.kubeconfig,
-                "oidc_provider_arn": self.oidc_provider_arn,
                 "node_role_arns": self.node_role_arns,
                 "endpoints": self.endpoints,
                 "gateway_url": self.gateway_url,
@@ -279,6 +281,7 @@ class Platform(pulumi.ComponentResource):
         )
         token = settings.hugging_face_token
         pools = settings.gpu_pool_facts()
+        api_keys: dict[str, pulumi.Output[str]] = {}
         for tier in serving.tiers:
             served = ServingTier(
                 f"tier-{tier.name}",
@@ -293,18 +296,21 @@ class Platform(pulumi.ComponentResource):
                 opts=after_platform,
             )
             self.endpoints.update(served.endpoints)
+            api_keys[gateway_api_key_env(tier.name)] = served.api_key
         if serving.gateway.enabled:
             gateway = Gateway(
                 "gateway",
                 GatewayArgs(
                     routes=[
-                        Route(model.name, self.endpoints[model.name], model.kind)
+                        Route(model.name, self.endpoints[model.name], model.kind, gateway_api_key_env(tier.name))
                         for tier in serving.tiers
                         for model in tier.models
                     ],
                     bedrock_models=serving.gateway.fallbacks(),
                     bedrock_region=serving.gateway.bedrock_region,
                     cluster_name=cluster_name,
+                    model_api_keys=api_keys,
+                    client_cidrs=[settings.network.vpc_cidr],
                     replicas=serving.gateway.replicas,
                     timeout_seconds=serving.gateway.timeout_seconds,
                     num_retries=serving.gateway.num_retries,

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
-from . import contract
+from . import contract, gateway, model_server, observability
 from .model_server import ModelServer, ModelServerArgs
+from .network_policy import NetworkIsolation, NetworkIsolationArgs, serving_policies
 from .settings import PoolFacts
 from .settings import ServingTier as TierSettings
 
@@ -21,6 +23,12 @@ TYPE = "llm-platform:index:ServingTier"
 
 def namespace_name(tier: str) -> str:
     return f"serving-{tier}"
+
+
+#: Secret (in the tier's namespace) holding the tier's model API key.
+API_KEY_SECRET = "model-api-key"
+#: Pod Security Standards level enforced (and audited, warned) on every serving namespace.
+POD_SECURITY_LABELS = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
 
 
 @dataclass(frozen=True)
@@ -38,11 +46,14 @@ class ServingTierArgs:
 
 
 class ServingTier(pulumi.ComponentResource):
-    """Namespace, PriorityClass, ResourceQuota (GPUs, CPU, memory), LimitRange and one
+    """Namespace (Pod Security ``restricted``), default-deny NetworkPolicies, PriorityClass,
+    ResourceQuota (GPUs, CPU, memory), LimitRange, the tier's model API key and one
     :class:`ModelServer` per model."""
 
     namespace: str
     endpoints: dict[str, str]
+    #: The key every model of the tier requires on ``/v1`` (a Pulumi secret); the gateway holds it.
+    api_key: pulumi.Output[str]
 
     def __init__(self, name: str, args: ServingTierArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
@@ -53,7 +64,7 @@ class ServingTier(pulumi.ComponentResource):
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": ns_name, "labels": {**labels, "pod-security.kubernetes.io/enforce": "baseline"}},
+            metadata={"name": ns_name, "labels": {**labels, **POD_SECURITY_LABELS}},
             opts=child,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
@@ -105,6 +116,30 @@ class ServingTier(pulumi.ComponentResource):
                 string_data={"token": pulumi.Output.secret(args.hf_token)},
                 opts=in_namespace,
             )
+        NetworkIsolation(
+            f"{name}-isolation",
+            NetworkIsolationArgs(
+                namespace=ns_name,
+                policies=serving_policies(
+                    model_pods=model_server.POD_LABELS,
+                    port=model_server.PORT,
+                    gateway_namespace=gateway.NAMESPACE,
+                    gateway_pods=gateway.POD_LABELS,
+                    monitoring_namespace=observability.NAMESPACE,
+                ),
+                labels=labels,
+            ),
+            opts=in_namespace,
+        )
+        key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
+        self.api_key = pulumi.Output.secret(key.result.apply(lambda k: f"sk-{k}"))
+        k8s.core.v1.Secret(
+            f"{name}-api-key",
+            metadata={"name": API_KEY_SECRET, "namespace": ns_name, "labels": labels},
+            type="Opaque",
+            string_data={model_server.API_KEY_SECRET_KEY: self.api_key},
+            opts=in_namespace,
+        )
         self.endpoints = {}
         for model in tier.models:
             server = ModelServer(
@@ -121,6 +156,7 @@ class ServingTier(pulumi.ComponentResource):
                     prometheus_url=args.prometheus_url,
                     cluster_name=args.cluster_name,
                     hf_token_secret=hf_secret_name,
+                    api_key_secret=API_KEY_SECRET,
                     tags=args.tags,
                 ),
                 opts=in_namespace,

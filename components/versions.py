@@ -7,18 +7,34 @@ value anywhere in the emitted plan.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
 class Image:
-    """A container image pinned to an exact tag."""
+    """A container image pinned to an exact tag and, where its digest is known from a cited source,
+    to that digest (``sha256:<64 hex>``): the reference is then ``repo:tag@sha256:...`` (the runtime
+    pulls by digest; the tag is kept for humans). ``digest`` None: tag only, digest unverified."""
 
     repository: str
     tag: str
+    digest: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not _DIGEST_RE.match(self.digest):
+            raise ValueError(f"image {self.repository}:{self.tag}: digest {self.digest!r} is not sha256:<64 hex>")
 
     def __str__(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        return f"{self.repository}:{self.tag}" + (f"@{self.digest}" if self.digest else "")
+
+    @property
+    def chart_tag(self) -> str:
+        """The ``image.tag`` value for charts that render ``repository:tag``: ``tag@digest`` makes
+        them emit the full pinned reference."""
+        return f"{self.tag}@{self.digest}" if self.digest else self.tag
 
 
 @dataclass(frozen=True)
@@ -61,15 +77,27 @@ class EksAddons:
     coredns: str
     kube_proxy: str
     vpc_cni: str
+    ebs_csi_driver: str
     pod_identity_agent: str = POD_IDENTITY_AGENT_ADDON_VERSION
 
 
 #: Per minor: kube-proxy follows the minor; CoreDNS and the VPC CNI are shared across minors.
 #: Check with ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>``
 #: before changing the default minor (these builds were not confirmed against that API here).
+#: The EBS CSI driver add-on (gp3 volumes of Prometheus/Alertmanager) is one build for both minors:
+#: driver v1.59.0 is the upstream release of chart aws-ebs-csi-driver 2.59.0 (NVIDIA/aicr's image
+#: inventory, docs: public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.59.0); the ``-eksbuild.1``
+#: suffix is UNVERIFIED against describe-addon-versions (not reachable here): check it first.
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.59.0-eksbuild.1"
 EKS_ADDONS: dict[str, EksAddons] = {
-    "1.34": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
-    "1.35": EksAddons(coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3"),
+    "1.34": EksAddons(
+        coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+    ),
+    "1.35": EksAddons(
+        coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+    ),
 }
 
 #: Cluster Autoscaler: chart 9.59.0 (appVersion 1.35.0); the image is the release for the cluster's minor.
@@ -77,7 +105,14 @@ CLUSTER_AUTOSCALER = HelmChart(
     chart="cluster-autoscaler", version="9.59.0", repository="https://kubernetes.github.io/autoscaler"
 )
 CLUSTER_AUTOSCALER_IMAGE_1_34 = Image(repository="registry.k8s.io/autoscaling/cluster-autoscaler", tag="v1.34.5")
-CLUSTER_AUTOSCALER_IMAGE_1_35 = Image(repository="registry.k8s.io/autoscaling/cluster-autoscaler", tag="v1.35.2")
+#: Digest of v1.35.2 as pinned in public repositories (GitHub code index: two independent files pin
+#: ``registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2@sha256:aac369dc...``). No source found for
+#: v1.34.5's digest: tag only (unverified).
+CLUSTER_AUTOSCALER_IMAGE_1_35 = Image(
+    repository="registry.k8s.io/autoscaling/cluster-autoscaler",
+    tag="v1.35.2",
+    digest="sha256:aac369dc283927a623deb1af54696efcc722ae79255aa07788422e495bab887d",
+)
 CLUSTER_AUTOSCALER_IMAGES: dict[str, Image] = {"1.34": CLUSTER_AUTOSCALER_IMAGE_1_34, "1.35": CLUSTER_AUTOSCALER_IMAGE_1_35}
 
 #: NVIDIA DRA driver for GPUs (kubeVersion >= 1.32; DRA's resource.k8s.io/v1 is GA from 1.34).
@@ -91,7 +126,13 @@ NVIDIA_DEVICE_PLUGIN = HelmChart(
     version="0.20.0",
     repository="https://nvidia.github.io/k8s-device-plugin",
 )
-NVIDIA_DEVICE_PLUGIN_IMAGE = Image(repository="nvcr.io/nvidia/k8s-device-plugin", tag="v0.20.0")
+#: Digest of v0.20.0 as pinned in public repositories (GitHub code index: a DaemonSet manifest and a
+#: renovate-style diff both pin ``nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:a61ba9fd...``).
+NVIDIA_DEVICE_PLUGIN_IMAGE = Image(
+    repository="nvcr.io/nvidia/k8s-device-plugin",
+    tag="v0.20.0",
+    digest="sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312",
+)
 
 #: Karpenter: controller chart and its CRD chart, same version; install the CRD chart first.
 KARPENTER = HelmChart(chart="karpenter", version="1.14.1", repository="oci://public.ecr.aws/karpenter")
@@ -109,8 +150,16 @@ DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="
 CUDA_SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
 
 #: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
+#: Digest UNVERIFIED for vLLM v0.33.0 and LiteLLM v1.109.1 (no source found that pins these exact tags
+#: by digest; registries unreachable here): tag only until one is checked.
 VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.33.0")
-AWS_CLI_IMAGE = Image(repository="amazon/aws-cli", tag="2.37.5")
+#: Digest of 2.37.5 as pinned in public repositories (GitHub code index: five files in several projects
+#: pin ``amazon/aws-cli:2.37.5@sha256:fb7ccfc7...``, one as ``docker.io/amazon/aws-cli``).
+AWS_CLI_IMAGE = Image(
+    repository="amazon/aws-cli",
+    tag="2.37.5",
+    digest="sha256:fb7ccfc7b4e3a05017e6c9ded4ba959b99af622130e211fb976c68c2f4d3f224",
+)
 LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
 KUBE_PROMETHEUS_STACK = HelmChart(

@@ -59,7 +59,29 @@ def emitted(plan) -> dict[str, Any]:
     credentials = endpoint["authorization"]["credentials"]
     token_secret = named("kubernetes:core/v1:Secret", credentials["name"])["stringData"]
     token = unwrap(token_secret)[credentials["key"]] if SPECIAL_SIG_KEY in token_secret else unwrap(token_secret[credentials["key"]])
-    return {"config": config, "master_key": master_key, "endpoint": endpoint, "scrape_token": token}
+    data = unwrap(secret["stringData"]) if SPECIAL_SIG_KEY in secret["stringData"] else secret["stringData"]
+    env = {key: unwrap(value) for key, value in data.items() if key != "LITELLM_MASTER_KEY"}
+    return {"config": config, "master_key": master_key, "endpoint": endpoint, "scrape_token": token, "env": env}
+
+
+def model_api_keys(plan) -> dict[str, str]:
+    """Each self-hosted model's API key as its server receives it: the ``api-key`` of the Secret that
+    the model's Deployment reads ``VLLM_API_KEY`` from, in the model's namespace."""
+    secrets = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs["stringData"]
+        for r in plan.of_type("kubernetes:core/v1:Secret")
+    }
+    keys = {}
+    for deployment in plan.of_type("kubernetes:apps/v1:Deployment"):
+        meta = deployment.inputs["metadata"]
+        if meta["labels"].get("app.kubernetes.io/name") != "vllm":
+            continue
+        (vllm,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
+        (ref,) = [e["valueFrom"]["secretKeyRef"] for e in vllm["env"] if e["name"] == "VLLM_API_KEY"]
+        data = secrets[(meta["namespace"], ref["name"])]
+        data = unwrap(data) if SPECIAL_SIG_KEY in data else data
+        keys[meta["name"]] = unwrap(data[ref["key"]])
+    return keys
 
 
 def localized(config: dict[str, Any], api_bases: dict[str, str], bedrock_url: str) -> dict[str, Any]:
@@ -75,11 +97,12 @@ def localized(config: dict[str, Any], api_bases: dict[str, str], bedrock_url: st
 
 
 class Proxy:
-    def __init__(self, workdir: Path, config: dict[str, Any], master_key: str):
+    def __init__(self, workdir: Path, config: dict[str, Any], master_key: str, env: dict[str, str] | None = None):
         self.binary = require_litellm()
         self.workdir = workdir
         self.port = free_port()
         self.master_key = master_key
+        self.extra_env = dict(env or {})
         self.config_path = workdir / "litellm.yaml"
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         self.process: subprocess.Popen[bytes] | None = None
@@ -98,6 +121,7 @@ class Proxy:
             "AWS_ACCESS_KEY_ID": "AKIASTANDIN000000000",
             "AWS_SECRET_ACCESS_KEY": "stand-in",
             "AWS_REGION": "us-east-1",
+            **self.extra_env,
         }
         log = open(self.workdir / "litellm.log", "wb")
         self.process = subprocess.Popen(

@@ -39,6 +39,9 @@ class ModelStandIn:
     name: str
     behaviour: Behaviour = field(default_factory=Behaviour)
     calls: list[Call] = field(default_factory=list)
+    #: Like vLLM's ``--api-key``: a model listed here answers ``/v1`` only with ``Bearer <key>``.
+    api_keys: dict[str, str] = field(default_factory=dict)
+    rejected: list[Call] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -79,6 +82,11 @@ class ModelStandIn:
                 else:
                     model = str(body.get("model", ""))
                     kind = "embedding" if path.endswith("/embeddings") else "chat"
+                expected = stand_in.api_keys.get(model)
+                if path.startswith("/v1/") and expected is not None and self.headers.get("authorization") != f"Bearer {expected}":
+                    stand_in.rejected.append(Call(path=path, model=model, kind=kind))
+                    self._reply(401, {"error": "Unauthorized"})
+                    return
                 stand_in.calls.append(Call(path=path, model=model, kind=kind))
                 behaviour = stand_in.behaviour
                 if behaviour.delay:

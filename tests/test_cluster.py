@@ -16,7 +16,7 @@ def test_cluster_baseline(stack_plan):
     assert inputs["authenticationMode"] == "API"
     assert inputs["skipDefaultNodeGroup"] is True
     assert inputs["endpointPrivateAccess"] is True
-    assert inputs["createOidcProvider"] is True
+    assert inputs["createOidcProvider"] is False, "no IRSA user: no IAM OIDC provider"
     assert inputs["nodeAssociatePublicIpAddress"] is False
     assert inputs["version"] == versions.DEFAULT_KUBERNETES_VERSION
     assert set(inputs["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
@@ -48,14 +48,16 @@ def test_every_managed_add_on_is_pinned_from_versions(stack_plan):
     cluster = eks_cluster(stack_plan).inputs
     pinned = versions.EKS_ADDONS[cluster["version"]]
     addons = {a.inputs["addonName"]: a.inputs for a in stack_plan.of_type("aws:eks/addon:Addon")}
-    assert set(addons) == {"eks-pod-identity-agent", "coredns"}
+    assert set(addons) == {"eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver"}
     assert addons["eks-pod-identity-agent"]["addonVersion"] == pinned.pod_identity_agent
+    assert addons["aws-ebs-csi-driver"]["addonVersion"] == pinned.ebs_csi_driver
     assert addons["coredns"]["addonVersion"] == pinned.coredns
     assert all(a["clusterName"] == cluster["name"] for a in addons.values())
     # pulumi-eks creates kube-proxy and the VPC CNI itself: at the pinned versions, never "most recent".
     assert cluster["kubeProxyAddonOptions"]["enabled"] is True
     assert cluster["kubeProxyAddonOptions"]["version"] == pinned.kube_proxy
     assert cluster["vpcCniOptions"]["addonVersion"] == pinned.vpc_cni
+    assert cluster["vpcCniOptions"]["configurationValues"] == {"enableNetworkPolicy": "true"}, "NetworkPolicies enforced"
     # pulumi-eks's own CoreDNS would be created before any node exists; ours waits for the system pool.
     assert cluster["corednsAddonOptions"]["enabled"] is False
 
@@ -80,6 +82,28 @@ def test_admin_roles_get_cluster_admin_access_entries():
             },
         }
     }
+
+
+def test_ebs_csi_driver_gets_aws_managed_policy_through_pod_identity(stack_plan):
+    """Prometheus's gp3 StorageClass (ebs.csi.aws.com) binds only with the driver installed."""
+    (addon,) = [a for a in stack_plan.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"]
+    (association,) = addon.inputs["podIdentityAssociations"]
+    assert association["serviceAccount"] == "ebs-csi-controller-sa"
+    (role,) = [r for r in stack_plan.of_type("aws:iam/role:Role") if r.name.endswith("-ebs-csi")]
+    assert "pods.eks.amazonaws.com" in role.inputs["assumeRolePolicy"]
+    (attachment,) = [a for a in stack_plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if a.name.endswith("-ebs-csi")]
+    assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+    assert any(d.endswith("::llm-platform-cluster-pod-identity-agent") for d in addon.dependencies)
+    (storage,) = stack_plan.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    assert storage.inputs["provisioner"] == "ebs.csi.aws.com"
+
+
+def test_prod_has_a_break_glass_admin_entry_and_dev_none(prod_plan, dev_plan):
+    entries = eks_cluster(prod_plan).inputs["accessEntries"]
+    glass = entries["break-glass"]
+    assert glass["principalArn"] == "arn:aws:iam::111122223333:role/eks-break-glass"
+    assert glass["accessPolicies"]["cluster-admin"]["policyArn"].endswith(":cluster-access-policy/AmazonEKSClusterAdminPolicy")
+    assert "break-glass" not in (eks_cluster(dev_plan).inputs.get("accessEntries") or {})
 
 
 def test_kubernetes_provider_uses_cluster_kubeconfig(dev_plan):

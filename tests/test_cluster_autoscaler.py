@@ -36,7 +36,7 @@ def test_values_discover_this_clusters_groups_in_its_region(stack_plan):
     assert values["autoDiscovery"] == {"clusterName": f"llm-platform-{stack_plan.stack}"}
     minor = read_stack_config(stack_plan.stack)["llm-platform:kubernetesVersion"]
     image = versions.CLUSTER_AUTOSCALER_IMAGES[minor]
-    assert values["image"] == {"repository": image.repository, "tag": image.tag}
+    assert values["image"] == {"repository": image.repository, "tag": image.chart_tag}
     assert image.tag.startswith(f"v{minor}.")
 
 

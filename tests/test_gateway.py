@@ -22,6 +22,7 @@ def test_routes_every_model_and_falls_back_to_bedrock(prod_plan):
     assert routes["bge-m3"] == {
         "model": "hosted_vllm/bge-m3",
         "api_base": "http://bge-m3.serving-embedding.svc.cluster.local:8000/v1",
+        "api_key": "os.environ/MODEL_API_KEY_EMBEDDING",
         "timeout": 45,
         "stream_timeout": 45,
     }
@@ -72,8 +73,9 @@ def test_gateway_runs_pinned_on_the_system_pool(dev_plan):
 
 
 def test_master_key_is_generated_and_secret(dev_plan):
-    (password,) = dev_plan.of_type("random:index/randomPassword:RandomPassword")
-    assert password.inputs["length"] == 48
+    passwords = dev_plan.of_type("random:index/randomPassword:RandomPassword")
+    (master,) = [p for p in passwords if p.name.endswith("master-key")]
+    assert master.inputs["length"] == 48
     (secret,) = [r.inputs for r in dev_plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "llm-gateway"]
     assert secret["stringData"][SPECIAL_SIG_KEY] == SECRET_SIG
 

@@ -14,7 +14,7 @@ import pytest
 from components import versions
 from components.gateway import DEMAND_METRIC
 from tests.keda_model import Autoscaler, scaled_object, trigger_queries
-from tests.litellm_proxy import Proxy, emitted, localized
+from tests.litellm_proxy import Proxy, emitted, localized, model_api_keys
 from tests.model_standin import Behaviour, ModelStandIn
 from tests.prometheus_tools import PrometheusServer
 
@@ -56,11 +56,11 @@ class Gateway:
 
     def __init__(self, plan, workdir, cold: set[str]):
         self.given = emitted(plan)
-        self.vllm = ModelStandIn("vllm").start()
+        self.vllm = ModelStandIn("vllm", api_keys=model_api_keys(plan)).start()
         self.bedrock = ModelStandIn("bedrock").start()
         hosted = [r["model_name"] for r in self.given["config"]["model_list"] if r["litellm_params"]["model"].startswith("hosted_vllm/")]
         bases = {name: closed_port_url() if name in cold else f"{self.vllm.url}/v1" for name in hosted}
-        self.proxy = Proxy(workdir, localized(self.given["config"], bases, self.bedrock.url), self.given["master_key"]).start()
+        self.proxy = Proxy(workdir, localized(self.given["config"], bases, self.bedrock.url), self.given["master_key"], self.given["env"]).start()
 
     def scrape_as_service_monitor(self) -> tuple[int, str]:
         return self.proxy.call(self.given["endpoint"]["path"], token=self.given["scrape_token"])
@@ -115,6 +115,15 @@ def test_warm_model_is_served_by_vllm(dev_gateway):
         "/v1/chat/completions", {"model": "qwen2-5-7b-instruct", **CHAT}, token=dev_gateway.given["master_key"]
     )
     assert status == 200 and "answer from vllm" in body
+    assert dev_gateway.vllm.rejected == [], "the gateway presents each tier's model API key"
+
+
+def test_model_api_keys_are_per_tier_and_required_by_every_model(prod_plan):
+    keys = model_api_keys(prod_plan)
+    tiers = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["namespace"] for r in prod_plan.of_type("kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] in keys}
+    by_tier = {tiers[model]: key for model, key in keys.items()}
+    assert len(set(by_tier.values())) == len(by_tier) > 1, "one distinct key per tier"
+    assert all(key.startswith("sk-") and len(key) == 51 for key in keys.values())
 
 
 def test_embedding_requests_fall_back_to_embedding_models_only(prod_gateway):

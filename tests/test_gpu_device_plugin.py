@@ -15,7 +15,8 @@ def test_release_is_pinned_from_versions(dev_plan):
     assert (inputs["chart"], inputs["version"]) == ("nvidia-device-plugin", "0.20.0")
     assert inputs["version"] == versions.NVIDIA_DEVICE_PLUGIN.version
     assert inputs["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}
-    assert inputs["values"]["image"] == {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"}
+    assert inputs["values"]["image"] == {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": versions.NVIDIA_DEVICE_PLUGIN_IMAGE.chart_tag}
+    assert versions.NVIDIA_DEVICE_PLUGIN_IMAGE.chart_tag.startswith("v0.20.0@sha256:")
 
 
 def test_plugin_tolerates_gpu_taint_and_has_resources(dev_plan):

@@ -144,7 +144,7 @@ def test_dev_may_open_endpoint_to_the_world():
         ({"publicAccess": True}, "publicAccessCidrs is empty"),
         ({"publicAccess": False, "publicAccessCidrs": ["203.0.113.0/24"]}, "publicAccess is false"),
         ({"publicAccess": True, "publicAccessCidrs": ["203.0.113.7/24"]}, "not an IPv4 CIDR"),
-        ({"privateAccess": False}, "unknown key; allowed keys here: publicAccess, publicAccessCidrs"),
+        ({"privateAccess": False}, "unknown key; allowed keys here: breakGlassRoleArn, publicAccess, publicAccessCidrs"),
     ],
     ids=["public-without-cidrs", "cidrs-without-public", "host-bits-set", "private-cannot-be-off"],
 )
@@ -452,3 +452,9 @@ def test_karpenter_max_pods_above_what_the_cni_gives_is_rejected():
     )
     karpenter["nodeClasses"][0]["kubelet"] = {"maxPods": 58}
     assert parse_settings(with_changes(DEV, karpenter=karpenter)).karpenter.node_classes[0].kubelet.max_pods == 58
+
+
+def test_break_glass_role_must_be_an_iam_role_arn():
+    problems = problems_of(with_changes(DEV, endpoint={"breakGlassRoleArn": "arn:aws:iam::123:user/me"}))
+    assert any(p.startswith("llm-platform:endpoint.breakGlassRoleArn") and "not an IAM role ARN" in p for p in problems), problems
+    assert parse_settings(with_changes(DEV, endpoint={"breakGlassRoleArn": "arn:aws:iam::123456789012:role/glass"})).endpoint.break_glass_role_arn

@@ -12,7 +12,7 @@ PINNED_CHARTS = {
     for c in vars(versions).values()
     if isinstance(c, versions.HelmChart)
 }
-PINNED_IMAGES = {(i.repository, i.tag) for i in vars(versions).values() if isinstance(i, versions.Image)}
+PINNED_IMAGES = {(i.repository, i.chart_tag) for i in vars(versions).values() if isinstance(i, versions.Image)}
 
 
 def _images(value):
@@ -68,3 +68,32 @@ def test_every_supported_minor_has_pinned_add_ons_and_an_autoscaler_release():
         assert addons.kube_proxy.startswith(f"v{minor}."), "kube-proxy follows the cluster minor"
         assert versions.CLUSTER_AUTOSCALER_IMAGES[minor].tag.startswith(f"v{minor}."), "one autoscaler release per minor"
         assert minor in versions.STANDARD_SUPPORT_ENDS
+
+
+def test_image_renders_tag_and_digest_and_refuses_a_malformed_digest():
+    import pytest
+
+    digest = "sha256:" + "a" * 64
+    assert str(versions.Image("r/x", "v1", digest)) == f"r/x:v1@{digest}"
+    assert str(versions.Image("r/x", "v1")) == "r/x:v1"
+    with pytest.raises(ValueError, match="not sha256"):
+        versions.Image("r/x", "v1", "sha256:short")
+
+
+def _pod_images(value):
+    if isinstance(value, dict):
+        for key in ("containers", "initContainers"):
+            for container in value.get(key) or []:
+                yield container["image"]
+        for v in value.values():
+            yield from _pod_images(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _pod_images(v)
+
+
+def test_pod_images_are_full_references_from_versions_with_their_digest(dev_plan, prod_plan):
+    references = {str(i) for i in vars(versions).values() if isinstance(i, versions.Image)}
+    used = {img for plan in (dev_plan, prod_plan) for r in plan.resources for img in _pod_images(r.inputs)}
+    assert used and used <= references
+    assert str(versions.AWS_CLI_IMAGE) in used and "@sha256:" in str(versions.AWS_CLI_IMAGE)

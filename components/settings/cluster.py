@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -10,11 +11,24 @@ from pydantic import Field, field_validator, model_validator
 from ._base import _Model
 
 
+_BREAK_GLASS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+
+
 class Endpoint(_Model):
-    """API server access. The private endpoint is always on; public access is opt-in with CIDRs."""
+    """API server access. The private endpoint is always on; public access is opt-in with CIDRs.
+    ``break_glass_role_arn``: an IAM role with its own cluster-admin access entry, assumed only when
+    the usual admins cannot reach the cluster (default none; prod sets one)."""
 
     public_access: bool = False
     public_access_cidrs: list[str] = Field(default_factory=list)
+    break_glass_role_arn: str | None = None
+
+    @field_validator("break_glass_role_arn")
+    @classmethod
+    def _break_glass(cls, arn: str | None) -> str | None:
+        if arn is not None and not _BREAK_GLASS_ARN_RE.match(arn):
+            raise ValueError(f"{arn!r} is not an IAM role ARN such as arn:aws:iam::123456789012:role/eks-break-glass")
+        return arn
 
     @field_validator("public_access_cidrs")
     @classmethod
