@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
 from . import contract, gateway, model_server, observability
 from .model_server import ModelServer, ModelServerArgs
@@ -131,6 +130,8 @@ class ServingTier(pulumi.ComponentResource):
             ),
             opts=in_namespace,
         )
+        import pulumi_random as random  # only stacks that serve models load the random provider's SDK
+
         key = random.RandomPassword(f"{name}-api-key", length=48, special=False, opts=child)
         self.api_key = pulumi.Output.secret(key.result.apply(lambda k: f"sk-{k}"))
         k8s.core.v1.Secret(

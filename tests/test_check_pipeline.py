@@ -126,14 +126,15 @@ def test_cli_start_up_does_not_load_the_pack_client():
 
 
 def test_sdk_modules_follow_the_settings():
-    """A stack without the gateway never loads pulumi_random; one with it does."""
+    """A stack that serves nothing never loads pulumi_random (model API keys and the gateway's master
+    key are its only users); one that serves models does."""
     code = """
 import copy, sys
 from automation.plan import record_plan
 from automation.stacks import read_stack_config
 from components.settings import config_strings, parse_settings
 config = copy.deepcopy(read_stack_config("dev"))
-config["llm-platform:serving"]["gateway"]["enabled"] = {enabled}
+config["llm-platform:serving"]["enabled"] = {enabled}
 settings = parse_settings(config)
 record_plan("dev", config_strings(config), region=settings.region)
 """
