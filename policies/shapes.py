@@ -370,6 +370,8 @@ def pod_template(resource: Resource) -> PodTemplate | None:
 
 # One taint-effect table for the pack, kept with the capacity model that also needs it.
 from capacity.model import EKS_EFFECTS, HARD_EFFECTS  # noqa: E402  (re-exported)
+from capacity.model import Taint as _ModelTaint  # noqa: E402
+from capacity.model import tolerates as _model_tolerates  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -388,24 +390,12 @@ class Taint:
 
 
 def tolerates(toleration: Any, taint: Taint) -> bool | None:
-    """Kubernetes toleration matching; ``None`` when an unknown value decides it."""
+    """Kubernetes toleration matching (the capacity model's matcher); ``None`` when an unknown value decides it."""
     if not isinstance(toleration, dict):
         return None if toleration is UNKNOWN else False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    effect = toleration.get("effect") or ""
-    value = toleration.get("value") or ""
-    if UNKNOWN in (key, operator, effect, value) or not taint.is_known:
+    if contains_unknown(toleration) or not taint.is_known:
         return None
-    if effect and effect != taint.effect:
-        return False
-    if not key:
-        return operator == "Exists"
-    if key != taint.key:
-        return False
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and value == (taint.value or "")
+    return _model_tolerates([toleration], _ModelTaint(str(taint.key), str(taint.value or ""), str(taint.effect)))
 
 
 def tolerates_all(tolerations: Any, taint: Taint) -> bool | None:
