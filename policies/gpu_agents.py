@@ -103,6 +103,7 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
         ),
     ],
     "dcgm-exporter": [Component("exporter", ("tolerations",), None, ALWAYS)],
+    "nvidia-dra-driver-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS)],
     "node-feature-discovery": [
         Component("worker", ("worker", "tolerations"), [], _flag(("worker", "enable"), True)),
     ],
@@ -288,8 +289,8 @@ POLICIES = [
     stack_policy(
         name="gpu-agents-reach-gpu-nodes",
         description=(
-            "Make the device plugin, GPU Operator, DCGM exporter and NFD worker tolerate every GPU pool's taints "
-            "and select its labels (nested chart values included)."
+            "Make the device plugin, GPU Operator, DCGM exporter, NFD worker and DRA driver kubelet plugin tolerate "
+            "every GPU pool's taints and select its labels (nested chart values and chart defaults included)."
         ),
         check=_check,
         enforcement=MANDATORY,

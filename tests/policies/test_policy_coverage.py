@@ -220,3 +220,26 @@ def test_auto_mode_gpu_pool_is_valid(pack):
 def test_auto_mode_pool_labels_still_checked_against_its_types(pack):
     res = patch(auto_mode_nodepool(), {("spec", "template", "metadata", "labels", "llm-platform.io/accelerator"): "l40s"})
     one(pack.messages(res, LABELS), "llm-platform.io/accelerator=l40s but its instance types carry a10g")
+
+
+# --- GPU-facing Helm releases on their rendered tolerations, chart defaults included ------------------
+
+AGENTS = "gpu-agents-reach-gpu-nodes"
+
+
+@pytest.mark.parametrize("chart, version, override", [
+    ("dcgm-exporter", "4.8.2", {"tolerations": [GPU_TOLERATION]}),
+    ("nvidia-dra-driver-gpu", "25.12.0", {"kubeletPlugin": {"tolerations": [GPU_TOLERATION]}}),
+])
+def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, override):
+    from .builders import helm_release
+    pool = gpu_node_group()
+    one(pack.stack_messages([pool, helm_release(chart, version, {})], AGENTS),
+        f"(chart {chart})", f"({chart} {version} default)", "does not tolerate taint nvidia.com/gpu=true:NoSchedule")
+    assert pack.stack_messages([pool, helm_release(chart, version, override)], AGENTS) == []
+
+
+def test_auto_mode_pool_counts_for_agents(pack):
+    from .builders import helm_release
+    one(pack.stack_messages([auto_mode_nodepool(), helm_release("dcgm-exporter", "4.8.2", {})], AGENTS),
+        "of Auto Mode NodePool 'auto-gpu'")
