@@ -243,3 +243,9 @@ def test_auto_mode_pool_counts_for_agents(pack):
     from .builders import helm_release
     one(pack.stack_messages([auto_mode_nodepool(), helm_release("dcgm-exporter", "4.8.2", {})], AGENTS),
         "of Auto Mode NodePool 'auto-gpu'")
+
+
+def test_digests_required_in_prod_only():
+    configs = {stack: json.loads((CONFIG_DIR / f"{stack}.json").read_text()) for stack in ("dev", "prod")}
+    assert configs["dev"][IMAGE]["requireDigest"] is False
+    assert configs["prod"][IMAGE]["requireDigest"] is True

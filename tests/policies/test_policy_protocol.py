@@ -181,11 +181,21 @@ def test_runner_reports_a_pack_that_cannot_start(tmp_path):
         PolicyPackRunner(tmp_path).start()
 
 
-def test_project_plans_pass_their_stack_config(pack, stack_plan):
+def test_project_plans_pass_their_stack_config(pack, stack_plan, request):
     """The program's own dev and prod plans are clean under their stack config, and the pack really
     judged them (an untainted GPU group is caught)."""
+    if stack_plan.stack == "prod":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="needs image digests from issue 13 part A"))
     pack.configure(CONFIG_DIR / f"{stack_plan.stack}.json")
     assert pack.runner.analyze_plan(stack_plan.resources) == []
     group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
     untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
     one([v.message for v in pack.runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
+
+
+def test_prod_plan_lacks_nothing_but_image_digests(pack, prod_plan):
+    """prod requires digests (``requireDigest``); every other policy already passes its plan."""
+    pack.configure(CONFIG_DIR / "prod.json")
+    findings = pack.runner.analyze_plan(prod_plan.resources)
+    others = [v for v in findings if v.policy_name != "container-image-pinned" or "requires a digest" not in v.message]
+    assert others == []
