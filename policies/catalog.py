@@ -19,6 +19,12 @@ from shapes import Constraint, requirement_constraint
 CATALOG_PATH = Path(__file__).resolve().parent / "instance_catalog.json"
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
+KARPENTER_PREFIX, AUTO_MODE_PREFIX = "karpenter.k8s.aws/", "eks.amazonaws.com/"
+
+
+def label_key_variants(name: str) -> tuple[str, str]:
+    """A well-known instance label under Karpenter's and EKS Auto Mode's prefix (``instance-gpu-count``)."""
+    return KARPENTER_PREFIX + name, AUTO_MODE_PREFIX + name
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,9 @@ class InstanceType:
                 labels["karpenter.k8s.aws/instance-gpu-name"] = self.gpu_name
             if self.gpu_memory_mib:
                 labels["karpenter.k8s.aws/instance-gpu-memory"] = str(self.gpu_memory_mib)
+        # EKS Auto Mode spells the same facts under its own prefix (Auto Mode "Create a Node Pool": supported labels).
+        labels.update({k.replace(KARPENTER_PREFIX, AUTO_MODE_PREFIX): v for k, v in list(labels.items())
+                       if k.startswith(KARPENTER_PREFIX)})
         return labels
 
 
@@ -99,12 +108,9 @@ class Catalog:
 
 
 GPU_LABEL_KEYS = frozenset(
-    {
-        "karpenter.k8s.aws/instance-gpu-count",
-        "karpenter.k8s.aws/instance-gpu-manufacturer",
-        "karpenter.k8s.aws/instance-gpu-name",
-        "karpenter.k8s.aws/instance-gpu-memory",
-    }
+    key
+    for name in ("instance-gpu-count", "instance-gpu-manufacturer", "instance-gpu-name", "instance-gpu-memory")
+    for key in label_key_variants(name)
 )
 
 

@@ -11,22 +11,22 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpu_workloads import uses_dra
-from kit import MANDATORY, Stack, stack_policy
+from kit import MANDATORY, Stack, stack_policy, stack_workloads
 from pools import labels_match, stack_pools, untolerated_taints
-from shapes import POD_TEMPLATE_PATHS, node_selection, pod_template, pod_uses_key
+from shapes import node_selection, pod_uses_key
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
     pools = stack_pools(stack)
-    for resource in stack.of_type(frozenset(POD_TEMPLATE_PATHS)):
-        template = pod_template(resource)
-        if template is None or not isinstance(template.spec, dict) or not uses_dra(template):
+    for template in stack_workloads(stack, config):
+        resource = template.resource
+        if not isinstance(template.spec, dict) or not uses_dra(template):
             continue
         alternatives = node_selection(template.spec)
         if alternatives is None:
             continue
         if pod_uses_key(alternatives, "karpenter.sh/nodepool"):
-            yield (f"{resource.label} uses DRA resourceClaims but selects nodes by karpenter.sh/nodepool; Karpenter "
+            yield (f"{template.label} uses DRA resourceClaims but selects nodes by karpenter.sh/nodepool; Karpenter "
                    f"cannot provision for DRA pods. Select a managed node group's labels instead.", resource.urn)
             continue
         reachable, managed, undecided = [], [], False
@@ -40,10 +40,10 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
                 (reachable if pool.karpenter else managed).append(pool)
         if reachable:
             names = ", ".join(p.label for p in reachable)
-            yield (f"{resource.label} uses DRA resourceClaims and can be placed on {names}, where Karpenter will "
+            yield (f"{template.label} uses DRA resourceClaims and can be placed on {names}, where Karpenter will "
                    f"never provision for it. Narrow its node selector to a managed node group's labels.", resource.urn)
         elif not managed and not undecided:
-            yield (f"{resource.label} uses DRA resourceClaims but no managed node group in the stack matches its "
+            yield (f"{template.label} uses DRA resourceClaims but no managed node group in the stack matches its "
                    f"node selection and tolerations. Add a managed node group for DRA workloads and select it.",
                    resource.urn)
 
@@ -54,5 +54,6 @@ POLICIES = [
         description="Schedule pods with DRA resourceClaims only onto managed node groups, never Karpenter NodePools.",
         check=_check,
         enforcement=MANDATORY,
+        custom_workloads=True,
     ),
 ]

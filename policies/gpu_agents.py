@@ -3,10 +3,14 @@
 The device plugin, the GPU Operator's operands, the DCGM exporter and NFD workers are DaemonSets
 installed by Helm; if their tolerations (often in nested chart values) do not cover a GPU pool's
 taints, or their nodeSelector/affinity excludes the pool's labels, they silently run zero pods
-there, and GPUs are never advertised or monitored. Chart defaults are modelled where they matter:
-the device plugin tolerates ``nvidia.com/gpu`` by default but only lands on nodes labelled by
-NFD/GFD or ``nvidia.com/gpu.present=true``; NFD in the device-plugin chart tolerates only
-``nvidia.com/gpu=present``; dcgm-exporter and standalone NFD tolerate nothing.
+there, and GPUs are never advertised or monitored. A release is judged on its rendered
+tolerations: the values it sets, else the chart's defaults from ``capacity/charts.py`` (the one
+table of what each pinned chart version renders, each row citing its ``values.yaml``; a version
+missing there falls back to the chart's pinned row and the message says so). The device plugin
+tolerates ``nvidia.com/gpu`` by default but only lands on nodes labelled by NFD/GFD or
+``nvidia.com/gpu.present=true``; dcgm-exporter tolerates only the control-plane taint. Two
+DaemonSets the capacity table does not render yet keep their defaults here: the device-plugin
+chart's NFD subchart (tolerates only ``nvidia.com/gpu=present``) and standalone NFD (nothing).
 """
 
 from __future__ import annotations
@@ -16,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_workloads import tolerates_gpu_key
-from helm import chart_name, values
+from capacity.charts import CHART_DAEMONSETS
+from helm import chart_name, chart_ref, values
 from kit import MANDATORY, Stack, stack_policy
 from pools import Pool, labels_match, stack_pools, untolerated_taints
 from shapes import DAEMONSET, HELM_TYPES, UNKNOWN, Resource, dig, node_selection, pod_template, tolerates_all
 
-GPU_EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 MASTER_EQUAL = {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
-CONTROL_PLANE_EQUAL = {**MASTER_EQUAL, "key": "node-role.kubernetes.io/control-plane"}
 
 
 def _term(key: str, value: str) -> dict[str, Any]:
@@ -72,7 +75,8 @@ class Component:
 
     title: str
     path: tuple[str, ...]
-    default: list[dict[str, str]]
+    #: Default tolerations only for DaemonSets ``capacity/charts.py`` does not render; else ``None``.
+    default: list[dict[str, str]] | None
     enabled: Callable[[Any], bool | None]
     device_plugin: bool = False
     default_affinity: dict[str, Any] | None = None
@@ -83,10 +87,8 @@ class Component:
 
 AGENT_COMPONENTS: dict[str, list[Component]] = {
     "nvidia-device-plugin": [
-        Component(
-            "device plugin", ("tolerations",), [{"key": "CriticalAddonsOnly", "operator": "Exists"}, GPU_EXISTS],
-            ALWAYS, device_plugin=True, default_affinity=DEVICE_PLUGIN_AFFINITY,
-        ),
+        Component("device plugin", ("tolerations",), None, ALWAYS, device_plugin=True,
+                  default_affinity=DEVICE_PLUGIN_AFFINITY),
         Component(
             "node-feature-discovery worker", ("nfd", "worker", "tolerations"),
             [MASTER_EQUAL, {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
@@ -94,17 +96,37 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
         ),
     ],
     "gpu-operator": [
-        Component("operands", ("daemonsets", "tolerations"), [GPU_EXISTS], ALWAYS),
+        Component("operands", ("daemonsets", "tolerations"), None, ALWAYS),
         Component(
             "node-feature-discovery worker", ("node-feature-discovery", "worker", "tolerations"),
-            [MASTER_EQUAL, CONTROL_PLANE_EQUAL, GPU_EXISTS], _flag(("nfd", "enabled"), True),
+            None, _flag(("nfd", "enabled"), True),
         ),
     ],
-    "dcgm-exporter": [Component("exporter", ("tolerations",), [], ALWAYS)],
+    "dcgm-exporter": [Component("exporter", ("tolerations",), None, ALWAYS)],
+    "nvidia-dra-driver-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS)],
     "node-feature-discovery": [
         Component("worker", ("worker", "tolerations"), [], _flag(("worker", "enable"), True)),
     ],
 }
+
+
+def chart_default_tolerations(chart: str, version: Any, component: Component) -> tuple[list[dict[str, Any]], str] | None:
+    """The component's default tolerations from the charts table, and which chart version they are from.
+
+    ``None`` when the table has no row for the chart (the component's own default, if any, applies).
+    """
+    path = ".".join(component.path)
+    pinned = [v for c, v in CHART_DAEMONSETS if c == chart]
+    if not pinned:
+        return None
+    exact = str(version) in pinned
+    row_version = str(version) if exact else pinned[-1]
+    for row in CHART_DAEMONSETS[(chart, row_version)]:
+        if row.tolerations_path == path:
+            where = f"{chart} {row_version} default" if exact else (
+                f"{chart} {row_version} default; {version or 'this version'} is not in the charts table")
+            return list(row.tolerations), where
+    return None
 
 
 def _show(tolerations: Any) -> str:
@@ -180,8 +202,21 @@ def _tolerations(
     given = dig(vals, *component.path)
     if given is UNKNOWN:
         return
-    tolerations = component.default if given is None else given
-    where = f"values.{'.'.join(component.path)}" + (" (chart default)" if given is None else "")
+    where = f"values.{'.'.join(component.path)}"
+    if given is None:
+        ref_version = chart_ref(release).version
+        if ref_version is UNKNOWN:
+            return
+        found = chart_default_tolerations(name, ref_version, component)
+        if found is not None:
+            tolerations, origin = found
+        elif component.default is not None:
+            tolerations, origin = component.default, "chart default"
+        else:
+            return
+        where += f" ({origin})"
+    else:
+        tolerations = given
     subject = f"{release.label} (chart {name}): the {component.title}"
     fix = f"Add {{key: {key}, operator: Exists, effect: NoSchedule}} to values.{'.'.join(component.path)}"
     if not gpu_pools:
@@ -254,8 +289,8 @@ POLICIES = [
     stack_policy(
         name="gpu-agents-reach-gpu-nodes",
         description=(
-            "Make the device plugin, GPU Operator, DCGM exporter and NFD worker tolerate every GPU pool's taints "
-            "and select its labels (nested chart values included)."
+            "Make the device plugin, GPU Operator, DCGM exporter, NFD worker and DRA driver kubelet plugin tolerate "
+            "every GPU pool's taints and select its labels (nested chart values and chart defaults included)."
         ),
         check=_check,
         enforcement=MANDATORY,

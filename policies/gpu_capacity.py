@@ -23,11 +23,10 @@ from typing import Any
 from capacity.cost import node_group_worst_case, nodepool_worst_case
 from catalog import load_catalog
 from gpu_workloads import asks_for_gpu
-from kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy
+from kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
 from shapes import (
     NODEPOOL,
-    POD_TEMPLATE_PATHS,
     RESOURCE_QUOTA,
     UNKNOWN,
     Resource,
@@ -35,7 +34,6 @@ from shapes import (
     as_int,
     contains_unknown,
     fmt,
-    pod_template,
     quantity,
 )
 
@@ -150,9 +148,9 @@ def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, st
             return
         quotas.setdefault(namespace, []).append(as_dict(hard))
     reported = set()
-    for resource in stack.of_type(frozenset(POD_TEMPLATE_PATHS)):
-        template = pod_template(resource)
-        if template is None or not isinstance(template.namespace, str) or template.namespace in reported:
+    for template in stack_workloads(stack, config):
+        resource = template.resource
+        if not isinstance(template.namespace, str) or template.namespace in reported:
             continue
         if asks_for_gpu(template, gpu) is not True:
             continue
@@ -167,7 +165,7 @@ def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, st
         else:
             why = f"it has no ResourceQuota with requests.{gpu}"
         yield (
-            f"Namespace '{namespace}' runs GPU workloads ({resource.label}) but {why}, so one team can take every "
+            f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
             f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
             resource.urn,
         )
@@ -204,6 +202,7 @@ POLICIES = [
         name="gpu-namespace-quota",
         description="Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu.",
         check=_check_quota,
+        custom_workloads=True,
         enforcement=ADVISORY,
         contract=("gpuResource",),
     ),

@@ -3,11 +3,17 @@
 A request without the toleration never schedules on a tainted GPU pool; a toleration without a
 request lets CPU work occupy a GPU node. DaemonSets are node agents (device plugin, DCGM, log
 shippers) that must run on GPU nodes without consuming a GPU, so they may tolerate freely.
+
+Every pod template of a workload is judged (LeaderWorkerSet leader and worker, each Ray group...;
+see ``shapes.POD_TEMPLATE_PATHS`` and the ``customWorkloads`` parameter). MIG slices
+(``nvidia.com/mig-1g.10gb`` and the like, the ``extraGpuResources`` patterns) are GPUs too; pods that
+get their GPU through DRA ``resourceClaims`` request no extended resource and may tolerate the taint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 from typing import Any
 
 from kit import MANDATORY, resource_policy
@@ -19,9 +25,12 @@ from shapes import (
     as_dict,
     contains_unknown,
     fmt,
-    pod_template,
+    pod_templates,
     quantity,
 )
+
+#: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
+MIG_RESOURCES = ["nvidia.com/mig-*"]
 
 
 def tolerates_gpu_key(toleration: Any, key: str) -> bool | None:
@@ -106,56 +115,95 @@ def uses_dra(template: PodTemplate) -> bool:
     return bool(claims)
 
 
-def _check_contract(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
-    template = pod_template(resource)
-    if template is None or template.spec is UNKNOWN:
-        return
+def gpu_resource_names(container: dict[str, Any], gpu: str, patterns: list[str]) -> list[str]:
+    """The GPU resource names a container uses: the contract's plus names matching ``patterns``."""
+    resources = as_dict(container.get("resources"))
+    names = {gpu}
+    if isinstance(resources, dict):
+        for part in ("limits", "requests"):
+            section = resources.get(part)
+            if isinstance(section, dict):
+                names.update(n for n in section if any(fnmatchcase(n, p) for p in patterns))
+    return sorted(names)
+
+
+def _template_contract(template: PodTemplate, config: dict[str, Any]) -> Iterator[str]:
     gpu, key = config["gpuResource"], config["gpuTaintKey"]
-    in_limits = False
+    subject = template.label
+    in_limits: list[str] = []
     for container in template.containers("initContainers", "containers"):
-        limit, request = container_gpus(container, gpu)
         name = container.get("name", "?")
-        if limit is UNKNOWN or request is UNKNOWN:
-            continue
-        if request is not None and limit is None:
-            yield (
-                f"{resource.label}: container '{name}' requests {gpu} only in resources.requests. Extended "
-                f"resources must be set in resources.limits (requests may be omitted or equal); put "
-                f"'{gpu}: {fmt(request)}' under limits."
-            )
-        elif request is not None and limit is not None and quantity(request) != quantity(limit):
-            yield (
-                f"{resource.label}: container '{name}' has {gpu} request {fmt(request)} but limit {fmt(limit)}; the API "
-                f"server rejects extended resources whose request differs from the limit. Make them equal."
-            )
-        if limit is not None and quantity(limit) != 0:
-            in_limits = True
+        for resource_name in gpu_resource_names(container, gpu, config["extraGpuResources"]):
+            limit, request = container_gpus(container, resource_name)
+            if limit is UNKNOWN or request is UNKNOWN:
+                continue
+            if request is not None and limit is None:
+                yield (
+                    f"{subject}: container '{name}' requests {resource_name} only in resources.requests. Extended "
+                    f"resources must be set in resources.limits (requests may be omitted or equal); put "
+                    f"'{resource_name}: {fmt(request)}' under limits."
+                )
+            elif request is not None and limit is not None and quantity(request) != quantity(limit):
+                yield (
+                    f"{subject}: container '{name}' has {resource_name} request {fmt(request)} but limit {fmt(limit)}; "
+                    f"the API server rejects extended resources whose request differs from the limit. Make them equal."
+                )
+            if limit is not None and quantity(limit) != 0 and resource_name not in in_limits:
+                in_limits.append(resource_name)
     if not in_limits:
         return
     tolerated, _ = gpu_toleration_state(template, key)
     if tolerated is False:
         yield (
-            f"{resource.label} requests {gpu} but does not tolerate the GPU taint '{key}', so it can never "
+            f"{subject} requests {', '.join(in_limits)} but does not tolerate the GPU taint '{key}', so it can never "
             f"schedule on a GPU pool. Add tolerations: [{{key: {key}, operator: Exists, effect: NoSchedule}}]."
         )
 
 
+def _check_contract(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    for template in pod_templates(resource, config):
+        if template.spec is not UNKNOWN:
+            yield from _template_contract(template, config)
+
+
+def _asks_for_any_gpu(template: PodTemplate, config: dict[str, Any]) -> bool | None:
+    verdicts = []
+    names = {config["gpuResource"]}
+    for container in template.containers("initContainers", "containers"):
+        names.update(gpu_resource_names(container, config["gpuResource"], config["extraGpuResources"]))
+    for name in sorted(names):
+        verdicts.append(asks_for_gpu(template, name))
+    if True in verdicts:
+        return True
+    return None if None in verdicts else False
+
+
 def _check_waste(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
-    template = pod_template(resource)
-    if template is None or template.spec is UNKNOWN or template.kind in config["exemptKinds"]:
-        return
-    tolerated, blanket = gpu_toleration_state(template, config["gpuTaintKey"])
-    if not tolerated or uses_dra(template):
-        return
-    if asks_for_gpu(template, config["gpuResource"]) is not False:
-        return
-    how = "tolerates every taint (operator: Exists without a key)" if blanket else (
-        f"tolerates the GPU taint '{config['gpuTaintKey']}'"
-    )
-    yield (
-        f"{resource.label} {how} but requests no {config['gpuResource']}, so CPU work can land on and hold a GPU "
-        f"node. Remove the toleration, or request {config['gpuResource']} in limits if it needs a GPU."
-    )
+    for template in pod_templates(resource, config):
+        if template.spec is UNKNOWN or template.kind in config["exemptKinds"]:
+            continue
+        tolerated, blanket = gpu_toleration_state(template, config["gpuTaintKey"])
+        if not tolerated or uses_dra(template):
+            continue
+        if _asks_for_any_gpu(template, config) is not False:
+            continue
+        how = "tolerates every taint (operator: Exists without a key)" if blanket else (
+            f"tolerates the GPU taint '{config['gpuTaintKey']}'"
+        )
+        yield (
+            f"{template.label} {how} but requests no {config['gpuResource']}, so CPU work can land on and hold a "
+            f"GPU node. Remove the toleration, or request {config['gpuResource']} in limits if it needs a GPU."
+        )
+
+
+_EXTRA_GPU = {
+    "extraGpuResources": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "default": MIG_RESOURCES,
+        "description": "Glob patterns of further GPU extended resources (MIG slices by default) held to the contract.",
+    }
+}
 
 
 WORKLOAD_TYPES = frozenset(POD_TEMPLATE_PATHS)
@@ -171,6 +219,8 @@ POLICIES = [
         check=_check_contract,
         enforcement=MANDATORY,
         contract=("gpuTaintKey", "gpuResource"),
+        params=_EXTRA_GPU,
+        custom_workloads=True,
     ),
     resource_policy(
         name="gpu-toleration-without-gpu",
@@ -185,7 +235,9 @@ POLICIES = [
                 "items": {"type": "string"},
                 "default": ["DaemonSet"],
                 "description": "Workload kinds allowed to tolerate the GPU taint without a GPU (node agents).",
-            }
+            },
+            **_EXTRA_GPU,
         },
+        custom_workloads=True,
     ),
 ]

@@ -24,7 +24,16 @@ from pulumi_policy import (
 
 from contract_config import contract_schema
 from request_cache import plain_once
-from shapes import Resource, contains_unknown, plain
+from shapes import (
+    CUSTOM_WORKLOADS,
+    CUSTOM_WORKLOADS_SCHEMA,
+    PodTemplate,
+    Resource,
+    contains_unknown,
+    plain,
+    pod_templates,
+    workload_paths,
+)
 
 #: Every stack policy converts every resource; the conversion is shared within a request.
 _stack_plain = plain_once(plain)
@@ -103,15 +112,19 @@ def resource_policy(
     params: dict[str, dict[str, Any]] | None = None,
     contract: Iterable[str] = (),
     required: list[str] | None = None,
+    custom_workloads: bool = False,
 ) -> ResourceValidationPolicy:
+    """``custom_workloads``: the policy also takes the kinds its config lists under ``customWorkloads``."""
     wanted = frozenset(types)
+    if custom_workloads:
+        params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
     schema = _schema(params, contract, required)
 
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-        if args.resource_type not in wanted:
+        config = _config(schema, args.get_config())
+        if args.resource_type not in wanted and args.resource_type not in (config.get(CUSTOM_WORKLOADS) or {}):
             return
         resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
-        config = _config(schema, args.get_config())
         for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
             report(message, None)
 
@@ -129,7 +142,10 @@ def stack_policy(
     params: dict[str, dict[str, Any]] | None = None,
     contract: Iterable[str] = (),
     required: list[str] | None = None,
+    custom_workloads: bool = False,
 ) -> StackValidationPolicy:
+    if custom_workloads:
+        params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
     schema = _schema(params, contract, required)
 
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -147,3 +163,9 @@ def stack_policy(
     return StackValidationPolicy(
         name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
     )
+
+
+def stack_workloads(stack: Stack, config: dict[str, Any]) -> list[PodTemplate]:
+    """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``."""
+    paths = workload_paths(config)
+    return [t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]

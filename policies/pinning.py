@@ -13,9 +13,30 @@ from typing import Any
 
 from helm import chart_ref, is_exact_version, values
 from kit import ADVISORY, MANDATORY, resource_policy
-from shapes import EC2NODECLASS, HELM_TYPES, POD_TEMPLATE_PATHS, UNKNOWN, Resource, as_list, pod_template
+from shapes import EC2NODECLASS, HELM_TYPES, POD_TEMPLATE_PATHS, UNKNOWN, Resource, as_list, pod_templates
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+#: Tags registries move to new builds: an image under them changes without its reference changing.
+MOVING_TAGS = frozenset({"latest", "stable", "nightly", "main", "master", "edge", "dev"})
+_VERSION = re.compile(r"\d+\.\d+")
+
+
+def moving_tag(tag: Any) -> bool:
+    """Whether a tag floats: a moving word (``stable``), one built from it first (``main-stable``,
+    ``nightly-2026-01-05``, ``latest-cuda``), or one carrying a moving word but no version
+    (``cuda-latest``); ``1.2.3-stable`` and ``12.4.1-devel`` name a release."""
+    if not isinstance(tag, str) or not tag:
+        return False
+    words = [w for w in re.split(r"[-_.+]", tag.lower()) if w]
+    if not words:
+        return False
+    if words[0] in MOVING_TAGS:
+        return True
+    return any(w in MOVING_TAGS for w in words) and not _VERSION.search(tag)
+
+
+def _moving(tag: str) -> str:
+    return "uses the 'latest' tag" if tag == "latest" else f"uses the moving tag '{tag}'"
 _RANGE = re.compile(r"[\^~<>=*|,\s]|(^|\.)[xX](\.|$)")
 
 
@@ -45,6 +66,9 @@ def _check_chart(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     )
 
 
+TAG_ONLY = "is pinned by tag only and this stack requires a digest"
+
+
 def image_problem(image: Any, require_digest: bool) -> str | None:
     """Why an image reference floats, or ``None`` if it is pinned (or unknown)."""
     if not isinstance(image, str) or not image.strip():
@@ -57,10 +81,10 @@ def image_problem(image: Any, require_digest: bool) -> str | None:
     tag = last.split(":", 1)[1] if ":" in last else None
     if tag is None:
         return "has no tag, so it means 'latest'"
-    if tag == "latest":
-        return "uses the 'latest' tag"
+    if moving_tag(tag):
+        return _moving(tag)
     if require_digest:
-        return "is pinned by tag only and this stack requires a digest"
+        return TAG_ONLY
     return None
 
 
@@ -79,8 +103,8 @@ def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator
         pinned_by = next((k for k in ("tag", "version", "digest") if k in node), None)
         if pinned_by:
             value = node[pinned_by]
-            if value == "latest":
-                yield f"{path}.{pinned_by}", f"{image}:{value}", "uses the 'latest' tag"
+            if pinned_by != "digest" and moving_tag(value):
+                yield f"{path}.{pinned_by}", f"{image}:{value}", _moving(value)
         elif "repository" not in node:
             problem = image_problem(image, require_digest)
             if problem:
@@ -104,33 +128,45 @@ def _structured_image(image: dict[str, Any], path: str, require_digest: bool) ->
         if problem:
             yield f"{path}.repository", repository, problem
         return
-    if tag == "latest":
-        yield f"{path}.tag", f"{repository}:latest", "uses the 'latest' tag"
+    if isinstance(tag, str) and "@" in tag:
+        # Charts that build "repository:tag" take a digest in the tag: "v1.2.3@sha256:...".
+        problem = image_problem(f"{repository}:{tag}", require_digest)
+        if problem:
+            yield f"{path}.tag", f"{repository}:{tag}", problem
+        return
+    if moving_tag(tag):
+        yield f"{path}.tag", f"{repository}:{tag}", _moving(tag)
     elif require_digest and repository:
-        yield f"{path}.digest", f"{repository}:{tag or '<chart default>'}", "is pinned by tag only and this stack requires a digest"
+        yield f"{path}.digest", f"{repository}:{tag or '<chart default>'}", TAG_ONLY
 
 
 def _check_images(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     require_digest = bool(config["requireDigest"])
-    fix = "Pin it to an exact tag (e.g. ':v1.2.3') or a digest ('@sha256:...')."
+    exempt = set(config.get("digestExemptImages") or [])
+    fix = ("Pin it by digest ('repo:tag@sha256:...')." if require_digest
+           else "Pin it to an exact release tag (e.g. ':v1.2.3') or a digest ('@sha256:...').")
     if resource.type in HELM_TYPES:
         vals = values(resource)
         if vals is UNKNOWN:
             return
         for path, image, problem in _helm_image_problems(vals, "values", require_digest):
+            if problem == TAG_ONLY and image in exempt:
+                continue
             yield f"{resource.label} sets image '{image}' at {path}, which {problem}. {fix}"
         return
-    template = pod_template(resource)
-    if template is None or template.spec is UNKNOWN:
-        return
-    for field_name in ("initContainers", "containers", "ephemeralContainers"):
-        for container in template.containers(field_name):
-            problem = image_problem(container.get("image"), require_digest)
-            if problem:
-                yield (
-                    f"{resource.label}: {field_name[:-1]} '{container.get('name', '?')}' image "
-                    f"'{container.get('image')}' {problem}. {fix}"
-                )
+    for template in pod_templates(resource, config):
+        if template.spec is UNKNOWN:
+            continue
+        for field_name in ("initContainers", "containers", "ephemeralContainers"):
+            for container in template.containers(field_name):
+                problem = image_problem(container.get("image"), require_digest)
+                if problem == TAG_ONLY and container.get("image") in exempt:
+                    continue
+                if problem:
+                    yield (
+                        f"{template.label}: {field_name[:-1]} '{container.get('name', '?')}' image "
+                        f"'{container.get('image')}' {problem}. {fix}"
+                    )
 
 
 def _check_ami_alias(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
@@ -159,16 +195,30 @@ POLICIES = [
     ),
     resource_policy(
         name="container-image-pinned",
-        description="Pin every container image, in pod templates and Helm values, to an exact tag or a digest.",
+        description=(
+            "Pin every container image, in pod templates and Helm values, to an exact release tag (not latest, "
+            "stable, nightly, main, master, edge, dev or tags built from them) or, where the stack requires it, a digest."
+        ),
         types=frozenset(POD_TEMPLATE_PATHS) | HELM_TYPES,
         check=_check_images,
         enforcement=MANDATORY,
+        custom_workloads=True,
         params={
             "requireDigest": {
                 "type": "boolean",
                 "default": False,
-                "description": "Require '@sha256:' digests instead of accepting exact tags.",
-            }
+                "description": "Require '@sha256:' digests instead of accepting exact tags (default off; on in prod).",
+            },
+            "digestExemptImages": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": (
+                    "Exact 'repo:tag' references accepted without a digest while requireDigest is on, each a "
+                    "documented exception (e.g. a digest that could not be verified); any other tag, or a moving "
+                    "tag, is still refused."
+                ),
+            },
         },
     ),
     resource_policy(

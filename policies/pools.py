@@ -12,7 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog import GPU_INSTANCE_CATEGORIES, InstanceType, is_gpu_family, is_gpu_instance_type, load_catalog
+from catalog import (
+    AUTO_MODE_PREFIX,
+    GPU_INSTANCE_CATEGORIES,
+    KARPENTER_PREFIX,
+    InstanceType,
+    is_gpu_family,
+    is_gpu_instance_type,
+    load_catalog,
+)
 from kit import Stack
 from shapes import (
     AWS_NODE_GROUP,
@@ -180,26 +188,36 @@ def _node_group_pool(resource: Resource) -> Pool:
 
 # --- Karpenter NodePools ----------------------------------------------------------------------
 
-#: Labels Karpenter sets on every node it launches, whatever the NodePool says.
+#: Instance labels Karpenter sets on every node it launches (under ``karpenter.k8s.aws/``; EKS Auto
+#: Mode nodes carry the same names under ``eks.amazonaws.com/``).
+INSTANCE_LABELS = (
+    "instance-category",
+    "instance-family",
+    "instance-generation",
+    "instance-size",
+    "instance-cpu",
+    "instance-memory",
+    "instance-hypervisor",
+)
 KARPENTER_ALWAYS_PRESENT = (
     "node.kubernetes.io/instance-type",
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
     "kubernetes.io/hostname",
-    "karpenter.k8s.aws/instance-category",
-    "karpenter.k8s.aws/instance-family",
-    "karpenter.k8s.aws/instance-generation",
-    "karpenter.k8s.aws/instance-size",
-    "karpenter.k8s.aws/instance-cpu",
-    "karpenter.k8s.aws/instance-memory",
-    "karpenter.k8s.aws/instance-hypervisor",
+    *(KARPENTER_PREFIX + name for name in INSTANCE_LABELS),
 )
+AUTO_MODE_ALWAYS_PRESENT = tuple(k.replace(KARPENTER_PREFIX, AUTO_MODE_PREFIX) for k in KARPENTER_ALWAYS_PRESENT)
 #: What Karpenter assumes when a NodePool has no requirement on these keys.
 KARPENTER_DEFAULTS = {
     "karpenter.sh/capacity-type": "on-demand",
     "kubernetes.io/arch": "amd64",
     "kubernetes.io/os": "linux",
 }
+
+
+def is_auto_mode(resource: Resource) -> bool:
+    """A NodePool served by EKS Auto Mode: its nodeClassRef names the ``eks.amazonaws.com`` NodeClass."""
+    return resource.get("spec", "template", "spec", "nodeClassRef", "group") == "eks.amazonaws.com"
 
 
 def nodepool_requirements(resource: Resource) -> list[Any] | None:
@@ -209,9 +227,17 @@ def nodepool_requirements(resource: Resource) -> list[Any] | None:
     return [r for r in as_list(requirements) if isinstance(r, dict)]
 
 
+def _instance_label(key: Any) -> str | None:
+    """``instance-gpu-count`` for either provisioner's spelling of an instance label, else ``None``."""
+    for prefix in (KARPENTER_PREFIX, AUTO_MODE_PREFIX):
+        if isinstance(key, str) and key.startswith(prefix):
+            return key[len(prefix):]
+    return None
+
+
 def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") -> bool | None:
-    """GPU capacity: a requirement that selects GPU categories, families, types or GPU attributes,
-    or a GPU limit."""
+    """GPU capacity: a GPU limit, or a requirement that selects GPU instances by type, family, category
+    (g/p), GPU name/manufacturer/memory or a GPU count above zero, under Karpenter's or Auto Mode's keys."""
     limits = resource.get("spec", "limits", default={})
     if isinstance(limits, dict) and gpu_resource in limits:
         return True
@@ -220,23 +246,22 @@ def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") ->
         return None
     for requirement in requirements:
         key, operator = requirement.get("key"), requirement.get("operator")
+        name = _instance_label(key)
         values = [str(v) for v in as_list(requirement.get("values", []))]
         if operator == "In":
-            if key == "karpenter.k8s.aws/instance-category" and GPU_INSTANCE_CATEGORIES & set(values):
+            if name == "instance-category" and GPU_INSTANCE_CATEGORIES & set(values):
                 return True
-            if key == "karpenter.k8s.aws/instance-family" and any(is_gpu_family(v) for v in values):
+            if name == "instance-family" and any(is_gpu_family(v) for v in values):
                 return True
             if key == "node.kubernetes.io/instance-type" and any(is_gpu_instance_type(v) for v in values):
                 return True
-            if key == "karpenter.k8s.aws/instance-gpu-count" and any((as_int(v) or 0) > 0 for v in values):
+            if name == "instance-gpu-count" and any((as_int(v) or 0) > 0 for v in values):
                 return True
-        if key in (
-            "karpenter.k8s.aws/instance-gpu-name",
-            "karpenter.k8s.aws/instance-gpu-manufacturer",
-            "karpenter.k8s.aws/instance-gpu-memory",
-        ) and operator in ("In", "Exists", "Gt", "Gte"):
+        if name in ("instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-memory") and operator in (
+            "In", "Exists", "Gt", "Gte"
+        ):
             return True
-        if key == "karpenter.k8s.aws/instance-gpu-count" and operator in ("Exists", "Gt", "Gte"):
+        if name == "instance-gpu-count" and operator in ("Exists", "Gt", "Gte"):
             bound = as_int(values[0]) if values else None
             if operator == "Exists" or (bound is not None and bound >= (0 if operator == "Gt" else 1)):
                 return True
@@ -249,6 +274,7 @@ def _nodepool_pool(resource: Resource) -> Pool:
     labels = resource.get("spec", "template", "metadata", "labels", default={})
     name = resource.get("metadata", "name")
     node_class = resource.get("spec", "template", "spec", "nodeClassRef", "name")
+    auto_mode = is_auto_mode(resource)
 
     def constraint(key: str) -> Constraint | None:
         if requirements is None or labels is UNKNOWN:
@@ -267,12 +293,15 @@ def _nodepool_pool(resource: Resource) -> Pool:
         if key == "karpenter.sh/nodepool":
             fixed = Constraint.fixed(name) if isinstance(name, str) and name else Constraint.any_value()
             return fixed if result is None else result & fixed
-        if key == "karpenter.k8s.aws/ec2nodeclass" and isinstance(node_class, str):
+        if key == "karpenter.k8s.aws/ec2nodeclass" and isinstance(node_class, str) and not auto_mode:
             return Constraint.fixed(node_class)
+        if auto_mode and key == "eks.amazonaws.com/compute-type":
+            return Constraint.fixed("auto") if result is None else result & Constraint.fixed("auto")
+        prefix = AUTO_MODE_PREFIX if auto_mode else KARPENTER_PREFIX
         well_known = (
             key in KARPENTER_DEFAULTS
-            or key in KARPENTER_ALWAYS_PRESENT
-            or key.startswith("karpenter.k8s.aws/instance-gpu")
+            or key in (AUTO_MODE_ALWAYS_PRESENT if auto_mode else KARPENTER_ALWAYS_PRESENT)
+            or key.startswith(prefix + "instance-gpu")
         )
         if result is not None:
             if result.exists or result.absent:
@@ -294,7 +323,7 @@ def _nodepool_pool(resource: Resource) -> Pool:
         selectable = [t for t in selectable if t.gpus > 0]
     return Pool(
         resource=resource,
-        kind="Karpenter NodePool",
+        kind="Auto Mode NodePool" if auto_mode else "Karpenter NodePool",
         is_gpu=is_gpu,
         taints=taints,
         constraint=constraint,

@@ -15,9 +15,9 @@ from typing import Any
 
 from contract_config import GPU_MEMORY_ANNOTATION
 from gpu_workloads import asks_for_gpu, pod_gpus
-from kit import MANDATORY, Stack, stack_policy
+from kit import MANDATORY, Stack, stack_policy, stack_workloads
 from pools import Pool, gpu_memory_values, labels_match, stack_pools, untolerated_taints
-from shapes import POD_TEMPLATE_PATHS, PodTemplate, SelectorTerm, as_int, node_selection, pod_template
+from shapes import PodTemplate, SelectorTerm, as_int, node_selection
 
 MAX_REASONS = 6
 
@@ -66,9 +66,9 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
     if not pools:
         return
     gpu = config["gpuResource"]
-    for resource in stack.of_type(frozenset(POD_TEMPLATE_PATHS)):
-        template = pod_template(resource)
-        if template is None or asks_for_gpu(template, gpu) is not True:
+    for template in stack_workloads(stack, config):
+        resource = template.resource
+        if asks_for_gpu(template, gpu) is not True:
             continue
         alternatives = node_selection(template.spec)
         gpus = pod_gpus(template, gpu)
@@ -85,7 +85,7 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
         needs = f"{gpus:g} {gpu}" + (f", {memory} MiB per GPU" if memory is not None else "")
         selection = " or ".join(alt.describe() for alt in alternatives)
         yield (
-            f"{resource.label} (needs {needs}; selects {selection}) fits no pool in the stack, so it stays "
+            f"{template.label} (needs {needs}; selects {selection}) fits no pool in the stack, so it stays "
             f"Pending: {shown}. Change its node selector or tolerations, or add a pool that can hold it.",
             resource.urn,
         )
@@ -100,6 +100,7 @@ POLICIES = [
         ),
         check=_check,
         enforcement=MANDATORY,
+        custom_workloads=True,
         contract=("gpuResource", "gpuMemoryLabel"),
         params={
             "gpuMemoryAnnotation": {

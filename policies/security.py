@@ -31,6 +31,23 @@ from shapes import (
 )
 
 OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
+#: AMI types whose images are registered with ImdsSupport v2.0: instances from them require IMDSv2
+#: unless the account-level default says otherwise (AL2023 user guide, "IMDSv2"; EC2 httpTokens default).
+IMDSV2_AMI_PREFIXES = ("AL2023_",)
+
+
+def _imds_by_ami(resource: Resource) -> Iterator[str]:
+    """A node group without a launch template gets EKS's generated one, so its AMI decides IMDS."""
+    ami_type = resource.get("amiType")
+    if ami_type is UNKNOWN:
+        return
+    if isinstance(ami_type, str) and ami_type.startswith(IMDSV2_AMI_PREFIXES):
+        return
+    what = f"amiType {ami_type}" if ami_type else "no amiType (EKS picks the AMI by Kubernetes version)"
+    fix = ("set enableIMDSv2: true or pass a launch template with httpTokens: required"
+           if resource.type == EKS_MANAGED_NODE_GROUP else "attach a launch template with metadataOptions.httpTokens: required")
+    yield (f"{resource.label} has no launch template and {what}, whose nodes may allow IMDSv1 so pods can steal "
+           f"node credentials. Use an AL2023 amiType (EKS requires IMDSv2 there), or {fix}.")
 
 
 def _check_imds(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
@@ -51,13 +68,11 @@ def _check_imds(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
         enabled, template = resource.get("enableIMDSv2"), resource.get("launchTemplate")
         if UNKNOWN in (enabled, template) or enabled is True or template is not None:
             return
-        yield (f"{resource.label} sets neither enableIMDSv2: true nor its own launchTemplate, so its nodes allow "
-               f"IMDSv1. Set enableIMDSv2: true or pass a launch template with httpTokens: required.")
+        yield from _imds_by_ami(resource)
     elif resource.type == AWS_NODE_GROUP:
         template = resource.get("launchTemplate")
         if template is None:
-            yield (f"{resource.label} has no launch template, so EKS's default one decides IMDS settings. Attach "
-                   f"a launch template with metadataOptions.httpTokens: required.")
+            yield from _imds_by_ami(resource)
 
 
 def _check_volumes(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
@@ -136,7 +151,10 @@ NODE_TYPES = {LAUNCH_TEMPLATE, EC2_INSTANCE, EC2NODECLASS}
 POLICIES = [
     resource_policy(
         name="imdsv2-required",
-        description="Require IMDSv2 (httpTokens: required) on launch templates, EC2NodeClasses and node groups.",
+        description=(
+            "Require IMDSv2 (httpTokens: required) on launch templates, EC2NodeClasses and node groups; a node group "
+            "without a launch template needs an AL2023 amiType (or enableIMDSv2: true)."
+        ),
         types=NODE_TYPES | {EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP},
         check=_check_imds,
         enforcement=MANDATORY,

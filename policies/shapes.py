@@ -205,34 +205,81 @@ RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
-#: Where each workload kind keeps its pod template (``()`` = the object is the pod).
+#: Where each workload kind keeps its pod template(s): dotted paths, ``[]`` = every item of a list,
+#: ``""`` = the object is the pod. Upstream field names: apps/v1 and batch/v1; LeaderWorkerSet
+#: ``leaderworkerset.x-k8s.io/v1`` (``spec.leaderWorkerTemplate.{leaderTemplate,workerTemplate}``,
+#: the leader template optional); KubeRay ``ray.io/v1`` (``RayClusterSpec.headGroupSpec.template``,
+#: ``workerGroupSpecs[].template``; a RayJob embeds the cluster spec at ``spec.rayClusterSpec`` and may
+#: set ``spec.submitterPodTemplate``, a RayService at ``spec.rayClusterConfig``).
+_RAY = ("headGroupSpec.template", "workerGroupSpecs[].template")
 POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
-    "kubernetes:apps/v1:Deployment": ("spec", "template"),
-    "kubernetes:apps/v1:StatefulSet": ("spec", "template"),
-    "kubernetes:apps/v1:DaemonSet": ("spec", "template"),
-    "kubernetes:apps/v1:ReplicaSet": ("spec", "template"),
-    "kubernetes:core/v1:ReplicationController": ("spec", "template"),
-    "kubernetes:batch/v1:Job": ("spec", "template"),
-    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "kubernetes:apps/v1:Deployment": ("spec.template",),
+    "kubernetes:apps/v1:StatefulSet": ("spec.template",),
+    "kubernetes:apps/v1:DaemonSet": ("spec.template",),
+    "kubernetes:apps/v1:ReplicaSet": ("spec.template",),
+    "kubernetes:core/v1:ReplicationController": ("spec.template",),
+    "kubernetes:batch/v1:Job": ("spec.template",),
+    "kubernetes:batch/v1:CronJob": ("spec.jobTemplate.spec.template",),
     "kubernetes:core/v1:PodTemplate": ("template",),
-    "kubernetes:core/v1:Pod": (),
+    "kubernetes:core/v1:Pod": ("",),
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": (
+        "spec.leaderWorkerTemplate.leaderTemplate",
+        "spec.leaderWorkerTemplate.workerTemplate",
+    ),
+    "kubernetes:ray.io/v1:RayCluster": tuple(f"spec.{p}" for p in _RAY),
+    "kubernetes:ray.io/v1:RayJob": (*(f"spec.rayClusterSpec.{p}" for p in _RAY), "spec.submitterPodTemplate"),
+    "kubernetes:ray.io/v1:RayService": tuple(f"spec.rayClusterConfig.{p}" for p in _RAY),
 }
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+#: Policy parameter that adds workload kinds (custom resources) to the built-in table above.
+CUSTOM_WORKLOADS = "customWorkloads"
+CUSTOM_WORKLOADS_SCHEMA: dict[str, Any] = {
+    CUSTOM_WORKLOADS: {
+        "type": "object",
+        "additionalProperties": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "string", "pattern": r"^(|[A-Za-z0-9_-]+(\[\])?(\.[A-Za-z0-9_-]+(\[\])?)*)$"},
+        },
+        "default": {},
+        "description": (
+            "Extra workload kinds whose pod templates the workload policies judge: resource type token "
+            "(e.g. 'kubernetes:example.com/v1:InferenceGroup') -> dotted paths of its pod templates, "
+            "'[]' after a list field for every item (e.g. 'spec.groups[].template'), '' when the object is a pod."
+        ),
+    }
+}
+
+
+def workload_paths(config: Mapping[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
+    """The built-in pod-template table plus the kinds a policy's config adds."""
+    extra = (config or {}).get(CUSTOM_WORKLOADS) or {}
+    return {**POD_TEMPLATE_PATHS, **{k: tuple(v) for k, v in extra.items() if isinstance(v, list)}}
 
 
 @dataclass
 class PodTemplate:
-    """The pod template of a workload resource, with the namespace it will run in."""
+    """One pod template of a workload resource, with the namespace it will run in."""
 
     resource: Resource
     kind: str
     namespace: Any
     metadata: dict[str, Any]
     spec: Any
+    #: Where in the resource the template sits ("" for a Pod, else e.g. "spec.workerGroupSpecs[1].template").
+    where: str = ""
+    #: Whether the resource can hold several templates (then messages name ``where``).
+    several: bool = False
 
     @property
     def is_daemonset(self) -> bool:
         return self.resource.type == DAEMONSET
+
+    @property
+    def label(self) -> str:
+        """How messages name the template: the resource, plus the template's path when it has several."""
+        return f"{self.resource.label} ({self.where})" if self.several and self.where else self.resource.label
 
     def containers(self, *fields: str) -> Iterator[dict[str, Any]]:
         for field_name in fields or ("initContainers", "containers", "ephemeralContainers"):
@@ -253,29 +300,78 @@ class PodTemplate:
         return as_list(dig(self.spec, "tolerations"))
 
 
-def pod_template(resource: Resource) -> PodTemplate | None:
-    path = POD_TEMPLATE_PATHS.get(resource.type)
-    if path is None:
-        return None
-    template = dig(resource.props, *path) if path else resource.props
-    if template is UNKNOWN:
-        return PodTemplate(resource, resource.type.rsplit(":", 1)[-1], UNKNOWN, {}, UNKNOWN)
-    if not isinstance(template, dict):
-        return None
+def _walk(node: Any, steps: list[str], where: str) -> Iterator[tuple[str, Any]]:
+    """(concrete path, value) for a dotted path whose ``name[]`` steps fan out over list items."""
+    if not steps:
+        yield where, node
+        return
+    step, rest = steps[0], steps[1:]
+    fan = step.endswith("[]")
+    name = step[:-2] if fan else step
+    value = dig(node, name)
+    here = f"{where}.{name}" if where else name
+    if value is None:
+        return
+    if value is UNKNOWN:
+        yield here, UNKNOWN
+        return
+    if not fan:
+        yield from _walk(value, rest, here)
+        return
+    if not isinstance(value, list):
+        return
+    for index, item in enumerate(value):
+        if item is UNKNOWN:
+            yield f"{here}[{index}]", UNKNOWN
+        else:
+            yield from _walk(item, rest, f"{here}[{index}]")
+
+
+def pod_templates(resource: Resource, config: Mapping[str, Any] | None = None) -> list[PodTemplate]:
+    """Every pod template of a workload (built-in kinds and the config's ``customWorkloads``), at any depth.
+
+    A template that is unknown during preview comes back with ``spec`` :data:`UNKNOWN` ("can't judge").
+    """
+    paths = workload_paths(config).get(resource.type)
+    if not paths:
+        return []
+    kind = resource.type.rsplit(":", 1)[-1]
     namespace = resource.get("metadata", "namespace", default="default")
-    return PodTemplate(
-        resource=resource,
-        kind=resource.type.rsplit(":", 1)[-1],
-        namespace=namespace,
-        metadata=as_dict(template.get("metadata")) or {},
-        spec=template.get("spec") if template.get("spec") is not None else {},
-    )
+    out = []
+    several = len(paths) > 1 or any("[]" in p for p in paths)
+    for path in paths:
+        if path == "":
+            found: list[tuple[str, Any]] = [("", resource.props)]
+        else:
+            found = list(_walk(resource.props, path.split("."), ""))
+        for where, template in found:
+            if template is UNKNOWN:
+                out.append(PodTemplate(resource, kind, UNKNOWN, {}, UNKNOWN, where, several))
+            elif isinstance(template, dict):
+                out.append(PodTemplate(
+                    resource=resource,
+                    kind=kind,
+                    namespace=namespace,
+                    metadata=as_dict(template.get("metadata")) or {},
+                    spec=template.get("spec") if template.get("spec") is not None else {},
+                    where=where,
+                    several=several,
+                ))
+    return out
+
+
+def pod_template(resource: Resource) -> PodTemplate | None:
+    """The first pod template (for kinds that have exactly one, such as DaemonSets)."""
+    templates = pod_templates(resource)
+    return templates[0] if templates else None
 
 
 # --- Taints and tolerations -------------------------------------------------------------------
 
 # One taint-effect table for the pack, kept with the capacity model that also needs it.
 from capacity.model import EKS_EFFECTS, HARD_EFFECTS  # noqa: E402  (re-exported)
+from capacity.model import Taint as _ModelTaint  # noqa: E402
+from capacity.model import tolerates as _model_tolerates  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -294,24 +390,12 @@ class Taint:
 
 
 def tolerates(toleration: Any, taint: Taint) -> bool | None:
-    """Kubernetes toleration matching; ``None`` when an unknown value decides it."""
+    """Kubernetes toleration matching (the capacity model's matcher); ``None`` when an unknown value decides it."""
     if not isinstance(toleration, dict):
         return None if toleration is UNKNOWN else False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    effect = toleration.get("effect") or ""
-    value = toleration.get("value") or ""
-    if UNKNOWN in (key, operator, effect, value) or not taint.is_known:
+    if contains_unknown(toleration) or not taint.is_known:
         return None
-    if effect and effect != taint.effect:
-        return False
-    if not key:
-        return operator == "Exists"
-    if key != taint.key:
-        return False
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and value == (taint.value or "")
+    return _model_tolerates([toleration], _ModelTaint(str(taint.key), str(taint.value or ""), str(taint.effect)))
 
 
 def tolerates_all(tolerations: Any, taint: Taint) -> bool | None:

@@ -256,9 +256,14 @@ def test_gpu_operator_operands_reach_gpu_nodes_labelled_at_runtime():
     (plan,) = simulate(cluster_from_resources([group, operator])).plans
     landed = set(plan.shapes[0].daemonsets)
     assert {"node-feature-discovery-worker", "nvidia-device-plugin-daemonset", "nvidia-operator-validator"} <= landed
-    # with the chart's default NFD tolerations (control-plane only) NFD never reaches the tainted node,
-    # so nothing labels it and no operand lands either
+    # the chart's own default NFD tolerations include nvidia.com/gpu (gpu-operator v26.7.0 values.yaml)
     operator.props["values"] = {}
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    assert "node-feature-discovery-worker" in plan.shapes[0].daemonsets
+    # NFD tolerating only the control plane never reaches the tainted node, so nothing labels it and no
+    # operand lands either
+    control_plane = [{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}]
+    operator.props["values"] = {"node-feature-discovery": {"worker": {"tolerations": control_plane}}}
     (plan,) = simulate(cluster_from_resources([group, operator])).plans
     assert plan.shapes[0].daemonsets == [], plan.shapes[0].daemonsets
 

@@ -99,12 +99,16 @@ CHART_DAEMONSETS: dict[tuple[str, str], list[ChartDaemonSet]] = {
         _operand("nvidia-mig-manager", "migManager", "mig-manager"),
         ChartDaemonSet(
             name="node-feature-discovery-worker", requests={"cpu": "5m", "memory": "64Mi"},
-            tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}],
+            tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+                         _GPU_TOLERATION],
             enabled=("nfd.enabled", True), requests_path="node-feature-discovery.worker.resources",
             tolerations_path="node-feature-discovery.worker.tolerations",
             node_selector_path="node-feature-discovery.worker.nodeSelector", affinity_path=None,
             source="kubernetes-sigs/node-feature-discovery v0.19.0 (gpu-operator v26.7.0 dependency) "
-                   "deployment/helm/node-feature-discovery/values.yaml: worker.resources.requests cpu 5m memory 64Mi",
+                   "deployment/helm/node-feature-discovery/values.yaml: worker.resources.requests cpu 5m memory 64Mi; "
+                   "tolerations from NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/values.yaml "
+                   "node-feature-discovery.worker.tolerations: control-plane Equal \"\" NoSchedule, nvidia.com/gpu Exists "
+                   "NoSchedule (the parent chart's values override the subchart's)",
         ),
     ],
     ("kube-prometheus-stack", "88.5.3"): [

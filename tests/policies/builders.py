@@ -342,3 +342,83 @@ def prometheus_rule(*exprs: str) -> dict[str, Any]:
         "vllm-alerts",
         {"metadata": {"namespace": "monitoring"}, "spec": {"groups": [{"name": "vllm", "rules": rules}]}},
     )
+
+
+# --- workloads with several pod templates ------------------------------------------------------
+
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+RAY_CLUSTER, RAY_JOB, RAY_SERVICE = (f"kubernetes:ray.io/v1:{k}" for k in ("RayCluster", "RayJob", "RayService"))
+
+
+def _template(name: str, *, gpus: int | None, tolerate: bool, image: str = "vllm/vllm-openai:v0.11.0") -> dict[str, Any]:
+    spec = pod_spec(gpus=gpus, tolerate=tolerate)
+    spec["containers"][0]["image"] = image
+    return {"metadata": {"labels": {"app": name}}, "spec": spec}
+
+
+def _ray_cluster_spec(gpus: int | None, tolerate: bool) -> dict[str, Any]:
+    """A head on CPU nodes (no GPU, no toleration) and two worker groups holding the GPUs."""
+    return {
+        "rayVersion": "2.49.0",
+        "headGroupSpec": {"rayStartParams": {}, "template": _template("head", gpus=None, tolerate=False)},
+        "workerGroupSpecs": [
+            {"groupName": "small", "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "rayStartParams": {},
+             "template": _template("small", gpus=1, tolerate=True)},
+            {"groupName": "big", "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "rayStartParams": {},
+             "template": _template("big", gpus=gpus, tolerate=tolerate)},
+        ],
+    }
+
+
+#: Kind -> (builder of a resource whose last GPU template has ``gpus``/``tolerate``, dotted path of that pod spec).
+MULTI_TEMPLATE_KINDS = {
+    "LeaderWorkerSet": (
+        lambda gpus, tolerate: resource(LWS, "lws", {
+            "metadata": {"name": "lws", "namespace": "serving"},
+            "spec": {"replicas": 1, "leaderWorkerTemplate": {
+                "size": 2,
+                "leaderTemplate": _template("leader", gpus=1, tolerate=True),
+                "workerTemplate": _template("worker", gpus=gpus, tolerate=tolerate),
+            }},
+        }),
+        "spec.leaderWorkerTemplate.workerTemplate.spec",
+    ),
+    "RayCluster": (
+        lambda gpus, tolerate: resource(RAY_CLUSTER, "ray", {
+            "metadata": {"name": "ray", "namespace": "serving"}, "spec": _ray_cluster_spec(gpus, tolerate),
+        }),
+        "spec.workerGroupSpecs.1.template.spec",
+    ),
+    "RayJob": (
+        lambda gpus, tolerate: resource(RAY_JOB, "rayjob", {
+            "metadata": {"name": "rayjob", "namespace": "serving"},
+            "spec": {"entrypoint": "python run.py", "rayClusterSpec": _ray_cluster_spec(gpus, tolerate),
+                     "submitterPodTemplate": _template("submitter", gpus=None, tolerate=False)},
+        }),
+        "spec.rayClusterSpec.workerGroupSpecs.1.template.spec",
+    ),
+    "RayService": (
+        lambda gpus, tolerate: resource(RAY_SERVICE, "rayservice", {
+            "metadata": {"name": "rayservice", "namespace": "serving"},
+            "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": _ray_cluster_spec(gpus, tolerate)},
+        }),
+        "spec.rayClusterConfig.workerGroupSpecs.1.template.spec",
+    ),
+}
+
+
+def multi_workload(kind: str, *, gpus: int | None = 1, tolerate: bool = True) -> dict[str, Any]:
+    return MULTI_TEMPLATE_KINDS[kind][0](gpus, tolerate)
+
+
+def auto_mode_nodepool(name: str = "auto-gpu", requirements: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An EKS Auto Mode NodePool (built-in ``eks.amazonaws.com`` NodeClass) selecting by Auto Mode labels."""
+    res = nodepool(name)
+    return patch(res, {
+        "spec.template.spec.nodeClassRef": {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"},
+        "spec.template.spec.requirements": requirements if requirements is not None else [
+            {"key": "eks.amazonaws.com/instance-family", "operator": "In", "values": ["g5"]},
+            {"key": "eks.amazonaws.com/instance-size", "operator": "In", "values": ["xlarge", "2xlarge"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        ],
+    })

@@ -30,8 +30,8 @@ def gpu_operator(values=None):
     return helm_release("gpu-operator", "v25.10.0", values or {"driver": {"enabled": False}}, "https://helm.ngc.nvidia.com/nvidia")
 
 
-def dcgm(values=None):
-    return helm_release("dcgm-exporter", "4.4.1", values or {}, "https://nvidia.github.io/dcgm-exporter/helm-charts")
+def dcgm(values=None, version="4.8.2"):
+    return helm_release("dcgm-exporter", version, values or {}, "https://nvidia.github.io/dcgm-exporter/helm-charts")
 
 
 @pytest.mark.parametrize(
@@ -64,11 +64,14 @@ def test_agents_that_reach_gpu_nodes(pack, release, shape):
         (gpu_operator({"daemonsets": {"tolerations": []}}), ["the operands", "values.daemonsets.tolerations: none"]),
         (gpu_operator({"node-feature-discovery": {"worker": {"tolerations": [PRESENT_EQUAL]}}}),
          ["node-feature-discovery worker", "values.node-feature-discovery.worker.tolerations"]),
-        (dcgm(), ["chart dcgm-exporter", "the exporter", "values.tolerations (chart default): none"]),
+        (dcgm(), ["chart dcgm-exporter", "the exporter",
+                  "values.tolerations (dcgm-exporter 4.8.2 default): [node-role.kubernetes.io/control-plane Exists:NoSchedule]"]),
+        (dcgm(version="4.4.1"), ["the exporter", "(dcgm-exporter 4.8.2 default; 4.4.1 is not in the charts table)"]),
         (helm_release("node-feature-discovery", "0.18.1", {}), ["the worker", "values.worker.tolerations (chart default)"]),
         (helm_chart_v4("oci://ghcr.io/nvidia/dcgm-exporter", "4.4.1"), ["Chart 'chart' (chart dcgm-exporter)"]),
     ],
-    ids=["device-plugin-override", "equal-present", "device-plugin-nfd", "operands", "operator-nfd", "dcgm", "nfd", "v4-chart"],
+    ids=["device-plugin-override", "equal-present", "device-plugin-nfd", "operands", "operator-nfd", "dcgm",
+         "dcgm-unpinned-version", "nfd", "v4-chart"],
 )
 def test_agents_that_miss_gpu_nodes(pack, release, fragments):
     one(pack.stack_messages(stack(release), POLICY), *fragments, "of managed node group 'inference'")

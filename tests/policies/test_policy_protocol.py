@@ -189,3 +189,21 @@ def test_project_plans_pass_their_stack_config(pack, stack_plan):
     group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
     untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
     one([v.message for v in pack.runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
+
+
+def test_prod_requires_digests_except_the_documented_unverified_images(pack, prod_plan):
+    """prod requires digests; its only exemptions are the program's images whose digest could not be
+    verified (tag-only in components/versions.py). Dropping the exemptions leaves exactly those images."""
+    from components import versions
+
+    config = json.loads((CONFIG_DIR / "prod.json").read_text())
+    images = config["container-image-pinned"]
+    assert images["requireDigest"] is True
+    unverified = {str(i) for i in vars(versions).values() if isinstance(i, versions.Image) and not i.digest}
+    assert set(images["digestExemptImages"]) <= unverified, "an exemption outlived its image's missing digest"
+
+    pack.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
+    findings = pack.runner.analyze_plan(prod_plan.resources)
+    assert findings and all(v.policy_name == "container-image-pinned" for v in findings), findings
+    named = {image for v in findings for image in images["digestExemptImages"] if f"'{image}'" in v.message}
+    assert named == set(images["digestExemptImages"])

@@ -32,21 +32,29 @@ def test_secure_resources_pass_every_policy(pack, res):
 
 
 @pytest.mark.parametrize(
-    "res, fragment",
+    "case",
     [
         (patch(launch_template(), {"metadataOptions.httpTokens": "optional"}), "httpTokens optional"),
         (patch(launch_template(), {"metadataOptions.httpTokens": DELETE}), "httpTokens unset (optional)"),
         (patch(launch_template(), {"metadataOptions": DELETE}), "httpTokens unset (optional)"),
         (patch(ec2nodeclass(), {"spec.metadataOptions.httpTokens": "optional"}), "spec.metadataOptions.httpTokens 'optional'"),
-        (patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": DELETE, "launchTemplate": DELETE}),
-         "sets neither enableIMDSv2: true nor its own launchTemplate"),
-        (patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": False, "launchTemplate": DELETE}), "sets neither"),
-        (patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": DELETE}), "has no launch template"),
+        (patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": DELETE, "launchTemplate": DELETE,
+                                                       "amiType": "AL2_x86_64_GPU"}),
+         "has no launch template and amiType AL2_x86_64_GPU", "set enableIMDSv2: true"),
+        (patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": False, "launchTemplate": DELETE,
+                                                       "amiType": DELETE}),
+         "no amiType (EKS picks the AMI", "Use an AL2023 amiType"),
+        (patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": DELETE, "amiType": "AL2_x86_64_GPU"}),
+         "has no launch template and amiType AL2_x86_64_GPU", "attach a launch template"),
+        (patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": DELETE, "amiType": "CUSTOM"}),
+         "amiType CUSTOM"),
     ],
-    ids=["lt-optional", "lt-unset", "lt-no-options", "nodeclass-optional", "eks-mng", "eks-mng-false", "aws-nodegroup"],
+    ids=["lt-optional", "lt-unset", "lt-no-options", "nodeclass-optional", "eks-mng-al2", "eks-mng-no-ami",
+         "aws-nodegroup-al2", "aws-nodegroup-custom"],
 )
-def test_imdsv1_allowed(pack, res, fragment):
-    one(pack.messages(res, IMDS), fragment)
+def test_imdsv1_allowed(pack, case):
+    res, *fragments = case
+    one(pack.messages(res, IMDS), *fragments)
 
 
 @pytest.mark.parametrize(
@@ -60,9 +68,16 @@ def test_imdsv1_allowed(pack, res, fragment):
         patch(launch_template(), {"metadataOptions": UNKNOWN}),
         patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": UNKNOWN, "launchTemplate": DELETE}),
         patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": UNKNOWN}),
+        # AL2023 AMIs require IMDSv2, so EKS's generated launch template gives the nodes IMDSv2 only.
+        patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": DELETE, "launchTemplate": DELETE}),
+        patch(gpu_node_group(NODE_GROUP_SHAPES[0]), {"enableIMDSv2": False, "launchTemplate": DELETE,
+                                                      "amiType": "AL2023_ARM_64_STANDARD"}),
+        patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": DELETE}),
+        patch(gpu_node_group(NODE_GROUP_SHAPES[1]), {"launchTemplate": DELETE, "amiType": UNKNOWN}),
     ],
     ids=["karpenter-default", "imds-off", "enable-flag", "own-template", "unknown-tokens", "unknown-options",
-         "unknown-flag", "unknown-template"],
+         "unknown-flag", "unknown-template", "eks-mng-al2023-no-template", "eks-mng-al2023-arm-flag-off",
+         "aws-nodegroup-al2023-no-template", "aws-nodegroup-unknown-ami"],
 )
 def test_imdsv2_enforced_or_unknown(pack, res):
     assert pack.messages(res, IMDS) == []
