@@ -189,7 +189,7 @@ def test_contract_labels_cannot_be_overridden():
 
 def test_pool_names_unique_and_dns_safe():
     pool = DEV["llm-platform:gpuPools"][0]
-    assert_rejected(with_changes(DEV, gpuPools=[pool, pool]), "llm-platform:gpuPools", "repeated: inference")
+    assert_rejected(with_changes(DEV, gpuPools=[pool, pool]), "llm-platform:gpuPools[1].name", "pool name 'inference' is repeated")
     assert_rejected(with_changes(DEV, gpuPools__0__name="GPU_pool"), "llm-platform:gpuPools[0].name", "lowercase")
 
 
@@ -329,7 +329,7 @@ def test_latest_ami_needs_explicit_allowance_and_never_in_production():
     assert_rejected(karpenter_with(nodeClasses__0__ami="latest"), "llm-platform:karpenter", "use ami: latest")
     assert parse_settings(karpenter_with(nodeClasses__0__ami="latest", allowLatestAmi=True)).karpenter.allow_latest_ami
     prod = with_changes(PROD, karpenter__allowLatestAmi=True)
-    assert_rejected(prod, "llm-platform", "allowLatestAmi is true in a production stack")
+    assert_rejected(prod, "llm-platform:karpenter.allowLatestAmi", "true in a production stack")
 
 
 def test_kubelet_gc_thresholds_ordered():
@@ -403,17 +403,18 @@ def test_model_that_can_never_reach_its_max_is_rejected():
 
 def test_tensor_parallel_stays_within_a_node():
     config = serving_with(tiers__0__models__0__gpusPerReplica=2, tiers__0__quota={"gpus": 8, "cpu": "32", "memory": "192Gi"})
-    assert_rejected(config, "llm-platform", "needs 2 GPUs per replica but 'inference' nodes have at most 1")
+    assert_rejected(config, "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].gpusPerReplica", "'inference' nodes have at most 1 GPUs")
 
 
 def test_model_pool_must_exist_and_serve_inference():
-    assert_rejected(serving_with(tiers__0__models__0__pool="nowhere"), "llm-platform", "pool 'nowhere' is not a GPU pool")
-    assert_rejected(serving_with(tiers__0__models__0__pool="gpu-training"), "llm-platform", "is a gpu-training pool")
+    assert_rejected(serving_with(tiers__0__models__0__pool="nowhere"), "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].pool", "not a GPU pool; allowed: gpu-inference")
+    assert_rejected(serving_with(tiers__0__models__0__pool="gpu-training"), "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].pool", "a gpu-training pool")
 
 
 def test_production_models_keep_a_warm_replica():
     config = with_changes(PROD, serving__tiers__0__models__0__replicas={"min": 0, "max": 4})
-    assert_rejected(config, "llm-platform", "replicas.min is 0 in a production stack")
+    assert_rejected(config, "llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq].replicas.min",
+                    "0 in a production stack")
 
 
 def test_tier_quota_must_cover_max_replicas_plus_surge():
@@ -426,7 +427,7 @@ def test_tier_quota_must_cover_max_replicas_plus_surge():
 
 def test_hugging_face_models_need_the_token_secret():
     source = {"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}
-    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform", "huggingFaceToken is not set")
+    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform:huggingFaceToken", "loads from Hugging Face", "--secret")
     config = serving_with(tiers__0__models__0__source=source)
     config["llm-platform:huggingFaceToken"] = "hf_example"
     assert parse_settings(config).hugging_face_token.get_secret_value() == "hf_example"
@@ -440,7 +441,7 @@ def test_model_source_is_exactly_one():
 
 
 def test_bedrock_models_need_a_region():
-    assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform", "bedrockRegion is required")
+    assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform:serving.gateway.bedrockRegion", "required when bedrockModels")
 
 
 def test_karpenter_max_pods_above_what_the_cni_gives_is_rejected():

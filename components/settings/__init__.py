@@ -45,6 +45,7 @@ from .stack import (
     config_strings,
     decode_config_value,
     parse_settings,
+    secret_warnings,
     stack_settings,
 )
 
@@ -86,5 +87,6 @@ __all__ = [
     "config_strings",
     "decode_config_value",
     "parse_settings",
+    "secret_warnings",
     "stack_settings",
 ]

@@ -29,7 +29,8 @@ ENCRYPTED_PLACEHOLDER = "https://pulumi-secret.invalid/encrypted"
 def mask_secrets(value: Any) -> Any:
     """``value`` with every credential field replaced, for error messages."""
     if isinstance(value, dict):
-        return {k: "(secret, not shown)" if k in SECRET_FIELDS else mask_secrets(v) for k, v in value.items()}
+        return {k: "(secret, not shown)" if k in SECRET_FIELDS or k == "huggingFaceToken" else mask_secrets(v)
+                for k, v in value.items()}
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
     return value
