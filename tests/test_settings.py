@@ -68,9 +68,9 @@ def test_both_stacks_parse():
 @pytest.mark.parametrize(
     "changes, key, fragments",
     [
-        ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
+        ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling.desiredSize", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
         ({"gpuPools__0__scaling__maxSize": 0}, "llm-platform:gpuPools[0].scaling.maxSize", ["greater than or equal to 1"]),
-        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling", ["0 <= 4 <= 3"]),
+        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling.desiredSize", ["0 <= 4 <= 3"]),
     ],
     ids=["system-desired-above-max", "gpu-max-zero", "gpu-desired-above-max"],
 )
@@ -95,7 +95,7 @@ def test_gpu_pool_holds_one_gpu_model():
 
 def test_spot_gpu_pool_needs_two_types():
     config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge"])
-    assert_rejected(config, "llm-platform:gpuPools[0]", "SPOT pool 'inference' lists 1 instance type", "at least 2")
+    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "SPOT pool 'inference' lists 1 instance type", "at least 2")
 
 
 def test_on_demand_gpu_pool_may_have_one_type():
@@ -105,7 +105,7 @@ def test_on_demand_gpu_pool_may_have_one_type():
 
 def test_gpu_pool_scales_to_zero():
     config = with_changes(DEV, gpuPools__0__scaling__minSize=1, gpuPools__0__scaling__desiredSize=1)
-    assert_rejected(config, "llm-platform:gpuPools[0]", "GPU pools scale to minSize 0")
+    assert_rejected(config, "llm-platform:gpuPools[0].scaling.minSize", "GPU pools scale to minSize 0")
 
 
 def test_capacity_type_is_an_eks_value():
@@ -322,7 +322,7 @@ def test_node_pool_one_gpu_model():
 
 
 def test_node_pool_names_a_defined_node_class():
-    assert_rejected(karpenter_with(nodePools__0__nodeClass="cpu"), "llm-platform:karpenter", "names nodeClass 'cpu'; defined: gpu")
+    assert_rejected(karpenter_with(nodePools__0__nodeClass="cpu"), "llm-platform:karpenter.nodePools[0].nodeClass", "names nodeClass 'cpu'; defined: gpu")
 
 
 def test_latest_ami_needs_explicit_allowance_and_never_in_production():

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from ._base import _Model
+from ._base import _Model, keyed, repeated
 
 #: Config field names (camelCase) that hold credentials; errors about them never show the value.
 SECRET_FIELDS = frozenset({"apiUrl", "routingKey", "url"})
@@ -154,8 +154,9 @@ class Alerting(_Model):
     @model_validator(mode="after")
     def _references(self) -> Alerting:
         names = [r.name for r in self.receivers]
-        if len(set(names)) != len(names):
-            raise ValueError("receiver names must be unique")
+        for name in repeated(names):
+            raise keyed(f"receiver name {name!r} is repeated; receiver names must be unique",
+                        "receivers", len(names) - 1 - names[::-1].index(name), "name")
         unknown = sorted({r.receiver for r in self.routes} - set(names))
         if self.default_receiver is not None and self.default_receiver not in names:
             unknown.append(self.default_receiver)
