@@ -19,7 +19,8 @@ from .analyzer import PolicyConfigError, PolicyPackError
 from .check import PolicyConfigMissing
 from .stacks import StackFileError
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Error output shows user text (names, paths, values) as given: markup off, so `[/x]` is text.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def _stdout() -> Console:
@@ -52,9 +53,14 @@ def _output_dir(text: str) -> Path:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from components.settings import secret_warnings
+
     from .check import run_check
     from .report import render, render_policies
+    from .stacks import read_stack_config
 
+    for line in secret_warnings(read_stack_config(args.stack, path=args.stack_file)):
+        err.print(line)
     result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
     if args.output == "json":
         print(json.dumps(
@@ -66,7 +72,7 @@ def _run_check(args: argparse.Namespace) -> int:
         render(result.summary, console)
         render_policies(result.policies, console)
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
-                      f"{result.plan_path.parent / 'manifests'}")
+                      f"{result.plan_path.parent / 'manifests'}", markup=False)
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 

@@ -17,7 +17,11 @@ class StackFileError(Exception):
 
 
 class _DuplicateKey(yaml.YAMLError):
-    pass
+    """A mapping repeats a key; the message names it and its line."""
+
+    @property
+    def problem(self) -> str:
+        return str(self)
 
 
 class _StackFileLoader(yaml.SafeLoader):
@@ -36,6 +40,11 @@ class _StackFileLoader(yaml.SafeLoader):
                                     f"(first at line {first}); the Pulumi CLI rejects repeated keys, keep one")
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str):
+    """YAML as the Pulumi CLI reads it: safe types, a repeated mapping key is an error (_DuplicateKey)."""
+    return yaml.load(text, Loader=_StackFileLoader)
 
 
 def available_stacks(root: Path = ROOT) -> list[str]:

@@ -20,7 +20,7 @@ from pulumi.automation.errors import (
 )
 from rich.console import Console
 
-from components.settings import Settings, SettingsError, parse_settings
+from components.settings import Settings, SettingsError, parse_settings, secret_warnings
 
 from .. import exit_codes, locks
 from ..environments import EnvRequestError
@@ -30,7 +30,8 @@ from ..postdeploy import KubectlError
 from ..stacks import StackFileError
 from ..workspace import WorkspaceError
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Error output shows user text (names, values, CLI output) as given: markup off, so `[/x]` is text.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 class DriverError(Exception):
@@ -53,9 +54,12 @@ class InvalidStackSettings(Exception):
 def validate(stack: str, config: Mapping[str, Any]) -> Settings:
     """Parse settings before any CLI call; a bad value stops the verb with exit 2."""
     try:
-        return parse_settings(config)
+        settings = parse_settings(config)
     except SettingsError as exc:
         raise InvalidStackSettings(stack, exc) from None
+    for line in secret_warnings(config):
+        err.print(line)
+    return settings
 
 
 def stdout() -> Console:

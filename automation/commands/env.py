@@ -137,14 +137,13 @@ def _run_create(args: argparse.Namespace) -> int:
     )
     config = merged_config(read_stack_config(args.template, project.root), overrides, environment=args.name)
     tag_resources(config, meta)
-    validate(stack_name, config)
+    settings = validate(stack_name, config)
     if args.via == "operator":
         return _write_operator_stack(args, project, meta, config)
 
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
-    settings = validate(stack_name, config)
     preflight(PreflightNeeds(region=settings.region), backend, command,
               [endpoint_check(settings, None, args.endpoint_reachable, stack_name)])
     with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):

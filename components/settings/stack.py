@@ -455,6 +455,12 @@ def secret_warnings(config: Mapping[str, Any], secret_keys: Iterable[str] = ()) 
     return out
 
 
+def is_secret_path(path: Iterable[str | int]) -> bool:
+    """Whether a config key path (``huggingFaceToken``, ``observability.alerting...apiUrl``) holds a credential."""
+    parts = [str(p) for p in path]
+    return bool(parts) and (parts[0] in SECRET_KEYS or (parts[0] == "observability" and bool(SECRET_FIELDS & set(parts))))
+
+
 def _plain_secret_paths(path: str, value: Any) -> Iterable[str]:
     if _secret(value) is not value:  # {secure: ...}
         return
