@@ -33,7 +33,7 @@ def test_routes_name_known_receivers(stack_config):
     alerting["receivers"].append({"name": "chat", "slack": {"apiUrl": "https://hooks.slack.com/SECRETURL", "channel": "#x"}})
     alerting["routes"].append({"receiver": "nobody", "severities": ["critical"]})
     message = rejected(config)
-    assert "unknown receiver(s) nobody" in message
+    assert "alerting.routes[3].receiver: got \"nobody\": names unknown receiver" in message
     assert "SECRETURL" not in message, "the whole alerting block is shown without its credentials"
 
 

@@ -157,13 +157,15 @@ class Alerting(_Model):
         for name in repeated(names):
             raise keyed(f"receiver name {name!r} is repeated; receiver names must be unique",
                         "receivers", len(names) - 1 - names[::-1].index(name), "name")
-        unknown = sorted({r.receiver for r in self.routes} - set(names))
+        defined = f"defined receivers: {', '.join(names) or 'none'}"
+        for i, route in enumerate(self.routes):
+            if route.receiver not in names:
+                raise keyed(f"names unknown receiver {route.receiver!r}; {defined}", "routes", i, "receiver")
         if self.default_receiver is not None and self.default_receiver not in names:
-            unknown.append(self.default_receiver)
-        if unknown:
-            raise ValueError(f"routes name unknown receiver(s) {', '.join(unknown)}; defined: {', '.join(names) or 'none'}")
+            raise keyed(f"names unknown receiver {self.default_receiver!r}; {defined}", "defaultReceiver")
         if self.receivers and self.default_receiver is None:
-            raise ValueError("defaultReceiver is required when receivers are defined (it gets what no route matched)")
+            raise keyed("defaultReceiver is required when receivers are defined (it gets what no route matched)",
+                        "defaultReceiver")
         return self
 
 

@@ -27,6 +27,7 @@ from .managed_pools import GpuPool, SystemPool
 from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, _secret, mask_secrets
 from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
+_TAG_RE = re.compile(r"[\w .:/=+\-@]*")
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
@@ -89,6 +90,19 @@ class Settings(_Model):
         if bad:
             raise ValueError(f"unknown log type(s) {', '.join(bad)}; allowed: {', '.join(CONTROL_PLANE_LOG_TYPES)}")
         return logs
+
+    @field_validator("tags")
+    @classmethod
+    def _aws_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        for key, value in tags.items():
+            if not _TAG_RE.fullmatch(key) or not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+                raise keyed("not an AWS tag key: 1-128 letters, digits, spaces and _ . : / = + - @, not starting "
+                            "with aws:", key)
+            if not isinstance(value, str) or not _TAG_RE.fullmatch(value) or len(value) > 256:
+                raise keyed("not an AWS tag value: up to 256 letters, digits, spaces and _ . : / = + - @", key)
+        if len(tags) > 40:
+            raise ValueError(f"{len(tags)} tags; keep at most 40 (AWS allows 50 per resource and the platform adds its own)")
+        return tags
 
     @field_validator("gpu_pools")
     @classmethod
