@@ -36,7 +36,7 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
         description="Run the program for a stack under Pulumi's mock runtime (no cloud account, no CLI), "
         "write DIR/plan.json and DIR/manifests/, and print a summary.",
     )
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
+    parser.add_argument("--stack", required=True, type=_stack_name, help="stack name; reads Pulumi.STACK.yaml")
     parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
     parser.add_argument("--out", type=_output_dir, help="output directory (default: build/STACK)")
     parser.add_argument(
@@ -44,6 +44,12 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
     parser.set_defaults(run=_run_check)
+
+
+def _stack_name(text: str) -> str:
+    from .commands._common import stack_flag
+
+    return stack_flag(text)
 
 
 def _output_dir(text: str) -> Path:

@@ -273,6 +273,12 @@ def combine_overrides(stored: Iterable[str], added: Iterable[str], removed: Iter
     def covered(path: tuple) -> bool:
         return any(path[:len(prefix)] == prefix for prefix in drop)
 
+    stored = list(stored)
+    for key in removed:
+        path = parse_override(f"{key}=0").path
+        if not any(parse_override(text).path[:len(path)] == path for text in stored):
+            keys = ", ".join(text.partition("=")[0] for text in stored) or "none"
+            raise EnvRequestError(f"--unset {key!r}: no stored --set override under that key (stored: {keys})")
     kept = [text for text in stored if not covered(parse_override(text).path)]
     return kept + [o.text for o in new]
 

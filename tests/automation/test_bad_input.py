@@ -378,9 +378,33 @@ def test_bad_stack_files_are_one_line_errors(case, tmp_path):
     ["env", "create", "ok", "--from", "dev", "--set", f"{MARKUP}=1"],
     ["env", "create", "ok", "--from", "dev", "--set", "gpuPools[0].scaling={minSize: 0, minSize: 1}"],
     ["env", "create", "ok", "--from", MARKUP],
+    ["env", "create", "ok", "--from", "../../etc/passwd"],
     ["check", "--stack", MARKUP],
+    ["check", "--stack", ""],
+    ["preview", "--stack", "-x"],
+    ["verify", "--stack", "a b"],
+    ["unlock", "--stack", MARKUP],
+    ["up", "--stack", "dev", "--secrets-provider", ""],
+    ["up", "--stack", "dev", "--secrets-provider", "awskms://"],
+    ["env", "create", "ok", "--from", "dev", "--owner", ""],
+    ["env", "create", "ok", "--from", "dev", "--via", "operator", "--namespace", MARKUP],
+    ["env", "create", "ok", "--from", "dev", "--via", "operator", "--git-auth-secret", "Bad_Name"],
+    ["destroy", "--stack", "dev", "--kubectl", ""],
 ])
 def test_hostile_flags_exit_2_with_one_line(argv, rig: Rig):
     result = rig.run(*argv)
     assert result.code == exit_codes.USAGE, result.err
     assert "Traceback" not in result.err and result.err.startswith("error:"), result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    bad_name = argv[:2] == ["env", "create"] and argv[2] not in ("ok", "x")
+    flag = "environment name" if bad_name else argv[-2]
+    assert flag in result.err, result.err
+    assert rig.calls.entries() == [], "nothing reached the Pulumi CLI"
+
+
+def test_unset_of_a_key_never_set_is_refused():
+    from automation.environments import EnvRequestError, combine_overrides
+
+    assert combine_overrides(["region=us-west-2"], [], ["region"]) == []
+    with pytest.raises(EnvRequestError, match="--unset 'regoin': no stored --set override"):
+        combine_overrides(["region=us-west-2"], [], ["regoin"])
