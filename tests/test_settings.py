@@ -453,3 +453,45 @@ def test_karpenter_max_pods_above_what_the_cni_gives_is_rejected():
     )
     karpenter["nodeClasses"][0]["kubelet"] = {"maxPods": 58}
     assert parse_settings(with_changes(DEV, karpenter=karpenter)).karpenter.node_classes[0].kubelet.max_pods == 58
+
+
+def test_program_takes_a_decrypted_secret_and_warns_only_for_plain_text(monkeypatch):
+    """Under the engine, a ``--secret`` value arrives decrypted with its key in PULUMI_CONFIG_SECRET_KEYS;
+    a plain one is used too, with one warning that names the key and never the value."""
+    import json
+
+    from components.settings import stack_settings
+
+    token = "hf_CANARYprogram0123456789"
+    config = config_strings(serving_with(tiers__0__models__0__source={"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}))
+    config["llm-platform:huggingFaceToken"] = token
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(config))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["llm-platform:huggingFaceToken"]))
+    assert stack_settings().hugging_face_token.get_secret_value() == token
+    assert warnings == []
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", "[]")
+    stack_settings()
+    assert len(warnings) == 1 and "llm-platform:huggingFaceToken" in warnings[0] and token not in warnings[0]
+
+
+def test_encrypted_values_read_offline_stand_for_an_opaque_secret():
+    """``{secure: v1:...}`` (``pulumi config set --secret``, with ``--path`` for nested leaves) cannot be
+    decrypted offline: it passes as a present secret of the right shape, never shown."""
+    config = serving_with(tiers__0__models__0__source={"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"})
+    config["llm-platform:huggingFaceToken"] = {"secure": "v1:AAAA"}
+    config["llm-platform:observability"] = {"alerting": {
+        "receivers": [{"name": "pager", "pagerDuty": {"routingKey": {"secure": "v1:BBBB"}}},
+                      {"name": "chat", "slack": {"apiUrl": {"secure": "v1:CCCC"}, "channel": "#llm"}}],
+        "defaultReceiver": "pager"}}
+    settings = parse_settings(config)
+    assert settings.hugging_face_token is not None and "v1:AAAA" not in repr(settings)
+    from components.settings import secret_warnings
+
+    assert secret_warnings(config) == []
+    config["llm-platform:observability"]["alerting"]["receivers"][1]["slack"]["apiUrl"] = "https://hooks.slack.com/x"
+    assert secret_warnings(config) == [
+        "warning: llm-platform:observability.alerting.receivers[1].slack.apiUrl is stored in plain text; store it "
+        "encrypted with `pulumi config set --secret --path 'llm-platform:observability.alerting.receivers[1].slack.apiUrl' ...`"
+    ]
