@@ -184,7 +184,7 @@ def test_unknown_keys_are_errors_naming_allowed_keys():
 
 def test_contract_labels_cannot_be_overridden():
     config = with_changes(DEV, gpuPools__0__labels={"node.kubernetes.io/purpose": "cpu"})
-    assert_rejected(config, "llm-platform:gpuPools[0].labels", "set by the scheduling contract")
+    assert_rejected(config, "llm-platform:gpuPools[0].labels.node.kubernetes.io/purpose", "set by the scheduling contract")
 
 
 def test_pool_names_unique_and_dns_safe():

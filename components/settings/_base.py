@@ -30,11 +30,12 @@ class _Model(BaseModel):
 def _check_labels(labels: dict[str, str]) -> dict[str, str]:
     for key, value in labels.items():
         if key in contract.RESERVED_LABEL_KEYS:
-            raise ValueError(f"label {key!r} is set by the scheduling contract and cannot be overridden")
+            raise keyed(f"label {key!r} is set by the scheduling contract and cannot be overridden", key)
         if not _LABEL_KEY_RE.match(key):
-            raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+            raise keyed("not a valid Kubernetes label key ([prefix/]name: up to 63 of A-Z a-z 0-9 - _ .)", key)
         if not _LABEL_VALUE_RE.match(value):
-            raise ValueError(f"label value {value!r} (key {key!r}) is not a valid Kubernetes label value")
+            raise keyed("not a valid Kubernetes label value (up to 63 of A-Z a-z 0-9 - _ ., alphanumeric at both "
+                        "ends)", key)
     return labels
 
 

@@ -13,6 +13,14 @@ from ._base import _dns_name, _Model, keyed, repeated
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: Go's time.Duration (what Karpenter parses these into) overflows beyond ~2562047h.
+_MAX_DURATION_SECONDS = 2562047 * 3600
+
+
+def _duration_fits(value: str) -> bool:
+    total = sum(int(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"([0-9]+)(s|m|h)", value))
+    return total <= _MAX_DURATION_SECONDS
 _BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
 _CRON_RE = re.compile(
@@ -105,7 +113,7 @@ class DisruptionBudget(_Model):
     @field_validator("duration")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        if value is not None and not _BUDGET_DURATION_RE.match(value):
+        if value is not None and not (_BUDGET_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a budget duration like '8h', '30m' or '15h30m'")
         return value
 
@@ -137,7 +145,7 @@ class Consolidation(_Model):
     @field_validator("after")
     @classmethod
     def _after(cls, value: str) -> str:
-        if value != "Never" and not _DURATION_RE.match(value):
+        if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '30s' or '5m', or 'Never'")
         return value
 
@@ -243,7 +251,7 @@ class KarpenterNodePool(_Model):
     @field_validator("expire_after")
     @classmethod
     def _expire(cls, value: str) -> str:
-        if value != "Never" and not _DURATION_RE.match(value):
+        if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
         return value
 

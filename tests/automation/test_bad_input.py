@@ -275,6 +275,8 @@ CROSS_FIELD = {
                             "hybridNodes.remotePodNetworks[0]"),
     "cron-out-of-range": ("dev", {"karpenter.nodePools.0.budgets.0.schedule": "0 25 * * *"},
                           "karpenter.nodePools[0].budgets[0].schedule"),
+    "duration-overflow": ("dev", {"karpenter.nodePools.0.consolidation.after": "99999999999h"},
+                          "karpenter.nodePools[0].consolidation.after"),
     "duration-garbage": ("dev", {"karpenter.nodePools.0.expireAfter": "forever"}, "karpenter.nodePools[0].expireAfter"),
     "unknown-instance-type": ("dev", {"gpuPools.0.instanceTypes": ["g9.huge"]}, "gpuPools[0].instanceTypes"),
     "tier-name-not-dns": ("dev", {"serving.tiers.0.name": "Inter_Active"}, "serving.tiers[0].name"),
