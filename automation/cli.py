@@ -59,14 +59,10 @@ def _output_dir(text: str) -> Path:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from components.settings import secret_warnings
-
     from .check import run_check
     from .report import render, render_policies
-    from .stacks import read_stack_config
 
-    for line in secret_warnings(read_stack_config(args.stack, path=args.stack_file)):
-        err.print(line)
+    _program_log_to_stderr()
     result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
     if args.output == "json":
         print(json.dumps(
@@ -80,6 +76,22 @@ def _run_check(args: argparse.Namespace) -> int:
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
                       f"{result.plan_path.parent / 'manifests'}", markup=False)
     return exit_codes.OK if result.passed else exit_codes.FAILED
+
+
+def _program_log_to_stderr() -> None:
+    """The program's ``pulumi.log`` lines (e.g. a secret stored in plain text) reach the root logger
+    under mocks; show them as the CLI would: ``warning: ...`` on stderr, text as given."""
+    import logging
+
+    class _Line(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{record.levelname.lower()}: {record.getMessage()}"
+
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_Line())
+        root.addHandler(handler)
 
 
 class UsageError(Exception):

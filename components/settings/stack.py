@@ -526,5 +526,5 @@ def stack_settings() -> Settings:
     except SettingsError as exc:
         raise pulumi.RunError(str(exc)) from None
     for line in secret_warnings(config, pulumi.runtime.get_config_secret_keys_env()):
-        pulumi.log.warn(line.removeprefix("warning: "))
+        pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
     return settings

@@ -331,11 +331,17 @@ def test_a_secret_is_never_echoed_whatever_else_is_wrong(capsys, tmp_path):
         assert "llm-platform:region" in output
 
 
-def test_secure_token_accepted_and_plain_token_warned_never_shown(capsys, tmp_path):
+def test_secure_token_accepted_and_plain_token_warned_never_shown(tmp_path):
+    """In a real process (the program's warning goes through pulumi.log as under the engine)."""
     source = {"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}
     for token, warned in (({"secure": "v1:AAAABBBBCCCC"}, False), (CANARY, True)):
         config = _apply("dev", {"serving.tiers.0.models.0.source": source, "huggingFaceToken": token})
-        code, output, out = run_check(capsys, tmp_path, "dev", config)
+        stack_file, out = tmp_path / "Pulumi.dev.yaml", tmp_path / f"out-{warned}"
+        stack_file.write_text(yaml.safe_dump({"config": config}))
+        done = subprocess.run([sys.executable, "-m", "automation", "check", "--stack", "dev", "--stack-file",
+                               str(stack_file), "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+        code, output = done.returncode, done.stdout + done.stderr
         assert code == exit_codes.OK, output[-2000:]
         assert ("warning: llm-platform:huggingFaceToken is stored in plain text" in output) == warned, output[:500]
         written = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
