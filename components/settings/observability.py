@@ -55,7 +55,14 @@ class SlackReceiver(_Credential):
     """``apiUrl`` (secret): incoming-webhook URL; ``channel``: e.g. ``#ml-platform-alerts``."""
 
     api_url: SecretStr
-    channel: str = Field(pattern=r"^[#@]?[A-Za-z0-9._-]{1,80}$")
+    channel: str
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if not re.fullmatch(r"[#@]?[A-Za-z0-9._-]{1,80}", value):
+            raise ValueError(f"{value[:80]!r} is not a Slack channel like #ml-platform-alerts (or @user)")
+        return value
 
     @field_validator("api_url")
     @classmethod

@@ -35,7 +35,7 @@ CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager",
 class Settings(_Model):
     """All of one stack's ``llm-platform:*`` configuration."""
 
-    environment: str = Field(pattern=r"^[a-z][a-z0-9-]{0,19}$")
+    environment: str
     production: bool = False
     region: str
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
@@ -55,6 +55,14 @@ class Settings(_Model):
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
     tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, name: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,19}", name) or name.endswith("-"):
+            raise ValueError("must be 1-20 lowercase letters, digits or '-', starting with a letter (a DNS label: "
+                             "it names the cluster and its AWS resources)")
+        return name
 
     @field_validator("region")
     @classmethod
