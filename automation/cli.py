@@ -17,7 +17,8 @@ from . import exit_codes
 from .commands import env, integration, stack_ops, unlock
 from .stacks import StackFileError
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Error output shows user text (names, paths, values) as given: markup off, so `[/x]` is text.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def _stdout() -> Console:
@@ -33,7 +34,7 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
         description="Run the program for a stack under Pulumi's mock runtime (no cloud account, no CLI), "
         "write DIR/plan.json and DIR/manifests/, and print a summary.",
     )
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
+    parser.add_argument("--stack", required=True, type=_stack_name, help="stack name; reads Pulumi.STACK.yaml")
     parser.add_argument("--stack-file", type=Path, help="read this stack file instead of Pulumi.STACK.yaml")
     parser.add_argument("--out", type=_output_dir, help="output directory (default: build/STACK)")
     parser.add_argument(
@@ -41,6 +42,12 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="summary format on stdout")
     parser.set_defaults(run=_run_check)
+
+
+def _stack_name(text: str) -> str:
+    from .commands._common import stack_flag
+
+    return stack_flag(text)
 
 
 def _output_dir(text: str) -> Path:
@@ -53,6 +60,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from .check import run_check
     from .report import render, render_policies
 
+    _program_log_to_stderr()
     result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
     if args.output == "json":
         print(json.dumps(
@@ -64,8 +72,24 @@ def _run_check(args: argparse.Namespace) -> int:
         render(result.summary, console)
         render_policies(result.policies, console)
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
-                      f"{result.plan_path.parent / 'manifests'}")
+                      f"{result.plan_path.parent / 'manifests'}", markup=False)
     return exit_codes.OK if result.passed else exit_codes.FAILED
+
+
+def _program_log_to_stderr() -> None:
+    """The program's ``pulumi.log`` lines (e.g. a secret stored in plain text) reach the root logger
+    under mocks; show them as the CLI would: ``warning: ...`` on stderr, text as given."""
+    import logging
+
+    class _Line(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{record.levelname.lower()}: {record.getMessage()}"
+
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_Line())
+        root.addHandler(handler)
 
 
 class UsageError(Exception):

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components.settings import NAMESPACE, decode_config_value
+from components.settings import NAMESPACE, decode_config_value, is_secret_path
 
 TAG_PREFIX = f"{NAMESPACE}:"
 TAG_KIND = f"{TAG_PREFIX}kind"
@@ -273,6 +273,12 @@ def combine_overrides(stored: Iterable[str], added: Iterable[str], removed: Iter
     def covered(path: tuple) -> bool:
         return any(path[:len(prefix)] == prefix for prefix in drop)
 
+    stored = list(stored)
+    for key in removed:
+        path = parse_override(f"{key}=0").path
+        if not any(parse_override(text).path[:len(path)] == path for text in stored):
+            keys = ", ".join(text.partition("=")[0] for text in stored) or "none"
+            raise EnvRequestError(f"--unset {key!r}: no stored --set override under that key (stored: {keys})")
     kept = [text for text in stored if not covered(parse_override(text).path)]
     return kept + [o.text for o in new]
 
@@ -322,10 +328,19 @@ def parse_override(text: str) -> Override:
             break
         tokens.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
         position = match.end()
+    if tokens and is_secret_path(tokens):
+        shown = "".join(f"[{t}]" if isinstance(t, int) else f".{t}" for t in tokens).lstrip(".")
+        raise EnvRequestError(
+            f"--set {shown}=(value not shown): {shown} is a secret, and --set values are stored in clear in the "
+            "stack's tags; environments take no secrets on the command line: use a stack with its own stack file "
+            f"and `pulumi config set --secret --path '{NAMESPACE}:{shown}' ...`"
+        )
     if not sep or not key or position != len(key) or not tokens or not isinstance(tokens[0], str):
         raise EnvRequestError(f"--set {text!r}: use KEY=VALUE with KEY like gpuPools[0].scaling.maxSize")
+    from .stacks import load_yaml  # reads YAML as the Pulumi CLI does (a repeated key is an error)
+
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise EnvRequestError(f"--set {text!r}: value is not valid YAML/JSON ({exc.problem})") from None
     if value is None:

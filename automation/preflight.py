@@ -38,6 +38,8 @@ def _run(command: Sequence[str], timeout: float = TIMEOUT) -> tuple[bool, str]:
         done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         return False, f"{command[0]} not found"
+    except OSError as exc:
+        return False, f"{command[0]}: {exc.strerror}"
     except subprocess.TimeoutExpired:
         return False, f"{' '.join(command[:3])} timed out after {timeout:.0f}s"
     if done.returncode != 0:

@@ -202,7 +202,8 @@ def summarize(plan: Plan) -> Summary:
 
 
 def render(summary: Summary, console: Console) -> None:
-    console.print(f"[bold]{summary.project}[/bold] stack [bold]{summary.stack}[/bold]: {summary.resource_count} resources")
+    console.print(f"[bold]{escape(summary.project)}[/bold] stack [bold]{escape(summary.stack)}[/bold]: "
+                  f"{summary.resource_count} resources")
 
     types = Table(title="Resources by type", title_justify="left")
     types.add_column("type")

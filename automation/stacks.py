@@ -16,6 +16,37 @@ class StackFileError(Exception):
     """The stack file is missing or is not a YAML mapping with a ``config`` block."""
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping repeats a key; the message names it and its line."""
+
+    @property
+    def problem(self) -> str:
+        return str(self)
+
+
+class _StackFileLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a repeated mapping key, as the Pulumi CLI does (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue
+            if first is not None:
+                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: duplicate key {str(key)[:80]!r} "
+                                    f"(first at line {first}); the Pulumi CLI rejects repeated keys, keep one")
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str):
+    """YAML as the Pulumi CLI reads it: safe types, a repeated mapping key is an error (_DuplicateKey)."""
+    return yaml.load(text, Loader=_StackFileLoader)
+
+
 def available_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
@@ -31,9 +62,22 @@ def read_stack_config(stack: str, root: Path = ROOT, path: Path | None = None) -
         known = ", ".join(available_stacks(root)) or "none"
         raise StackFileError(f"no stack file {path.name} in {root}; stacks here: {known}")
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise StackFileError(f"{path.name} line {line} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+                             "save the stack file as UTF-8") from None
+    except OSError as exc:
+        raise StackFileError(f"cannot read {path.name}: {exc.strerror}") from None
+    try:
+        document = yaml.load(text, Loader=_StackFileLoader) or {}
+    except _DuplicateKey as exc:
+        raise StackFileError(f"{path.name} {exc}") from None
     except yaml.YAMLError as exc:
-        raise StackFileError(f"{path.name} is not valid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise StackFileError(f"{path.name} is not valid YAML{at}: {problem}") from None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         raise StackFileError(f"{path.name} has no 'config:' mapping")

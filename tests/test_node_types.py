@@ -71,8 +71,8 @@ def test_hybrid_nodes_are_refused_until_networking_exists():
 @pytest.mark.parametrize(
     ("networks", "fragment"),
     [
-        ({"remoteNodeNetworks": ["10.40.0.0/24"]}, "overlap network.vpcCidr"),
-        ({"remoteNodeNetworks": ["172.20.0.0/24"]}, "overlap the cluster's Service range 172.20.0.0/16"),
+        ({"remoteNodeNetworks": ["10.40.0.0/24"]}, "remoteNodeNetworks[0]: got \"10.40.0.0/24\": overlaps network.vpcCidr"),
+        ({"remoteNodeNetworks": ["172.20.0.0/24"]}, "overlaps the cluster's Service range 172.20.0.0/16"),
         ({"remoteNodeNetworks": ["8.8.8.0/24"]}, "is not a private IPv4 range"),
         ({"remotePodNetworks": ["192.168.1.0/24"]}, "overlap; node and pod networks must be disjoint"),
     ],

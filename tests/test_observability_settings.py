@@ -16,15 +16,15 @@ def rejected(config) -> str:
 def test_retention_must_cover_the_gpu_hour_window(stack_config):
     config = stack_config("dev")
     config["llm-platform:observability"] = {"prometheus": {"retentionDays": 15}}
-    assert "retentionDays 15 is shorter than the 30-day window" in rejected(config)
+    assert "observability.prometheus.retentionDays: got 15: shorter than the 30-day window" in rejected(config)
 
 
 def test_production_needs_two_prometheus_and_a_receiver(stack_config):
     config = stack_config("prod")
     config["llm-platform:observability"] = {"prometheus": {"replicas": 1}}
     message = rejected(config)
-    assert "observability.prometheus.replicas is 1 in a production stack" in message
-    assert "observability.alerting.receivers is empty in a production stack" in message
+    assert "observability.prometheus.replicas: got 1: in a production stack" in message
+    assert "observability.alerting.receivers: got []: empty in a production stack" in message
 
 
 def test_routes_name_known_receivers(stack_config):
@@ -33,14 +33,14 @@ def test_routes_name_known_receivers(stack_config):
     alerting["receivers"].append({"name": "chat", "slack": {"apiUrl": "https://hooks.slack.com/SECRETURL", "channel": "#x"}})
     alerting["routes"].append({"receiver": "nobody", "severities": ["critical"]})
     message = rejected(config)
-    assert "unknown receiver(s) nobody" in message
+    assert "alerting.routes[3].receiver: got \"nobody\": names unknown receiver" in message
     assert "SECRETURL" not in message, "the whole alerting block is shown without its credentials"
 
 
 def test_routes_name_known_tiers(stack_config):
     config = stack_config("prod")
     config["llm-platform:observability"]["alerting"]["routes"].append({"receiver": "oncall-pager", "tiers": ["vip"]})
-    assert "routes[3].tiers names unknown tier(s) vip" in rejected(config)
+    assert "routes[3].tiers: got [\"vip\"]: names unknown tier(s) vip" in rejected(config)
 
 
 def test_a_receiver_has_exactly_one_kind(stack_config):

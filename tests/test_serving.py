@@ -301,8 +301,8 @@ def test_prod_interactive_model_keeps_two_on_demand_replicas_behind_a_pdb(prod_p
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda m: m["replicas"].update(min=1), "replicas.min is 1 in a production stack; the interactive tier keeps at least 2"),
-        (lambda m: m.update(pool="gpu-inference"), "pool 'gpu-inference' allows Spot capacity"),
+        (lambda m: m["replicas"].update(min=1), "replicas.min: got 1: in a production stack the interactive tier keeps at least 2"),
+        (lambda m: m.update(pool="gpu-inference"), ".pool: got \"gpu-inference\": allows Spot capacity"),
     ],
 )
 def test_prod_settings_refuse_a_fragile_interactive_model(stack_config, change, message):

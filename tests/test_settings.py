@@ -68,9 +68,9 @@ def test_both_stacks_parse():
 @pytest.mark.parametrize(
     "changes, key, fragments",
     [
-        ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
+        ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling.desiredSize", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
         ({"gpuPools__0__scaling__maxSize": 0}, "llm-platform:gpuPools[0].scaling.maxSize", ["greater than or equal to 1"]),
-        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling", ["0 <= 4 <= 3"]),
+        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling.desiredSize", ["0 <= 4 <= 3"]),
     ],
     ids=["system-desired-above-max", "gpu-max-zero", "gpu-desired-above-max"],
 )
@@ -95,7 +95,7 @@ def test_gpu_pool_holds_one_gpu_model():
 
 def test_spot_gpu_pool_needs_two_types():
     config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge"])
-    assert_rejected(config, "llm-platform:gpuPools[0]", "SPOT pool 'inference' lists 1 instance type", "at least 2")
+    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "SPOT pool 'inference' lists 1 instance type", "at least 2")
 
 
 def test_on_demand_gpu_pool_may_have_one_type():
@@ -105,7 +105,7 @@ def test_on_demand_gpu_pool_may_have_one_type():
 
 def test_gpu_pool_scales_to_zero():
     config = with_changes(DEV, gpuPools__0__scaling__minSize=1, gpuPools__0__scaling__desiredSize=1)
-    assert_rejected(config, "llm-platform:gpuPools[0]", "GPU pools scale to minSize 0")
+    assert_rejected(config, "llm-platform:gpuPools[0].scaling.minSize", "GPU pools scale to minSize 0")
 
 
 def test_capacity_type_is_an_eks_value():
@@ -184,12 +184,12 @@ def test_unknown_keys_are_errors_naming_allowed_keys():
 
 def test_contract_labels_cannot_be_overridden():
     config = with_changes(DEV, gpuPools__0__labels={"node.kubernetes.io/purpose": "cpu"})
-    assert_rejected(config, "llm-platform:gpuPools[0].labels", "set by the scheduling contract")
+    assert_rejected(config, "llm-platform:gpuPools[0].labels.node.kubernetes.io/purpose", "set by the scheduling contract")
 
 
 def test_pool_names_unique_and_dns_safe():
     pool = DEV["llm-platform:gpuPools"][0]
-    assert_rejected(with_changes(DEV, gpuPools=[pool, pool]), "llm-platform:gpuPools", "repeated: inference")
+    assert_rejected(with_changes(DEV, gpuPools=[pool, pool]), "llm-platform:gpuPools[1].name", "pool name 'inference' is repeated")
     assert_rejected(with_changes(DEV, gpuPools__0__name="GPU_pool"), "llm-platform:gpuPools[0].name", "lowercase")
 
 
@@ -322,14 +322,14 @@ def test_node_pool_one_gpu_model():
 
 
 def test_node_pool_names_a_defined_node_class():
-    assert_rejected(karpenter_with(nodePools__0__nodeClass="cpu"), "llm-platform:karpenter", "names nodeClass 'cpu'; defined: gpu")
+    assert_rejected(karpenter_with(nodePools__0__nodeClass="cpu"), "llm-platform:karpenter.nodePools[0].nodeClass", "names nodeClass 'cpu'; defined: gpu")
 
 
 def test_latest_ami_needs_explicit_allowance_and_never_in_production():
     assert_rejected(karpenter_with(nodeClasses__0__ami="latest"), "llm-platform:karpenter", "use ami: latest")
     assert parse_settings(karpenter_with(nodeClasses__0__ami="latest", allowLatestAmi=True)).karpenter.allow_latest_ami
     prod = with_changes(PROD, karpenter__allowLatestAmi=True)
-    assert_rejected(prod, "llm-platform", "allowLatestAmi is true in a production stack")
+    assert_rejected(prod, "llm-platform:karpenter.allowLatestAmi", "true in a production stack")
 
 
 def test_kubelet_gc_thresholds_ordered():
@@ -403,17 +403,18 @@ def test_model_that_can_never_reach_its_max_is_rejected():
 
 def test_tensor_parallel_stays_within_a_node():
     config = serving_with(tiers__0__models__0__gpusPerReplica=2, tiers__0__quota={"gpus": 8, "cpu": "32", "memory": "192Gi"})
-    assert_rejected(config, "llm-platform", "needs 2 GPUs per replica but 'inference' nodes have at most 1")
+    assert_rejected(config, "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].gpusPerReplica", "'inference' nodes have at most 1 GPUs")
 
 
 def test_model_pool_must_exist_and_serve_inference():
-    assert_rejected(serving_with(tiers__0__models__0__pool="nowhere"), "llm-platform", "pool 'nowhere' is not a GPU pool")
-    assert_rejected(serving_with(tiers__0__models__0__pool="gpu-training"), "llm-platform", "is a gpu-training pool")
+    assert_rejected(serving_with(tiers__0__models__0__pool="nowhere"), "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].pool", "not a GPU pool; allowed: gpu-inference")
+    assert_rejected(serving_with(tiers__0__models__0__pool="gpu-training"), "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct].pool", "a gpu-training pool")
 
 
 def test_production_models_keep_a_warm_replica():
     config = with_changes(PROD, serving__tiers__0__models__0__replicas={"min": 0, "max": 4})
-    assert_rejected(config, "llm-platform", "replicas.min is 0 in a production stack")
+    assert_rejected(config, "llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq].replicas.min",
+                    "0 in a production stack")
 
 
 def test_tier_quota_must_cover_max_replicas_plus_surge():
@@ -426,7 +427,7 @@ def test_tier_quota_must_cover_max_replicas_plus_surge():
 
 def test_hugging_face_models_need_the_token_secret():
     source = {"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}
-    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform", "huggingFaceToken is not set")
+    assert_rejected(serving_with(tiers__0__models__0__source=source), "llm-platform:huggingFaceToken", "loads from Hugging Face", "--secret")
     config = serving_with(tiers__0__models__0__source=source)
     config["llm-platform:huggingFaceToken"] = "hf_example"
     assert parse_settings(config).hugging_face_token.get_secret_value() == "hf_example"
@@ -440,7 +441,7 @@ def test_model_source_is_exactly_one():
 
 
 def test_bedrock_models_need_a_region():
-    assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform", "bedrockRegion is required")
+    assert_rejected(serving_with(gateway__bedrockRegion=None), "llm-platform:serving.gateway.bedrockRegion", "required when bedrockModels")
 
 
 def test_karpenter_max_pods_above_what_the_cni_gives_is_rejected():
@@ -458,3 +459,45 @@ def test_break_glass_role_must_be_an_iam_role_arn():
     problems = problems_of(with_changes(DEV, endpoint={"breakGlassRoleArn": "arn:aws:iam::123:user/me"}))
     assert any(p.startswith("llm-platform:endpoint.breakGlassRoleArn") and "not an IAM role ARN" in p for p in problems), problems
     assert parse_settings(with_changes(DEV, endpoint={"breakGlassRoleArn": "arn:aws:iam::123456789012:role/glass"})).endpoint.break_glass_role_arn
+
+
+def test_program_takes_a_decrypted_secret_and_warns_only_for_plain_text(monkeypatch):
+    """Under the engine, a ``--secret`` value arrives decrypted with its key in PULUMI_CONFIG_SECRET_KEYS;
+    a plain one is used too, with one warning that names the key and never the value."""
+    import json
+
+    from components.settings import stack_settings
+
+    token = "hf_CANARYprogram0123456789"
+    config = config_strings(serving_with(tiers__0__models__0__source={"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}))
+    config["llm-platform:huggingFaceToken"] = token
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(config))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["llm-platform:huggingFaceToken"]))
+    assert stack_settings().hugging_face_token.get_secret_value() == token
+    assert warnings == []
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", "[]")
+    stack_settings()
+    assert len(warnings) == 1 and "llm-platform:huggingFaceToken" in warnings[0] and token not in warnings[0]
+
+
+def test_encrypted_values_read_offline_stand_for_an_opaque_secret():
+    """``{secure: v1:...}`` (``pulumi config set --secret``, with ``--path`` for nested leaves) cannot be
+    decrypted offline: it passes as a present secret of the right shape, never shown."""
+    config = serving_with(tiers__0__models__0__source={"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"})
+    config["llm-platform:huggingFaceToken"] = {"secure": "v1:AAAA"}
+    config["llm-platform:observability"] = {"alerting": {
+        "receivers": [{"name": "pager", "pagerDuty": {"routingKey": {"secure": "v1:BBBB"}}},
+                      {"name": "chat", "slack": {"apiUrl": {"secure": "v1:CCCC"}, "channel": "#llm"}}],
+        "defaultReceiver": "pager"}}
+    settings = parse_settings(config)
+    assert settings.hugging_face_token is not None and "v1:AAAA" not in repr(settings)
+    from components.settings import secret_warnings
+
+    assert secret_warnings(config) == []
+    config["llm-platform:observability"]["alerting"]["receivers"][1]["slack"]["apiUrl"] = "https://hooks.slack.com/x"
+    assert secret_warnings(config) == [
+        "warning: llm-platform:observability.alerting.receivers[1].slack.apiUrl is stored in plain text; store it "
+        "encrypted with `pulumi config set --secret --path 'llm-platform:observability.alerting.receivers[1].slack.apiUrl' ...`"
+    ]

@@ -20,7 +20,7 @@ from pulumi.automation.errors import (
 )
 from rich.console import Console
 
-from components.settings import Settings, SettingsError, parse_settings
+from components.settings import Settings, SettingsError, parse_settings, secret_warnings
 
 from .. import exit_codes, locks
 from ..environments import EnvRequestError
@@ -30,7 +30,8 @@ from ..postdeploy import KubectlError
 from ..stacks import StackFileError
 from ..workspace import WorkspaceError
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Error output shows user text (names, values, CLI output) as given: markup off, so `[/x]` is text.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 class DriverError(Exception):
@@ -53,9 +54,12 @@ class InvalidStackSettings(Exception):
 def validate(stack: str, config: Mapping[str, Any]) -> Settings:
     """Parse settings before any CLI call; a bad value stops the verb with exit 2."""
     try:
-        return parse_settings(config)
+        settings = parse_settings(config)
     except SettingsError as exc:
         raise InvalidStackSettings(stack, exc) from None
+    for line in secret_warnings(config):
+        err.print(line)
+    return settings
 
 
 def stdout() -> Console:
@@ -96,6 +100,65 @@ def duration_flag(flag: str):
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
 
     return parse
+
+
+_STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def stack_flag(text: str) -> str:
+    """argparse type for ``--stack``: a Pulumi stack name (letters, digits, ``_ . -``)."""
+    if not _STACK_NAME_RE.match(text) or text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a stack name (1-100 letters, digits, '_', '.', '-')")
+    return text
+
+
+def secrets_provider_flag(text: str) -> str:
+    """argparse type for ``--secrets-provider``: ``passphrase`` or a key URL the Pulumi CLI accepts."""
+    from ..workspace import SECRETS_PROVIDER_SCHEMES
+
+    if text != "passphrase" and not (text.startswith(SECRETS_PROVIDER_SCHEMES) and text.split("://", 1)[1].strip()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use passphrase or a key URL such as awskms://alias/llm-platform "
+            f"({', '.join(SECRETS_PROVIDER_SCHEMES)})"
+        )
+    return text
+
+
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def namespace_flag(text: str) -> str:
+    """argparse type for a Kubernetes namespace: a DNS label."""
+    if not _DNS_LABEL_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (a DNS label: a-z, 0-9, '-', at most 63)")
+    return text
+
+
+def object_name_flag(text: str) -> str:
+    """argparse type for a Kubernetes object name (Secret, ServiceAccount): a DNS subdomain."""
+    if not _DNS_SUBDOMAIN_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kubernetes object name (a-z, 0-9, '-', '.')")
+    return text
+
+
+def owner_flag(text: str) -> str:
+    """argparse type for ``--owner``: the name recorded on the stack's tags."""
+    from ..environments import _OWNER_RE
+
+    if not _OWNER_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: use 1-64 letters, digits and . _ @ + -")
+    return text
+
+
+def executable_flag(text: str) -> str:
+    """argparse type for a program flag (``--kubectl``): a name or a path. Whether it exists and runs is
+    preflight's check (it reports every missing tool at once, exit 5)."""
+    if not text.strip() or text.startswith("-") or any(not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a program name or path")
+    if os.sep not in text and any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a program name (no spaces; give a path)")
+    return text
 
 
 def output_file(text: str) -> Path:
@@ -167,7 +230,7 @@ def add_output_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_secrets_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--secrets-provider",
+        "--secrets-provider", type=secrets_provider_flag,
         help="passphrase (default; needs PULUMI_CONFIG_PASSPHRASE) or a KMS URL such as awskms://alias/NAME; "
         "default from $LLM_PLATFORM_SECRETS_PROVIDER",
     )

@@ -44,6 +44,10 @@ from ..preflight import PreflightNeeds, endpoint_check
 from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
+    stack_flag,
+    namespace_flag,
+    object_name_flag,
+    owner_flag,
     DriverError,
     add_endpoint_flag,
     add_output_flags,
@@ -58,6 +62,7 @@ from ._common import (
     stdout,
     translate_errors,
     ttl_flag,
+    executable_flag,
     validate,
 )
 from ._engine import (
@@ -99,28 +104,28 @@ def _declare_create(verbs: argparse._SubParsersAction) -> None:
         "manifest instead and run nothing.",
     )
     parser.add_argument("name", help="environment name (1-20 of a-z, 0-9, -); the stack is env-NAME")
-    parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
+    parser.add_argument("--from", dest="template", required=True, metavar="STACK", type=stack_flag, help="template stack, e.g. dev")
     parser.add_argument("--ttl", default="8h", type=ttl_flag,
                         help="lifetime before `env reap` destroys it (default 8h, between 15m and 7d)")
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="override a setting, e.g. gpuPools[0].scaling.maxSize=1 (value read as YAML); repeatable",
     )
-    parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
+    parser.add_argument("--owner", type=owner_flag, help="owner recorded on the stack (default: your login name)")
     parser.add_argument("--purpose", default="", help="what the environment is for (shown by env list)")
     add_endpoint_flag(parser)
     parser.add_argument("--via", choices=("local", "operator"), default="local",
                         help="local: run `up` here (default); operator: write a Pulumi Kubernetes Operator Stack")
     operator_flags = parser.add_argument_group("--via operator")
     operator_flags.add_argument("--out", type=output_file, help="write the Stack manifest here (default: stdout)")
-    operator_flags.add_argument("--namespace", default="default", help="namespace of the Stack object")
-    operator_flags.add_argument("--service-account", default="pulumi", help="service account of the stack's workspace")
-    operator_flags.add_argument("--passphrase-secret", default="pulumi-passphrase",
+    operator_flags.add_argument("--namespace", default="default", type=namespace_flag, help="namespace of the Stack object")
+    operator_flags.add_argument("--service-account", default="pulumi", type=object_name_flag, help="service account of the stack's workspace")
+    operator_flags.add_argument("--passphrase-secret", default="pulumi-passphrase", type=object_name_flag,
                                 help="Secret holding key 'passphrase' (passphrase provider only)")
     operator_flags.add_argument("--repo", help="git URL of this project (default: remote origin)")
     operator_flags.add_argument("--commit", help="commit to deploy (default: HEAD; must be pushed)")
     operator_flags.add_argument("--branch", help="track a branch instead of pinning a commit")
-    operator_flags.add_argument("--git-auth-secret", help="Secret with key 'accessToken' for a private repository")
+    operator_flags.add_argument("--git-auth-secret", type=object_name_flag, help="Secret with key 'accessToken' for a private repository")
     add_secrets_flag(parser)
     add_output_flags(parser)
     parser.set_defaults(run=_run_create)
@@ -137,14 +142,13 @@ def _run_create(args: argparse.Namespace) -> int:
     )
     config = merged_config(read_stack_config(args.template, project.root), overrides, environment=args.name)
     tag_resources(config, meta)
-    validate(stack_name, config)
+    settings = validate(stack_name, config)
     if args.via == "operator":
         return _write_operator_stack(args, project, meta, config)
 
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
     command = pulumi_command()
-    settings = validate(stack_name, config)
     preflight(PreflightNeeds(region=settings.region), backend, command,
               [endpoint_check(settings, None, args.endpoint_reachable, stack_name)])
     with isolated_workspace(project, backend, command) as ws, translate_errors(stack_name, backend.url):
@@ -357,7 +361,7 @@ def _run_list(args: argparse.Namespace) -> int:
 
 
 def add_kubectl_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubectl", default="kubectl",
+    parser.add_argument("--kubectl", default="kubectl", type=executable_flag,
                         help="kubectl used to delete Karpenter nodes, Ingresses and LoadBalancer Services before "
                         "destroy (default: kubectl on PATH)")
 

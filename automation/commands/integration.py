@@ -55,8 +55,11 @@ from ..stacks import read_stack_config
 from ..teardown import TeardownReport
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ._common import (
+    owner_flag,
+    stack_flag,
     DriverError,
     add_endpoint_flag,
+    executable_flag,
     add_output_flags,
     add_secrets_flag,
     duration_flag,
@@ -94,15 +97,16 @@ def declare(verbs: argparse._SubParsersAction) -> None:
         "Services, destroy and remove the stack, also on failure and on Ctrl-C. Preflight first checks kubectl, "
         "aws, credentials, the backend and the secrets provider. Needs kubectl, aws and AWS credentials.",
     )
-    parser.add_argument("--from", dest="template", required=True, metavar="STACK", help="template stack, e.g. dev")
+    parser.add_argument("--from", dest="template", required=True, metavar="STACK", type=stack_flag, help="template stack, e.g. dev")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting (as in env create); repeatable")
     parser.add_argument("--gpu-nodes", type=positive_int, default=1,
                         help="GPU nodes to start in the first GPU pool (its desiredSize; default 1)")
     parser.add_argument("--timeout", default="30m", type=duration_flag("--timeout"),
                         help="time allowed for all post-deploy checks (default 30m)")
-    parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
-    parser.add_argument("--owner", help="owner recorded on the stack (default: your login name)")
+    parser.add_argument("--kubectl", default="kubectl", type=executable_flag,
+                        help="kubectl binary (default: kubectl on PATH)")
+    parser.add_argument("--owner", type=owner_flag, help="owner recorded on the stack (default: your login name)")
     add_endpoint_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)
@@ -118,10 +122,11 @@ def _declare_verify(verbs: argparse._SubParsersAction) -> None:
         "env-NAME environment) through its kubeconfig output, without changing it. Prints a PASS/FAIL/SKIP "
         "table; exit 1 if any check fails.",
     )
-    parser.add_argument("--stack", required=True, help="stack name, e.g. prod or env-alice")
+    parser.add_argument("--stack", required=True, type=stack_flag, help="stack name, e.g. prod or env-alice")
     parser.add_argument("--timeout", default="10m", type=duration_flag("--timeout"),
                         help="time allowed for all checks (default 10m)")
-    parser.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    parser.add_argument("--kubectl", default="kubectl", type=executable_flag,
+                        help="kubectl binary (default: kubectl on PATH)")
     add_endpoint_flag(parser)
     add_secrets_flag(parser)
     add_output_flags(parser)

@@ -17,6 +17,7 @@ from ..stacks import read_stack_config
 from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from ..preflight import PreflightNeeds, endpoint_check
 from ._common import (
+    stack_flag,
     add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
@@ -55,7 +56,7 @@ def _declare_operation(verbs: argparse._SubParsersAction, operation: str, summar
         "Exit codes: 0 done, 1 failed or mandatory policy violation, 2 bad command line or settings, 3 locked, "
         "4 no such stack, 5 preflight failed (nothing changed), 130/143 interrupted.",
     )
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.STACK.yaml")
+    parser.add_argument("--stack", required=True, type=stack_flag, help="stack name; reads Pulumi.STACK.yaml")
     if operation in CHANGES:
         add_endpoint_flag(parser)
     if operation == "destroy":

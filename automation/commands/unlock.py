@@ -13,7 +13,7 @@ import argparse
 import json
 
 from .. import exit_codes, locks
-from ._common import DriverError, add_output_flags, err, guarded, stdout, translate_errors
+from ._common import DriverError, add_output_flags, err, guarded, stack_flag, stdout, translate_errors
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def declare(verbs: argparse._SubParsersAction) -> None:
         "holder still runs on this host. Exit codes: 0 cleared or not locked, 2 bad command line, 3 still held, "
         "4 no such stack.",
     )
-    parser.add_argument("--stack", required=True, help="stack name, e.g. dev, env-alice or a test-* stack")
+    parser.add_argument("--stack", required=True, type=stack_flag, help="stack name, e.g. dev, env-alice or a test-* stack")
     parser.add_argument("--force", action="store_true",
                         help="clear a lock whose holder cannot be checked from here (another host, or a non-file "
                         "backend); make sure that run is gone first")

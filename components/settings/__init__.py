@@ -44,7 +44,9 @@ from .stack import (
     SettingsError,
     config_strings,
     decode_config_value,
+    is_secret_path,
     parse_settings,
+    secret_warnings,
     stack_settings,
 )
 
@@ -85,6 +87,8 @@ __all__ = [
     "TierScaling",
     "config_strings",
     "decode_config_value",
+    "is_secret_path",
     "parse_settings",
+    "secret_warnings",
     "stack_settings",
 ]

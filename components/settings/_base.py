@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticCustomError
 from pydantic.alias_generators import to_camel
 
 from .. import contract
@@ -19,18 +22,20 @@ _LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, str_strip_whitespace=True
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, str_strip_whitespace=True,
+        allow_inf_nan=False,
     )
 
 
 def _check_labels(labels: dict[str, str]) -> dict[str, str]:
     for key, value in labels.items():
         if key in contract.RESERVED_LABEL_KEYS:
-            raise ValueError(f"label {key!r} is set by the scheduling contract and cannot be overridden")
+            raise keyed(f"label {key!r} is set by the scheduling contract and cannot be overridden", key)
         if not _LABEL_KEY_RE.match(key):
-            raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+            raise keyed("not a valid Kubernetes label key ([prefix/]name: up to 63 of A-Z a-z 0-9 - _ .)", key)
         if not _LABEL_VALUE_RE.match(value):
-            raise ValueError(f"label value {value!r} (key {key!r}) is not a valid Kubernetes label value")
+            raise keyed("not a valid Kubernetes label value (up to 63 of A-Z a-z 0-9 - _ ., alphanumeric at both "
+                        "ends)", key)
     return labels
 
 
@@ -48,3 +53,20 @@ def _check_known_types(types: list[str]) -> list[str]:
     if len(set(types)) != len(types):
         raise ValueError("instance types must not repeat")
     return types
+
+
+def keyed(reason: str, *path: str | int) -> PydanticCustomError:
+    """A cross-field error of a nested model, reported at ``path`` below the model (e.g.
+    ``keyed("...", "nodePools", 1, "nodeClass")``) instead of at the model with its whole value."""
+    return PydanticCustomError("keyed", "{reason}", {"reason": reason, "path": tuple(path)})
+
+
+def repeated(values: list[Any]) -> list[Any]:
+    """Values that occur more than once, in first-seen order."""
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for value in values:
+        if value in seen and value not in out:
+            out.append(value)
+        seen.add(value)
+    return out

@@ -9,10 +9,18 @@ from pydantic import Field, field_validator, model_validator
 
 from .. import contract, versions
 from ..catalog import load_catalog
-from ._base import _dns_name, _Model
+from ._base import _dns_name, _Model, keyed, repeated
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: Go's time.Duration (what Karpenter parses these into) overflows beyond ~2562047h.
+_MAX_DURATION_SECONDS = 2562047 * 3600
+
+
+def _duration_fits(value: str) -> bool:
+    total = sum(int(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"([0-9]+)(s|m|h)", value))
+    return total <= _MAX_DURATION_SECONDS
 _BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _CRON_FIELD = r"(\*|[0-9a-zA-Z,/*-]+)"
 _CRON_RE = re.compile(
@@ -29,6 +37,44 @@ EVICTION_SIGNALS = (
     "imagefs.inodesFree",
     "pid.available",
 )
+
+
+_CRON_FIELDS = (
+    (0, 59, ()),
+    (0, 23, ()),
+    (1, 31, ()),
+    (1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")),
+    (0, 6, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
+)
+
+
+def _cron_in_range(schedule: str) -> bool:
+    """Each field of a five-field schedule within its bounds, as Karpenter's cron parser (the standard
+    five fields, names for months and weekdays) requires; descriptors like ``@daily`` pass."""
+    if schedule.startswith("@"):
+        return True
+    for text, (low, high, names) in zip(schedule.split(" "), _CRON_FIELDS):
+        for part in text.split(","):
+            span, _, step = part.partition("/")
+            if step and not (step.isdigit() and 1 <= int(step) <= high):
+                return False
+            if span == "*":
+                continue
+            ends = span.split("-")
+            if len(ends) > 2:
+                return False
+            values = []
+            for end in ends:
+                end = end.lower()
+                if end in names:
+                    values.append(names.index(end) + low)
+                elif end.isdigit():
+                    values.append(int(end))
+                else:
+                    return False
+            if not all(low <= v <= high for v in values) or values != sorted(values):
+                return False
+    return True
 
 
 def _gpu_families() -> dict[str, str]:
@@ -57,14 +103,17 @@ class DisruptionBudget(_Model):
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None and not _CRON_RE.match(value):
-            raise ValueError(f"{value!r} is not a cron schedule like '0 9 * * mon-fri' (UTC) or '@daily'")
+        if value is not None and not (_CRON_RE.match(value) and _cron_in_range(value)):
+            raise ValueError(
+                f"{value!r} is not a cron schedule like '0 9 * * mon-fri' (UTC) or '@daily'; fields: minute 0-59, "
+                "hour 0-23, day of month 1-31, month 1-12 or jan-dec, day of week 0-6 or sun-sat"
+            )
         return value
 
     @field_validator("duration")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        if value is not None and not _BUDGET_DURATION_RE.match(value):
+        if value is not None and not (_BUDGET_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a budget duration like '8h', '30m' or '15h30m'")
         return value
 
@@ -96,7 +145,7 @@ class Consolidation(_Model):
     @field_validator("after")
     @classmethod
     def _after(cls, value: str) -> str:
-        if value != "Never" and not _DURATION_RE.match(value):
+        if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '30s' or '5m', or 'Never'")
         return value
 
@@ -202,7 +251,7 @@ class KarpenterNodePool(_Model):
     @field_validator("expire_after")
     @classmethod
     def _expire(cls, value: str) -> str:
-        if value != "Never" and not _DURATION_RE.match(value):
+        if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
         return value
 
@@ -229,15 +278,18 @@ class Karpenter(_Model):
     @model_validator(mode="after")
     def _references(self) -> Karpenter:
         classes = [c.name for c in self.node_classes]
-        if len(set(classes)) != len(classes):
-            raise ValueError("nodeClasses names must be unique")
+        for name in repeated(classes):
+            raise keyed(f"nodeClass name {name!r} is repeated; nodeClasses names must be unique",
+                        "nodeClasses", len(classes) - 1 - classes[::-1].index(name), "name")
         pools = [p.name for p in self.node_pools]
-        if len(set(pools)) != len(pools):
-            raise ValueError("nodePools names must be unique")
-        for pool in self.node_pools:
+        for name in repeated(pools):
+            raise keyed(f"nodePool name {name!r} is repeated; nodePools names must be unique",
+                        "nodePools", len(pools) - 1 - pools[::-1].index(name), "name")
+        for i, pool in enumerate(self.node_pools):
             if pool.node_class not in classes:
-                raise ValueError(
-                    f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}"
+                raise keyed(
+                    f"nodePools {pool.name!r} names nodeClass {pool.node_class!r}; defined: {', '.join(classes) or 'none'}",
+                    "nodePools", i, "nodeClass",
                 )
         by_name = {c.name: c for c in self.node_classes}
         for pool in self.node_pools:
@@ -262,7 +314,7 @@ class Karpenter(_Model):
                 "use ami: pinned or set allowLatestAmi: true (never in production)"
             )
         if self.enabled and not self.node_pools:
-            raise ValueError("enabled is true but no nodePools are defined")
+            raise keyed("enabled is true but no nodePools are defined", "nodePools")
         return self
 
 
@@ -276,5 +328,5 @@ class AutoMode(_Model):
     @model_validator(mode="after")
     def _pools(self) -> AutoMode:
         if self.gpu_node_pools and not self.enabled:
-            raise ValueError("gpuNodePools are set but enabled is false")
+            raise keyed("gpuNodePools are set but enabled is false", "enabled")
         return self

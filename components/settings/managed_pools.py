@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .. import contract
 from ..catalog import load_catalog
-from ._base import _check_known_types, _check_labels, _dns_name, _Model
+from ._base import _check_known_types, _check_labels, _dns_name, _Model, keyed
 
 
 class Scaling(_Model):
@@ -21,8 +21,10 @@ class Scaling(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Scaling:
         if not self.min_size <= self.desired_size <= self.max_size:
-            raise ValueError(
-                f"need minSize <= desiredSize <= maxSize, got {self.min_size} <= {self.desired_size} <= {self.max_size}"
+            key = "desiredSize" if self.min_size <= self.max_size else "minSize"
+            raise keyed(
+                f"need minSize <= desiredSize <= maxSize, got {self.min_size} <= {self.desired_size} <= {self.max_size}",
+                key,
             )
         return self
 
@@ -90,21 +92,21 @@ class GpuPool(_Model):
         minimum = self.scaling.min_size
         if self.purpose == contract.GPU_DRA_PURPOSE:
             if minimum < 1:
-                raise ValueError(
+                raise keyed(
                     f"scaling.minSize is 0 on gpu-dra pool {self.name!r}; Cluster Autoscaler builds an empty group's "
                     "node from its ASG tags, which cannot describe DRA devices (ResourceSlices), so a DRA pool at "
-                    "zero never grows: keep minSize >= 1"
+                    "zero never grows: keep minSize >= 1", "scaling", "minSize"
                 )
         elif minimum != 0:
-            raise ValueError(f"scaling.minSize is {minimum}; GPU pools scale to minSize 0")
+            raise keyed(f"scaling.minSize is {minimum}; GPU pools scale to minSize 0", "scaling", "minSize")
         return self
 
     @model_validator(mode="after")
     def _spot_diversity(self) -> GpuPool:
         if self.capacity_type == "SPOT" and len(self.instance_types) < 2:
-            raise ValueError(
+            raise keyed(
                 f"SPOT pool {self.name!r} lists {len(self.instance_types)} instance type; "
-                "list at least 2 types with the same GPU model so Spot can find capacity"
+                "list at least 2 types with the same GPU model so Spot can find capacity", "instanceTypes"
             )
         return self
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from ._base import _Model
+from ._base import _Model, keyed, repeated
 
 #: Config field names (camelCase) that hold credentials; errors about them never show the value.
 SECRET_FIELDS = frozenset({"apiUrl", "routingKey", "url"})
@@ -29,7 +29,8 @@ ENCRYPTED_PLACEHOLDER = "https://pulumi-secret.invalid/encrypted"
 def mask_secrets(value: Any) -> Any:
     """``value`` with every credential field replaced, for error messages."""
     if isinstance(value, dict):
-        return {k: "(secret, not shown)" if k in SECRET_FIELDS else mask_secrets(v) for k, v in value.items()}
+        return {k: "(secret, not shown)" if k in SECRET_FIELDS or k == "huggingFaceToken" else mask_secrets(v)
+                for k, v in value.items()}
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
     return value
@@ -54,7 +55,14 @@ class SlackReceiver(_Credential):
     """``apiUrl`` (secret): incoming-webhook URL; ``channel``: e.g. ``#ml-platform-alerts``."""
 
     api_url: SecretStr
-    channel: str = Field(pattern=r"^[#@]?[A-Za-z0-9._-]{1,80}$")
+    channel: str
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if not re.fullmatch(r"[#@]?[A-Za-z0-9._-]{1,80}", value):
+            raise ValueError(f"{value[:80]!r} is not a Slack channel like #ml-platform-alerts (or @user)")
+        return value
 
     @field_validator("api_url")
     @classmethod
@@ -153,15 +161,18 @@ class Alerting(_Model):
     @model_validator(mode="after")
     def _references(self) -> Alerting:
         names = [r.name for r in self.receivers]
-        if len(set(names)) != len(names):
-            raise ValueError("receiver names must be unique")
-        unknown = sorted({r.receiver for r in self.routes} - set(names))
+        for name in repeated(names):
+            raise keyed(f"receiver name {name!r} is repeated; receiver names must be unique",
+                        "receivers", len(names) - 1 - names[::-1].index(name), "name")
+        defined = f"defined receivers: {', '.join(names) or 'none'}"
+        for i, route in enumerate(self.routes):
+            if route.receiver not in names:
+                raise keyed(f"names unknown receiver {route.receiver!r}; {defined}", "routes", i, "receiver")
         if self.default_receiver is not None and self.default_receiver not in names:
-            unknown.append(self.default_receiver)
-        if unknown:
-            raise ValueError(f"routes name unknown receiver(s) {', '.join(unknown)}; defined: {', '.join(names) or 'none'}")
+            raise keyed(f"names unknown receiver {self.default_receiver!r}; {defined}", "defaultReceiver")
         if self.receivers and self.default_receiver is None:
-            raise ValueError("defaultReceiver is required when receivers are defined (it gets what no route matched)")
+            raise keyed("defaultReceiver is required when receivers are defined (it gets what no route matched)",
+                        "defaultReceiver")
         return self
 
 

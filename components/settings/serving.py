@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 
-from ._base import _REGION_RE, _dns_name, _Model
+from ._base import _REGION_RE, _dns_name, _Model, keyed, repeated
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
 _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -34,7 +34,7 @@ class Replicas(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Replicas:
         if self.min > self.max:
-            raise ValueError(f"need min <= max, got {self.min} > {self.max}")
+            raise keyed(f"need min <= max, got {self.min} > {self.max}", "min")
         return self
 
 
@@ -202,8 +202,9 @@ class ServingTier(_Model):
     @model_validator(mode="after")
     def _quota_covers_models(self) -> ServingTier:
         names = [m.name for m in self.models]
-        if len(set(names)) != len(names):
-            raise ValueError("model names must be unique within a tier")
+        for name in repeated(names):
+            raise keyed(f"model name {name!r} is repeated; model names must be unique within a tier",
+                        "models", len(names) - 1 - names[::-1].index(name), "name")
         # Quota against max replicas plus rollout surge (GPUs, CPU, memory) is judged by the capacity
         # simulation (components/capacity_input.py), with the other capacity rules.
         return self
@@ -269,12 +270,16 @@ class Serving(_Model):
     @model_validator(mode="after")
     def _tiers(self) -> Serving:
         names = [t.name for t in self.tiers]
-        if len(set(names)) != len(names):
-            raise ValueError("tier names must be unique")
-        models = [m.name for t in self.tiers for m in t.models]
-        if len(set(models)) != len(models):
-            raise ValueError("model names must be unique across tiers (the gateway routes by name)")
+        for name in repeated(names):
+            raise keyed(f"tier name {name!r} is repeated; tier names must be unique",
+                        "tiers", len(names) - 1 - names[::-1].index(name), "name")
+        models = [(i, j, m.name) for i, t in enumerate(self.tiers) for j, m in enumerate(t.models)]
+        for name in repeated([m for _, _, m in models]):
+            i, j, _ = [m for m in models if m[2] == name][-1]
+            raise keyed(f"model name {name!r} is repeated in another tier; model names must be unique across "
+                        "tiers (the gateway routes by name)", "tiers", i, "models", j, "name")
         priorities = [t.priority for t in self.tiers]
-        if len(set(priorities)) != len(priorities):
-            raise ValueError("tier priorities must differ so preemption order is defined")
+        for priority in repeated(priorities):
+            raise keyed(f"priority {priority} is repeated; tier priorities must differ so preemption order is "
+                        "defined", "tiers", len(priorities) - 1 - priorities[::-1].index(priority), "priority")
         return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +20,14 @@ from pydantic import (
 
 from .. import contract, versions
 from ..catalog import load_catalog
-from ._base import _REGION_RE, NAMESPACE, _Model
+from ._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
 from .cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from .karpenter import AutoMode, Karpenter
 from .managed_pools import GpuPool, SystemPool
-from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, mask_secrets
+from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, _secret, mask_secrets
 from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
+_TAG_RE = re.compile(r"[\w .:/=+\-@]*")
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
@@ -34,7 +35,7 @@ CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager",
 class Settings(_Model):
     """All of one stack's ``llm-platform:*`` configuration."""
 
-    environment: str = Field(pattern=r"^[a-z][a-z0-9-]{0,19}$")
+    environment: str
     production: bool = False
     region: str
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
@@ -54,6 +55,14 @@ class Settings(_Model):
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
     tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, name: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,19}", name) or name.endswith("-"):
+            raise ValueError("must be 1-20 lowercase letters, digits or '-', starting with a letter (a DNS label: "
+                             "it names the cluster and its AWS resources)")
+        return name
 
     @field_validator("region")
     @classmethod
@@ -90,154 +99,37 @@ class Settings(_Model):
             raise ValueError(f"unknown log type(s) {', '.join(bad)}; allowed: {', '.join(CONTROL_PLANE_LOG_TYPES)}")
         return logs
 
+    @field_validator("tags")
+    @classmethod
+    def _aws_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        for key, value in tags.items():
+            if not _TAG_RE.fullmatch(key) or not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+                raise keyed("not an AWS tag key: 1-128 letters, digits, spaces and _ . : / = + - @, not starting "
+                            "with aws:", key)
+            if not isinstance(value, str) or not _TAG_RE.fullmatch(value) or len(value) > 256:
+                raise keyed("not an AWS tag value: up to 256 letters, digits, spaces and _ . : / = + - @", key)
+        if len(tags) > 40:
+            raise ValueError(f"{len(tags)} tags; keep at most 40 (AWS allows 50 per resource and the platform adds its own)")
+        return tags
+
     @field_validator("gpu_pools")
     @classmethod
     def _unique_pool_names(cls, pools: list[GpuPool]) -> list[GpuPool]:
         names = [p.name for p in pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+        for name in repeated(names):
+            index = len(names) - 1 - names[::-1].index(name)
+            raise keyed(f"pool name {name!r} is repeated (gpuPools[{names.index(name)}] has it too); "
+                        "pool names must be unique", index, "name")
         return pools
 
-    @model_validator(mode="after")
-    def _production_endpoint(self) -> Settings:
-        if self.production and self.endpoint.open_to_world:
-            raise ValueError(
-                "endpoint.publicAccessCidrs contains 0.0.0.0/0 in a production stack; "
-                "list your own CIDRs or set endpoint.publicAccess to false"
-            )
-        if self.production and self.karpenter.allow_latest_ami:
-            raise ValueError("karpenter.allowLatestAmi is true in a production stack; pin dated AMI aliases")
-        return self
-
-    @model_validator(mode="after")
-    def _gpu_capacity_and_software(self) -> Settings:
-        karpenter_pools = self.karpenter.node_pools if self.karpenter.enabled else []
-        if not (self.gpu_pools or karpenter_pools or self.auto_mode.gpu_node_pools or self.hybrid_nodes.enabled):
-            raise ValueError(
-                "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools or hybridNodes"
-            )
-        provider = self.gpu_software.provider
-        if provider == "device-plugin" and self.hybrid_nodes.enabled:
-            raise ValueError(
-                "gpuSoftware.provider device-plugin with hybridNodes: on-prem GPU nodes need the GPU Operator "
-                "to install their driver; set gpuSoftware.provider to gpu-operator"
-            )
-        if provider == "device-plugin" and self.auto_mode.gpu_node_pools and not (self.gpu_pools or karpenter_pools):
-            raise ValueError(
-                "gpuSoftware.provider device-plugin with only Auto Mode GPU capacity: Auto Mode nodes already run "
-                "a device plugin, a second one would fight it; set gpuSoftware.provider to none"
-            )
-        remote = self.hybrid_nodes.remote_node_networks + self.hybrid_nodes.remote_pod_networks
-        overlap = [c for c in remote if ipaddress.ip_network(c).overlaps(ipaddress.ip_network(self.network.vpc_cidr))]
-        if overlap:
-            raise ValueError(
-                f"hybridNodes networks {', '.join(overlap)} overlap network.vpcCidr {self.network.vpc_cidr}"
-            )
-        services = service_cidr(self.network.vpc_cidr)
-        overlap = [c for c in remote if ipaddress.ip_network(c).overlaps(ipaddress.ip_network(services))]
-        if overlap:
-            raise ValueError(f"hybridNodes networks {', '.join(overlap)} overlap the cluster's Service range {services}")
-        return self
-
-    @model_validator(mode="after")
-    def _models_fit_their_pools(self) -> Settings:
-        pools = self.gpu_pool_facts()
-        problems = []
-        for tier in self.serving.tiers:
-            for model in tier.models:
-                where = f"serving.tiers[{tier.name}].models[{model.name}]"
-                pool = pools.get(model.pool)
-                if pool is None:
-                    problems.append(
-                        f"{where}.pool {model.pool!r} is not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}"
-                    )
-                    continue
-                if pool.purpose != contract.GPU_INFERENCE_PURPOSE:
-                    problems.append(
-                        f"{where}.pool {model.pool!r} is a {pool.purpose} pool; serve from gpu-inference pools"
-                    )
-                if model.gpus_per_replica > pool.max_gpus_per_node:
-                    problems.append(
-                        f"{where} needs {model.gpus_per_replica} GPUs per replica but {model.pool!r} nodes have at most "
-                        f"{pool.max_gpus_per_node}; tensor parallelism stays within one node"
-                    )
-                if self.production and model.replicas.min == 0:
-                    problems.append(f"{where}.replicas.min is 0 in a production stack; keep at least 1 warm replica")
-                if model.source.hugging_face and self.hugging_face_token is None:
-                    problems.append(
-                        f"{where} loads from Hugging Face but llm-platform:huggingFaceToken is not set (set it with --secret)"
-                    )
-        if (
-            self.serving.enabled
-            and self.serving.gateway.enabled
-            and (self.serving.gateway.bedrock_models or self.serving.gateway.bedrock_embedding_models)
-            and not self.serving.gateway.bedrock_region
-        ):
-            problems.append("serving.gateway.bedrockRegion is required when bedrockModels are listed")
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @model_validator(mode="after")
-    def _production_interactive(self) -> Settings:
-        """In production the interactive tier keeps 2+ replicas (its PDB then always leaves one
-        serving) on capacity that is never reclaimed (on-demand only)."""
-        if not (self.production and self.serving.enabled):
-            return self
-        spot_pools = {p.name for p in self.gpu_pools if p.capacity_type == "SPOT"}
-        node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
-        spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
-        problems = []
-        for tier in self.serving.tiers:
-            if tier.name != INTERACTIVE_TIER:
-                continue
-            for model in tier.models:
-                where = f"serving.tiers[{tier.name}].models[{model.name}]"
-                if model.replicas.min < MIN_INTERACTIVE_REPLICAS:
-                    problems.append(
-                        f"{where}.replicas.min is {model.replicas.min} in a production stack; the interactive tier keeps "
-                        f"at least {MIN_INTERACTIVE_REPLICAS} so one node loss or drain never takes the model down"
-                    )
-                if model.pool in spot_pools:
-                    problems.append(
-                        f"{where}.pool {model.pool!r} allows Spot capacity; in production the interactive tier runs on an "
-                        "on-demand-only pool (a Spot reclaim would take replicas away under load)"
-                    )
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @model_validator(mode="after")
-    def _observability(self) -> Settings:
-        problems = []
-        prometheus = self.observability.prometheus
-        if self.gpu_hours_monthly_budget is not None and prometheus.retention_days < GPU_HOURS_WINDOW_DAYS:
-            problems.append(
-                f"observability.prometheus.retentionDays {prometheus.retention_days} is shorter than the "
-                f"{GPU_HOURS_WINDOW_DAYS}-day window of the GPU-hour budget rule; keep at least {GPU_HOURS_WINDOW_DAYS}"
-            )
-        if self.production and prometheus.replicas < 2:
-            problems.append(
-                f"observability.prometheus.replicas is {prometheus.replicas} in a production stack; run 2 so "
-                "alerts and KEDA's queries survive a Prometheus restart"
-            )
-        if self.production and self.serving.enabled and not self.observability.alerting.receivers:
-            problems.append(
-                "observability.alerting.receivers is empty in a production stack: alerts would reach no one; "
-                "add a slack, pagerDuty, sns or webhook receiver"
-            )
-        tiers = {t.name for t in self.serving.tiers}
-        for i, route in enumerate(self.observability.alerting.routes if self.serving.enabled else []):
-            unknown = [t for t in route.tiers if t not in tiers]
-            if unknown:
-                problems.append(
-                    f"observability.alerting.routes[{i}].tiers names unknown tier(s) {', '.join(unknown)}; "
-                    f"tiers: {', '.join(sorted(tiers)) or 'none'}"
-                )
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+    @field_validator("hugging_face_token", mode="before")
+    @classmethod
+    def _token(cls, value: Any) -> Any:
+        value = _secret(value)
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if isinstance(text, str) and not re.fullmatch(r"[\x21-\x7e]{8,512}", text.strip()):
+            raise ValueError("must be a Hugging Face access token (8-512 printable characters, no spaces)")
+        return value
 
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
@@ -276,14 +168,20 @@ class PoolFacts:
 
 @dataclass(frozen=True)
 class Problem:
-    """One bad setting: the config key path, the value given, and what is wrong or allowed."""
+    """One bad setting: the config key path, the value given (shortened; secrets never shown), and
+    what is wrong or allowed."""
 
     key: str
     value: Any
     reason: str
 
     def __str__(self) -> str:
-        shown = "(missing)" if self.value is _MISSING else json.dumps(self.value, default=str)
+        if self.value is _MISSING:
+            shown = "(missing)"
+        else:
+            shown = json.dumps(mask_secrets(self.value), default=str, ensure_ascii=True)
+            if len(shown) > _SHOWN_CHARS:
+                shown = shown[: _SHOWN_CHARS - 3] + "..."
         return f"{self.key}: got {shown}: {self.reason}"
 
 
@@ -297,6 +195,10 @@ class SettingsError(Exception):
 
 
 _MISSING = object()
+_SHOWN_CHARS = 120
+#: Top-level keys that hold credentials; their values are never shown.
+SECRET_KEYS = frozenset({"huggingFaceToken"})
+_HIDDEN = "(secret, not shown)"
 
 
 def _key_path(loc: tuple[Any, ...]) -> str:
@@ -321,6 +223,8 @@ def _reason(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
         return f"unknown key; allowed keys here: {', '.join(_allowed_keys(loc[:-1]))}"
     if error["type"] == "missing":
         return "required key is missing"
+    if error["type"] == "finite_number":
+        return "must be a finite number (not inf or NaN)"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
 
@@ -349,26 +253,248 @@ def decode_config_value(value: Any) -> Any:
     return value
 
 
+def _field_problem(raw: Mapping[str, Any], error: Mapping[str, Any]) -> Problem:
+    loc = tuple(error["loc"]) + tuple((error.get("ctx") or {}).get("path", ()))
+    if (SECRET_FIELDS | SECRET_KEYS) & {str(part) for part in loc}:
+        shown: Any = _HIDDEN
+    else:
+        shown = _lookup(raw, loc)
+    return Problem(_key_path(loc), shown, _reason(error, loc))
+
+
+#: Stand-ins for required top-level keys that failed, so the cross-field rules that do not read them
+#: still run in the same round (rules that read a failed key are skipped: their finding would be noise).
+_STAND_INS: dict[str, Any] = {
+    "environment": "x",
+    "region": "us-east-1",
+    "systemPool": {"instanceTypes": ["m7i.xlarge"], "scaling": {"minSize": 2, "desiredSize": 2, "maxSize": 2}},
+}
+
+
 def parse_settings(config: Mapping[str, Any]) -> Settings:
-    """Parse a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored)."""
+    """Parse a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored).
+
+    Every problem is reported in one round: field errors, then the cross-field rules whose keys are
+    valid, then (when everything else passed) the capacity simulation's blocking findings."""
     prefix = f"{NAMESPACE}:"
     raw = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
+    problems: list[Problem] = []
+    failed: set[str] = set()
     try:
-        settings = Settings.model_validate(raw)
+        settings: Settings | None = Settings.model_validate(raw)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            loc = tuple(error["loc"])
-            if SECRET_FIELDS & {str(part) for part in loc}:
-                shown = "(secret, not shown)"
-            else:
-                shown = mask_secrets(_lookup(raw, loc)) if loc else "(several settings, named below)"
-            problems.append(Problem(_key_path(loc), shown, _reason(error, loc)))
-        raise SettingsError(problems) from None
-    problems = capacity_problems(settings)
+        errors = exc.errors()
+        problems += [_field_problem(raw, e) for e in errors]
+        failed = {str(e["loc"][0]) for e in errors if e["loc"]}
+        partial = {k: v for k, v in raw.items() if k not in failed}
+        partial.update({k: v for k, v in _STAND_INS.items() if k in failed})
+        try:
+            settings = Settings.model_validate(partial)
+        except ValidationError:
+            settings = None
+    if settings is not None:
+        problems += cross_field_problems(settings, failed)
+        if not problems:
+            problems += capacity_problems(settings)
     if problems:
         raise SettingsError(problems)
+    assert settings is not None
     return settings
+
+
+# --- cross-field rules: each reads the top-level keys it names and reports at the key to edit -----------
+
+Rule = Callable[[Settings], Iterable[Problem]]
+_RULES: list[tuple[frozenset[str], Rule]] = []
+
+
+def _rule(*keys: str) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        _RULES.append((frozenset(keys), rule))
+        return rule
+
+    return register
+
+
+def _p(key: str, value: Any, reason: str) -> Problem:
+    return Problem(f"{NAMESPACE}:{key}", value, reason)
+
+
+def cross_field_problems(settings: Settings, skip: Iterable[str] = ()) -> list[Problem]:
+    """Problems between keys, skipping rules that read a key in ``skip`` (already reported)."""
+    skipped = set(skip)
+    return [problem for keys, rule in _RULES if not keys & skipped for problem in rule(settings)]
+
+
+@_rule("production", "endpoint", "karpenter")
+def _production_safety(s: Settings) -> Iterable[Problem]:
+    if s.production and s.endpoint.open_to_world:
+        yield _p("endpoint.publicAccessCidrs", s.endpoint.public_access_cidrs,
+                 "contains 0.0.0.0/0 in a production stack; list your own CIDRs or set endpoint.publicAccess to false")
+    if s.production and s.karpenter.allow_latest_ami:
+        yield _p("karpenter.allowLatestAmi", True, "true in a production stack; pin dated AMI aliases")
+
+
+def _node_pools(s: Settings) -> list[tuple[str, Any]]:
+    """Every GPU pool with the key path of its entry."""
+    pools = [(f"gpuPools[{i}]", p) for i, p in enumerate(s.gpu_pools)]
+    pools += [(f"karpenter.nodePools[{i}]", p) for i, p in enumerate(s.karpenter.node_pools)]
+    pools += [(f"autoMode.gpuNodePools[{i}]", p) for i, p in enumerate(s.auto_mode.gpu_node_pools)]
+    return pools
+
+
+@_rule("gpuPools", "karpenter", "autoMode")
+def _pool_names_across_kinds(s: Settings) -> Iterable[Problem]:
+    """A pool name is the pool label models and the contract select on: one name, one pool."""
+    first: dict[str, str] = {}
+    for where, pool in _node_pools(s):
+        if pool.name in first and first[pool.name].split("[")[0] != where.split("[")[0]:
+            yield _p(f"{where}.name", pool.name,
+                     f"pool name {pool.name!r} is repeated: {first[pool.name]}.name has it too; GPU pool names must "
+                     "be unique across gpuPools, karpenter.nodePools and autoMode.gpuNodePools (models target "
+                     "pools by name)")
+        first.setdefault(pool.name, where)
+
+
+@_rule("gpuPools", "karpenter", "autoMode", "hybridNodes", "gpuSoftware")
+def _gpu_capacity_and_software(s: Settings) -> Iterable[Problem]:
+    karpenter_pools = s.karpenter.node_pools if s.karpenter.enabled else []
+    if not (s.gpu_pools or karpenter_pools or s.auto_mode.gpu_node_pools or s.hybrid_nodes.enabled):
+        yield _p("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
+                 "or hybridNodes")
+    provider = s.gpu_software.provider
+    if provider == "device-plugin" and s.hybrid_nodes.enabled:
+        yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) need the GPU Operator to install "
+                 "their driver; allowed here: gpu-operator")
+    if provider == "device-plugin" and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
+        yield _p("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
+                 "a device plugin, a second one would fight it; allowed here: none")
+
+
+@_rule("hybridNodes", "network")
+def _hybrid_networks(s: Settings) -> Iterable[Problem]:
+    vpc = ipaddress.ip_network(s.network.vpc_cidr)
+    services = service_cidr(s.network.vpc_cidr)
+    for field, cidrs in (("remoteNodeNetworks", s.hybrid_nodes.remote_node_networks),
+                         ("remotePodNetworks", s.hybrid_nodes.remote_pod_networks)):
+        for i, cidr in enumerate(cidrs):
+            net = ipaddress.ip_network(cidr)
+            if net.overlaps(vpc):
+                yield _p(f"hybridNodes.{field}[{i}]", cidr, f"overlaps network.vpcCidr {s.network.vpc_cidr}; "
+                         "remote networks must be outside the VPC")
+            if net.overlaps(ipaddress.ip_network(services)):
+                yield _p(f"hybridNodes.{field}[{i}]", cidr, f"overlaps the cluster's Service range {services}")
+
+
+def _models(s: Settings) -> Iterable[tuple[str, Any, Any]]:
+    for tier in s.serving.tiers:
+        for model in tier.models:
+            yield f"serving.tiers[{tier.name}].models[{model.name}]", tier, model
+
+
+@_rule("serving", "gpuPools", "karpenter", "autoMode", "production", "huggingFaceToken")
+def _models_fit_their_pools(s: Settings) -> Iterable[Problem]:
+    pools = s.gpu_pool_facts()
+    for where, _tier, model in _models(s):
+        pool = pools.get(model.pool)
+        if pool is None:
+            yield _p(f"{where}.pool", model.pool, f"not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}")
+            continue
+        if pool.purpose != contract.GPU_INFERENCE_PURPOSE:
+            yield _p(f"{where}.pool", model.pool, f"a {pool.purpose} pool; serve from gpu-inference pools")
+        if model.gpus_per_replica > pool.max_gpus_per_node:
+            yield _p(f"{where}.gpusPerReplica", model.gpus_per_replica,
+                     f"{model.pool!r} nodes have at most {pool.max_gpus_per_node} GPUs; tensor parallelism stays "
+                     "within one node")
+        if s.production and model.replicas.min == 0:
+            yield _p(f"{where}.replicas.min", 0, "0 in a production stack; keep at least 1 warm replica")
+        if model.source.hugging_face and s.hugging_face_token is None:
+            yield _p("huggingFaceToken", _MISSING, f"{where} loads from Hugging Face; set the token with "
+                     "`pulumi config set --secret llm-platform:huggingFaceToken`")
+    gateway = s.serving.gateway
+    if (s.serving.enabled and gateway.enabled and (gateway.bedrock_models or gateway.bedrock_embedding_models)
+            and not gateway.bedrock_region):
+        yield _p("serving.gateway.bedrockRegion", _MISSING, "required when bedrockModels are listed; an AWS region "
+                 "such as us-east-1")
+
+
+@_rule("serving", "gpuPools", "karpenter", "autoMode", "production")
+def _production_interactive(s: Settings) -> Iterable[Problem]:
+    """In production the interactive tier keeps 2+ replicas (its PDB then always leaves one
+    serving) on capacity that is never reclaimed (on-demand only)."""
+    if not (s.production and s.serving.enabled):
+        return
+    spot_pools = {p.name for p in s.gpu_pools if p.capacity_type == "SPOT"}
+    node_pools = (s.karpenter.node_pools if s.karpenter.enabled else []) + s.auto_mode.gpu_node_pools
+    spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
+    for where, tier, model in _models(s):
+        if tier.name != INTERACTIVE_TIER:
+            continue
+        if model.replicas.min < MIN_INTERACTIVE_REPLICAS:
+            yield _p(f"{where}.replicas.min", model.replicas.min,
+                     f"in a production stack the interactive tier keeps at least {MIN_INTERACTIVE_REPLICAS} so one "
+                     "node loss or drain never takes the model down")
+        if model.pool in spot_pools:
+            yield _p(f"{where}.pool", model.pool, "allows Spot capacity; in production the interactive tier runs on "
+                     "an on-demand-only pool (a Spot reclaim would take replicas away under load)")
+
+
+@_rule("observability", "gpuHoursMonthlyBudget", "production", "serving")
+def _observability(s: Settings) -> Iterable[Problem]:
+    prometheus = s.observability.prometheus
+    if s.gpu_hours_monthly_budget is not None and prometheus.retention_days < GPU_HOURS_WINDOW_DAYS:
+        yield _p("observability.prometheus.retentionDays", prometheus.retention_days,
+                 f"shorter than the {GPU_HOURS_WINDOW_DAYS}-day window of the GPU-hour budget rule; keep at least "
+                 f"{GPU_HOURS_WINDOW_DAYS}")
+    if s.production and prometheus.replicas < 2:
+        yield _p("observability.prometheus.replicas", prometheus.replicas,
+                 "in a production stack run 2 so alerts and KEDA's queries survive a Prometheus restart")
+    if s.production and s.serving.enabled and not s.observability.alerting.receivers:
+        yield _p("observability.alerting.receivers", [], "empty in a production stack: alerts would reach no one; "
+                 "add a slack, pagerDuty, sns or webhook receiver")
+    tiers = {t.name for t in s.serving.tiers}
+    for i, route in enumerate(s.observability.alerting.routes if s.serving.enabled else []):
+        unknown = [t for t in route.tiers if t not in tiers]
+        if unknown:
+            yield _p(f"observability.alerting.routes[{i}].tiers", route.tiers,
+                     f"names unknown tier(s) {', '.join(unknown)}; tiers: {', '.join(sorted(tiers)) or 'none'}")
+
+
+def secret_warnings(config: Mapping[str, Any], secret_keys: Iterable[str] = ()) -> list[str]:
+    """One line per credential stored in plain text (accepted, but it belongs in ``--secret``).
+
+    ``config`` is the stack file's block or the engine's map; ``secret_keys`` are the keys the
+    engine decrypted (a key set with ``--secret``, or holding a ``--path --secret`` leaf)."""
+    encrypted = set(secret_keys)
+    out = []
+    for key, value in config.items():
+        if not key.startswith(f"{NAMESPACE}:") or key in encrypted:
+            continue
+        name = key[len(NAMESPACE) + 1 :]
+        for path in _plain_secret_paths(name, decode_config_value(value)):
+            out.append(f"warning: {NAMESPACE}:{path} is stored in plain text; store it encrypted with "
+                       f"`pulumi config set --secret{' --path' if path != name else ''} '{NAMESPACE}:{path}' ...`")
+    return out
+
+
+def is_secret_path(path: Iterable[str | int]) -> bool:
+    """Whether a config key path (``huggingFaceToken``, ``observability.alerting...apiUrl``) holds a credential."""
+    parts = [str(p) for p in path]
+    return bool(parts) and (parts[0] in SECRET_KEYS or (parts[0] == "observability" and bool(SECRET_FIELDS & set(parts))))
+
+
+def _plain_secret_paths(path: str, value: Any) -> Iterable[str]:
+    if _secret(value) is not value:  # {secure: ...}
+        return
+    leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    if isinstance(value, str) and (leaf in SECRET_KEYS or (leaf in SECRET_FIELDS and "alerting" in path)):
+        yield path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _plain_secret_paths(f"{path}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _plain_secret_paths(f"{path}[{i}]", v)
 
 
 def capacity_problems(settings: Settings) -> list[Problem]:
@@ -396,10 +522,17 @@ def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def stack_settings() -> Settings:
-    """Settings of the running stack, from the config the language host passes to the program."""
+    """Settings of the running stack, from the config the language host passes to the program.
+
+    Credentials set with ``--secret`` arrive decrypted and are used only inside ``Output.secret``;
+    one set in plain text is accepted with a warning naming the key."""
     import pulumi
 
+    config = pulumi.runtime.get_config_env()
     try:
-        return parse_settings(pulumi.runtime.get_config_env())
+        settings = parse_settings(config)
     except SettingsError as exc:
         raise pulumi.RunError(str(exc)) from None
+    for line in secret_warnings(config, pulumi.runtime.get_config_secret_keys_env()):
+        pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
+    return settings

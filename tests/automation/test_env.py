@@ -111,7 +111,7 @@ def test_bad_requests_exit_2_before_any_cli_call(rig: Rig):
         ("--ttl", "9d"): "must be between 15m and 7d",
         ("--ttl", "soon"): "argument --ttl: 'soon'",
         ("--ttl", "9999999999d"): "argument --ttl: '9999999999d': far too long",
-        ("--owner", "bad owner!"): "owner 'bad owner!'",
+        ("--owner", "bad owner!"): "argument --owner: 'bad owner!'",
     }
     for extra, message in cases.items():
         result = create(rig, "alice-exp", *extra)
