@@ -1,17 +1,16 @@
 """Benchmark of the capacity simulation: its cost at 10, 100 and 500 generated valid models.
 
-Each size is the dev stack with one extra tier of N models (Llama 3.1 8B, 1-2 replicas, on the
-Karpenter A10G pool with room for every max), a configuration the simulation passes. Three figures
-per size (median of N runs): the settings adapter plus simulation (what ``parse_settings`` adds),
-the engine adapter plus simulation over the same objects in engine form (what the pack's policy
-does), and the simulation alone; "findings" counts blocking findings (0: the generated stacks are valid). The last line compares with one offline check of dev. Prints
-figures; asserts nothing.
+Each size is the stack of ``benchmarks/generated_stack.py`` (prod with N one-GPU 8B models spread
+over its tiers and A10G pools), a configuration the simulation passes. Three figures per size
+(median of N runs): the settings adapter plus simulation (what ``parse_settings`` adds), the engine
+adapter plus simulation over the same objects in engine form (what the pack's policy does), and the
+simulation alone; "findings" counts blocking findings (0: the generated stacks are valid). The last
+line compares with one offline check of dev. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 import subprocess
 import sys
@@ -24,22 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def generated_config(models: int) -> dict:
-    from automation.stacks import read_stack_config
+    from benchmarks.generated_stack import stack_config
 
-    config = copy.deepcopy(read_stack_config("dev"))
-    config["llm-platform:karpenter"]["nodePools"][0]["gpuLimit"] = 2 * models + 8
-    tier = {
-        "name": "generated", "priority": 5000, "preemptLower": False,
-        "quota": {"gpus": 3 * models, "cpu": str(15 * models), "memory": f"{51 * models}Gi"},
-        "models": [
-            {"name": f"model-{i:04d}", "source": {"s3": f"s3://llm-platform-models-dev/generated/{i}/"},
-             "pool": "gpu-inference", "catalog": "llama-3.1-8b-instruct", "cpu": "4", "memory": "16Gi",
-             "replicas": {"min": 1, "max": 2}}
-            for i in range(models)
-        ],
-    }
-    config["llm-platform:serving"]["tiers"].append(tier)
-    return config
+    return stack_config(models)
 
 
 def median_seconds(function, runs: int) -> float:

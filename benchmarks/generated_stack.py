@@ -1,12 +1,14 @@
 """A stack with N served models, derived from prod, for measuring how the check grows with models.
 
-The models are valid and fit their pools: each is a one-GPU vLLM deployment whose weights fit an
-A10G at its memory utilization, spread round-robin over prod's three tiers and over the pools that
-hold A10Gs (the managed ``inference-a10g`` group and the Karpenter ``gpu-inference`` NodePool); each
-tier's GPU quota covers its models at ``replicas.max``, and the pools' GPU capacity covers every
-model at ``replicas.max`` at once. A stack of many models is a catalogue that scales idle models to
-zero, so the stack is not ``production`` (production refuses scale-to-zero) and the policy config
-is prod's with the GPU cap and the monthly budget raised to what the pools can reach.
+The models are valid and fit their pools: each is a one-GPU vLLM deployment of a catalogued 8B
+model whose weights and KV cache fit an A10G at its memory utilization, spread round-robin over
+prod's three tiers and over the pools that hold A10Gs (the managed ``inference-a10g`` group and the
+Karpenter ``gpu-inference`` NodePool); each tier's quota covers its models at ``replicas.max`` plus
+one surge pod each, and the pools' GPU capacity covers every model at ``replicas.max`` at once. A
+stack of many models is a catalogue that scales idle models to zero, so the stack is not
+``production`` (production refuses scale-to-zero) and the policy config is prod's with the GPU cap
+and the monthly budget raised to what the pools can reach. Both benchmarks that grow with models
+(``bench_check.py``, ``bench_capacity.py``) use this one generator.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ def stack_config(models: int, base: str = "prod") -> dict[str, Any]:
                 "name": f"model-{i:04d}",
                 "source": {"s3": f"s3://llm-platform-models-bench/catalog/model-{i:04d}/"},
                 "pool": pools[i % len(pools)],
+                "catalog": "llama-3.1-8b-instruct",
                 "gpusPerReplica": 1,
-                "gpuMemoryGib": 16,
                 "maxModelLen": 8192,
                 "replicas": {"min": 0, "max": 1},
                 "cpu": "4",
@@ -51,7 +53,9 @@ def stack_config(models: int, base: str = "prod") -> dict[str, Any]:
         )
     for tier, served in zip(tiers, per_tier):
         tier["models"] = served
-        tier["quota"] = {"gpus": max(1, len(served)), "cpu": str(8 * max(1, len(served))), "memory": f"{32 * max(1, len(served))}Gi"}
+        # max replicas plus one rollout surge pod per model (the capacity simulation's quota rule)
+        pods = 2 * max(1, len(served))
+        tier["quota"] = {"gpus": pods, "cpu": str(4 * pods), "memory": f"{24 * pods}Gi"}
     on_managed = sum(1 for i in range(models) if pools[i % len(pools)] == "inference-a10g")
     for pool in config[f"{NS}:gpuPools"]:
         if pool["name"] == "inference-a10g":
