@@ -10,6 +10,14 @@ local checkout of the chart's upstream repository at the pinned tag::
 
 The ref must hold the chart as published: Karpenter stamps version, appVersion and image tags in a
 "Stable Release updates" commit after the tag, so use that commit, not the tag (README lists refs).
+Where a release pipeline stamps the chart only while packaging (the GPU Operator's tag carries
+``v1.0.0-devel``; its release workflow runs ``helm package --version <tag> --app-version <tag>``),
+say so explicitly with ``--stamp-version``/``--stamp-app-version``, which rewrite Chart.yaml exactly
+as those ``helm package`` flags do; nothing is stamped unless asked. Subcharts published from other
+repositories (kube-prometheus-stack's grafana, kube-state-metrics, ...) are brought in with
+``--dependency <chart dir or .tgz>`` or ``--dependency-git <git dir> <ref> <chart subdir>``, as
+``helm dependency build`` would vendor them; each must be a dependency Chart.yaml names, at a
+version it allows, and every dependency with a repository must be present before packaging.
 
 Callers skip (with the reason from :func:`missing_reason`) when the pinned chart is not cached.
 """
@@ -20,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -135,11 +144,67 @@ def add_to_cache(chart_dir: Path) -> Path:
         return Path(loaded.save(str(target)))
 
 
+def stamp(chart_dir: Path, *, version: str | None, app_version: str | None) -> None:
+    """Set ``version``/``appVersion`` in Chart.yaml, as ``helm package --version/--app-version``."""
+    if not (version or app_version):
+        return
+    chart_yaml = chart_dir / "Chart.yaml"
+    metadata = yaml.safe_load(chart_yaml.read_text())
+    if version:
+        metadata["version"] = version
+    if app_version:
+        metadata["appVersion"] = app_version
+    chart_yaml.write_text(yaml.safe_dump(metadata, sort_keys=False))
+
+
+def _allows(constraint: str, version: str) -> bool:
+    """Whether a Chart.yaml dependency ``version`` admits ``version``: an exact version or an
+    ``x.y.*`` wildcard (the only forms the pinned charts use; anything else is refused)."""
+    constraint = str(constraint).strip().strip('"')
+    if constraint.endswith(".*"):
+        return version.startswith(constraint[:-1]) and "-" not in version
+    if not re.fullmatch(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?", constraint):
+        raise ValueError(f"dependency version constraint {constraint!r} is not one this tool reads")
+    return constraint.lstrip("v") == version.lstrip("v")
+
+
+def vendor_dependencies(chart_dir: Path, dependencies: list[Path]) -> None:
+    """Put ``dependencies`` (chart dirs or archives) into ``chart_dir/charts`` as ``helm dependency
+    build`` would, after checking each against Chart.yaml; then require every dependency that names
+    a repository to be present, so a package never silently lacks a subchart."""
+    metadata = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+    wanted = {d["name"]: d for d in metadata.get("dependencies") or []}
+    charts = chart_dir / "charts"
+    charts.mkdir(exist_ok=True)
+    for dependency in dependencies:
+        with helm.Chart.load(str(dependency)) as loaded:
+            name, version = loaded.name, loaded.version
+            if name not in wanted:
+                raise ValueError(f"{metadata['name']} names no dependency {name} (it names {sorted(wanted)})")
+            if not _allows(wanted[name]["version"], version):
+                raise ValueError(f"{metadata['name']} wants {name} {wanted[name]['version']}, not {version}")
+            for stale in list(charts.glob(f"{name}-*.tgz")) + ([charts / name] if (charts / name).exists() else []):
+                raise ValueError(f"{metadata['name']} already vendors {stale.name}; refusing to add {name} {version}")
+            loaded.save(str(charts))
+    present = {}
+    for entry in sorted(charts.iterdir()):  # what is vendored, added here or kept in the tree
+        with helm.Chart.load(str(entry)) as loaded:
+            present[loaded.name] = loaded.version
+    for name, dependency in wanted.items():
+        if name not in present:
+            raise ValueError(
+                f"{metadata['name']} needs dependency {name} {dependency['version']}: pass --dependency or --dependency-git"
+            )
+        if dependency.get("repository") and not _allows(dependency["version"], present[name]):
+            raise ValueError(f"{metadata['name']} vendors {name} {present[name]}, not {dependency['version']}")
+
+
 def _export_from_git(git_dir: Path, ref: str, paths: list[str], into: Path) -> Path:
     """Export ``paths`` at ``ref``; the first is the chart (others are what its symlinks point to)."""
     archive = subprocess.run(
         ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ref, *paths], check=True, capture_output=True
     ).stdout
+    into.mkdir(parents=True, exist_ok=True)
     tar_path = into / "chart.tar"
     tar_path.write_bytes(archive)
     with tarfile.open(tar_path) as tar:
@@ -158,16 +223,43 @@ def main(argv: list[str] | None = None) -> int:
         "--path", action="append", default=[],
         help="the chart's directory inside the repository (with --git-dir); repeat for paths its symlinks need",
     )
+    cache.add_argument("--stamp-version", help="set Chart.yaml version, as `helm package --version` (release pipelines)")
+    cache.add_argument("--stamp-app-version", help="set Chart.yaml appVersion, as `helm package --app-version`")
+    cache.add_argument(
+        "--dependency", action="append", default=[], type=Path, metavar="CHART",
+        help="a subchart (directory or .tgz) to vendor into charts/, as `helm dependency build`",
+    )
+    cache.add_argument(
+        "--dependency-git", action="append", default=[], nargs=3, metavar=("GIT_DIR", "REF", "PATH"),
+        help="a subchart exported from another (bare) git repository at REF",
+    )
     args = parser.parse_args(argv)
+    if helm is None:
+        raise SystemExit("helm-python-sdk is not installed: pip install -r tests/requirements-helm.txt")
     dirs = list(args.chart_dirs)
     with tempfile.TemporaryDirectory() as tmp:
         if args.git_dir:
             if not (args.ref and args.path):
                 parser.error("--git-dir needs --ref and --path")
-            dirs.append(_export_from_git(args.git_dir, args.ref, args.path, Path(tmp)))
+            dirs.append(_export_from_git(args.git_dir, args.ref, args.path, Path(tmp) / "chart"))
         if not dirs:
             parser.error("name chart directories or --git-dir/--ref/--path")
+        changes = args.stamp_version or args.stamp_app_version or args.dependency or args.dependency_git
+        if changes and len(dirs) != 1:
+            parser.error("--stamp-*/--dependency* apply to exactly one chart")
+        dependencies = list(args.dependency)
+        for i, (git_dir, ref, path) in enumerate(args.dependency_git):
+            dependencies.append(_export_from_git(Path(git_dir), ref, [path], Path(tmp) / f"dependency-{i}"))
         for chart_dir in dirs:
+            if changes:  # never edit the caller's checkout: work on a copy
+                copy = Path(tmp) / "stamped" / chart_dir.name
+                shutil.copytree(chart_dir, copy, symlinks=False)
+                chart_dir = copy
+                stamp(chart_dir, version=args.stamp_version, app_version=args.stamp_app_version)
+                try:
+                    vendor_dependencies(chart_dir, dependencies)
+                except ValueError as exc:
+                    raise SystemExit(f"error: {exc}") from None
             print(add_to_cache(chart_dir))
     return 0
 

@@ -1,0 +1,235 @@
+"""The GPU Operator and kube-prometheus-stack, rendered by Helm's engine with the program's values:
+where their pods land and what the operator and Prometheus are told.
+
+Both charts are packaged into the chart cache as published (README, "Helm charts rendered by
+Helm's engine"): the GPU Operator stamped with its release version, kube-prometheus-stack with the
+subchart versions its Chart.yaml names. Schema checks of every core object run in
+``tests/test_helm_render.py``; custom resources (ClusterPolicy, Prometheus, ...) are listed here.
+A chart not in the cache skips with the reason printed (``pytest -rs``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components import contract, versions
+from components.dashboards import DASHBOARD_LABEL
+from tests import helm_render
+from tests.conftest import plan_with, read_stack_config
+from tests.test_helm_render import landing, nodes, purpose_of, rendered
+
+#: The ClusterPolicy fields of the operands that must reach GPU nodes, with the
+#: ``nvidia.com/gpu.deploy.*`` label each operand's DaemonSet selects on (gpu-operator
+#: controllers/state_manager.go and assets/state-*/0500_daemonset.yaml).
+OPERANDS = {
+    "devicePlugin": "device-plugin",
+    "dcgmExporter": "dcgm-exporter",
+    "gfd": "gpu-feature-discovery",
+    "migManager": "mig-manager",
+    "validator": "operator-validator",
+}
+#: Labels the operator puts on every GPU node (nvidia.com/gpu.present=true) that does not carry
+#: them yet; a pool opts out of an operand by carrying the label as "false".
+OPERATOR_DEFAULT_DEPLOY = ["driver", "container-toolkit", *OPERANDS.values(), "dcgm", "node-status-exporter"]
+
+
+@pytest.fixture(params=["dev", "prod"])
+def stack_plan(request, dev_plan, prod_plan):
+    return {"dev": dev_plan, "prod": prod_plan}[request.param]
+
+
+@pytest.fixture(scope="module")
+def operator_dra_plan():
+    """dev switched to the GPU Operator with a DRA pool beside its inference pool: the operator's
+    device plugin must stay off the DRA pool while its other operands still reach it."""
+    inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
+    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
+           "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
+    return plan_with("dev", gpuPools=[inference, dra], gpuSoftware={"provider": "gpu-operator", "dcgmExporter": True})
+
+
+@pytest.fixture(params=["prod", "dev+gpu-operator+dra"])
+def operator_plan(request, prod_plan, operator_dra_plan):
+    """The plans that run the GPU Operator (dev's own plan uses the standalone device plugin)."""
+    return {"prod": prod_plan, "dev+gpu-operator+dra": operator_dra_plan}[request.param]
+
+
+def _system_only(plan, obj) -> None:
+    where = landing(plan, obj)
+    assert where and {purpose_of(plan, n) for n in where} == {contract.SYSTEM_PURPOSE}, (obj["metadata"]["name"], where)
+
+
+def _gpu_nodes(plan) -> set[str]:
+    return {n for n in nodes(plan) if purpose_of(plan, n) in contract.GPU_PURPOSES}
+
+
+# -- NVIDIA GPU Operator (prod runs it; dev uses the standalone device plugin) ---------------------
+
+def _operator_objects(plan) -> list[dict[str, Any]]:
+    return rendered(plan, versions.NVIDIA_GPU_OPERATOR)
+
+
+def _cluster_policy(objects) -> dict[str, Any]:
+    (policy,) = [o for o in objects if o["kind"] == "ClusterPolicy"]
+    return policy["spec"]
+
+
+def test_gpu_operator_renders_its_cluster_policy_and_the_nfd_subchart_at_the_pinned_versions(operator_plan):
+    objects = _operator_objects(operator_plan)
+    custom = sorted({o["kind"] for o in objects if not o["apiVersion"].startswith(("v1", "apps/", "batch/", "rbac.", "policy/"))})
+    assert custom == ["ClusterPolicy"]
+    charts = {o["metadata"].get("labels", {}).get("helm.sh/chart") for o in objects} - {None}
+    assert charts == {"gpu-operator-v26.7.0", "node-feature-discovery-0.19.0"}
+    assert _cluster_policy(objects)["daemonsets"]["labels"]["helm.sh/chart"] == "gpu-operator-v26.7.0"
+
+
+def test_gpu_operator_controllers_land_on_the_system_pool(operator_plan):
+    objects = _operator_objects(operator_plan)
+    controllers = [o for o in objects if o["kind"] in ("Deployment", "Job")]
+    assert {o["metadata"]["name"] for o in controllers if o["kind"] == "Deployment"} == {
+        "gpu-operator", "gpu-operator-node-feature-discovery-master", "gpu-operator-node-feature-discovery-gc",
+    }
+    for obj in controllers:
+        _system_only(operator_plan, obj)
+
+
+def test_nfd_worker_reaches_every_gpu_pool(operator_plan):
+    (worker,) = [o for o in _operator_objects(operator_plan) if o["kind"] == "DaemonSet"]
+    assert worker["metadata"]["name"] == "gpu-operator-node-feature-discovery-worker"
+    gpu = _gpu_nodes(operator_plan)
+    assert gpu and gpu <= landing(operator_plan, worker)
+
+
+def _operand_pod(spec: dict[str, Any], operand: str) -> dict[str, Any]:
+    """The pod spec the operator gives an operand's DaemonSet: ClusterPolicy daemonsets
+    tolerations and priority, selecting nodes on ``nvidia.com/gpu.deploy.<operand>=true``."""
+    return {
+        "nodeSelector": {f"nvidia.com/gpu.deploy.{operand}": "true"},
+        "tolerations": spec["daemonsets"].get("tolerations", []),
+    }
+
+
+def _as_labelled_by_the_operator(labels: dict[str, str]) -> dict[str, str]:
+    if labels.get("nvidia.com/gpu.present") != "true":
+        return labels
+    return {**{f"nvidia.com/gpu.deploy.{o}": "true" for o in OPERATOR_DEFAULT_DEPLOY}, **labels}
+
+
+def test_operator_operands_reach_gpu_pools_through_their_taints(operator_plan):
+    spec = _cluster_policy(_operator_objects(operator_plan))
+    assert spec["daemonsets"]["priorityClassName"] == "system-node-critical"
+    gpu = _gpu_nodes(operator_plan)
+    assert gpu
+    for field, operand in OPERANDS.items():
+        assert spec[field].get("enabled", True) is True, field
+        pod = _operand_pod(spec, operand)
+        where = {
+            n for n, (labels, taints) in nodes(operator_plan).items()
+            if helm_render.schedulable_on(pod, _as_labelled_by_the_operator(labels), taints)
+        }
+        wanted = {n for n in gpu if nodes(operator_plan)[n][0].get(f"nvidia.com/gpu.deploy.{operand}") != "false"}
+        assert where == wanted, (operand, where, wanted)
+        if operand == "mig-manager":  # MIG-capable instances land through Karpenter
+            assert wanted == {n for n in gpu if n.startswith("karpenter/")}
+        elif operand == "device-plugin":  # a DRA driver owns DRA pools' GPUs; Auto Mode runs its own
+            auto = {n for n in gpu if nodes(operator_plan)[n][0].get("eks.amazonaws.com/compute-type") == "auto"}
+            assert wanted == {n for n in gpu if purpose_of(operator_plan, n) != contract.GPU_DRA_PURPOSE} - auto
+        else:
+            assert wanted == gpu
+        # every taint of every GPU pool is tolerated (GPU taint, training/DRA workload taint)
+        for n in gpu:
+            labels, taints = nodes(operator_plan)[n]
+            assert all(helm_render._tolerates(pod["tolerations"], t) for t in taints), (operand, n, taints)
+
+
+def test_driver_and_toolkit_stay_off_where_the_ami_ships_them(operator_plan):
+    spec = _cluster_policy(_operator_objects(operator_plan))
+    # No hybrid nodes in either plan: the operator installs neither, cluster-wide ...
+    assert spec["driver"]["enabled"] is False and spec["toolkit"]["enabled"] is False
+    # ... and every cloud GPU pool opts out by label too, so enabling it for hybrid nodes keeps them off.
+    for n in _gpu_nodes(operator_plan):
+        labels = nodes(operator_plan)[n][0]
+        assert labels.get("nvidia.com/gpu.deploy.driver") == "false", n
+        assert labels.get("nvidia.com/gpu.deploy.container-toolkit") == "false", n
+
+
+# -- kube-prometheus-stack (dev and prod) ------------------------------------------------------------
+
+def _stack_objects(plan) -> list[dict[str, Any]]:
+    return rendered(plan, versions.KUBE_PROMETHEUS_STACK)
+
+
+def _one(objects, kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def test_prometheus_stack_renders_its_subcharts_at_the_pinned_versions(stack_plan):
+    objects = _stack_objects(stack_plan)
+    # kube-prometheus-stack's own templates label ``chart``, its subcharts ``helm.sh/chart``
+    charts = {(o["metadata"].get("labels") or {}).get(k) for o in objects for k in ("helm.sh/chart", "chart")} - {None}
+    assert {"kube-prometheus-stack-88.5.3", "grafana-12.11.1", "kube-state-metrics-8.4.0", "prometheus-node-exporter-4.56.1"} <= charts
+    assert not any(c.startswith("prometheus-windows-exporter") for c in charts), "no Windows nodes: exporter off"
+    custom = sorted({o["kind"] for o in objects if o["apiVersion"].startswith("monitoring.coreos.com/")})
+    assert custom == ["Alertmanager", "Prometheus", "PrometheusRule", "ServiceMonitor"]
+
+
+def test_prometheus_stack_controllers_and_servers_land_on_the_system_pool(stack_plan):
+    objects = _stack_objects(stack_plan)
+    names = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
+    assert names == {"kube-prometheus-stack-operator", "kube-prometheus-stack-grafana", "kube-prometheus-stack-kube-state-metrics"}
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "Job", "StatefulSet"):
+            _system_only(stack_plan, obj)
+    # Prometheus and Alertmanager pods are made by the operator from their CR's scheduling fields.
+    for kind in ("Prometheus", "Alertmanager"):
+        spec = _one(objects, kind)["spec"]
+        pod = {k: spec[k] for k in ("nodeSelector", "tolerations", "affinity") if k in spec}
+        _system_only(stack_plan, {"kind": "DaemonSet", "metadata": {"name": kind}, "spec": {"template": {"spec": pod}}})
+
+
+def test_node_exporter_runs_on_every_node_including_tainted_gpu_nodes(stack_plan):
+    (daemonset,) = [o for o in _stack_objects(stack_plan) if o["kind"] == "DaemonSet"]
+    assert daemonset["metadata"]["name"] == "kube-prometheus-stack-prometheus-node-exporter"
+    assert landing(stack_plan, daemonset) == set(nodes(stack_plan))
+    assert any(taints for n, (_, taints) in nodes(stack_plan).items() if n in _gpu_nodes(stack_plan))
+
+
+def test_prometheus_carries_the_programs_storage_retention_and_replicas(stack_plan):
+    settings = read_stack_config(stack_plan.stack)["llm-platform:observability"]["prometheus"]
+    objects = _stack_objects(stack_plan)
+    spec = _one(objects, "Prometheus")["spec"]
+    assert spec["replicas"] == settings["replicas"]
+    assert spec["retention"] == f"{settings['retentionDays']}d"
+    assert spec["retentionSize"] == f"{int(settings['volumeSizeGib'] * 0.85)}GB"
+    claim = spec["storage"]["volumeClaimTemplate"]["spec"]
+    assert claim["resources"]["requests"]["storage"] == f"{settings['volumeSizeGib']}Gi"
+    assert claim["storageClassName"] == "gp3-encrypted" and claim["accessModes"] == ["ReadWriteOnce"]
+    assert spec["alerting"]["alertmanagers"], "Prometheus sends alerts to the release's Alertmanager"
+    assert _one(objects, "Alertmanager")["spec"]["replicas"] == min(settings["replicas"], 3)
+    # The program's ServiceMonitors/PodMonitors/rules outside the release are selected too.
+    for selector in ("serviceMonitorSelector", "podMonitorSelector", "ruleSelector"):
+        assert spec[selector] == {}, selector
+
+
+def test_grafana_dashboard_sidecar_picks_up_the_programs_dashboard_config_maps(stack_plan):
+    objects = _stack_objects(stack_plan)
+    grafana = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-grafana"))
+    pod = grafana["spec"]["template"]["spec"]
+    sidecars = [c for c in pod["containers"] if c["name"] == "grafana-sc-dashboard"]
+    assert sidecars, [c["name"] for c in pod["containers"]]
+    env = {e["name"]: e.get("value") for e in sidecars[0]["env"]}
+    assert env["LABEL"] == DASHBOARD_LABEL and env["LABEL_VALUE"] == "1" and env["RESOURCE"] in ("both", "configmap")
+    release_namespace = next(o for o in objects if o["kind"] == "Deployment")["metadata"]["namespace"]
+    watched = env.get("NAMESPACE")
+    config_maps = [
+        r for r in stack_plan.of_type("kubernetes:core/v1:ConfigMap")
+        if DASHBOARD_LABEL in (r.inputs.get("metadata", {}).get("labels") or {})
+    ]
+    assert config_maps
+    for cm in config_maps:
+        metadata = cm.inputs["metadata"]
+        assert metadata["labels"][DASHBOARD_LABEL] == env["LABEL_VALUE"], metadata["name"]
+        assert watched == "ALL" or metadata["namespace"] in ((watched or release_namespace).split(",")), (metadata, watched)
