@@ -25,6 +25,7 @@ Callers skip (with the reason from :func:`missing_reason`) when the pinned chart
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -323,3 +324,65 @@ def pod_spec_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     if obj.get("kind") == "CronJob":
         return obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     return None
+
+
+# -- custom resources: checked against the CRDs the chart itself ships -------------------------------
+
+class _CrdLoader(yaml.SafeLoader):
+    """PyYAML's safe loader reads a bare ``=`` (an enum value in prometheus-operator CRDs) as YAML
+    1.1's ``value`` tag, which it cannot build; Kubernetes (YAML 1.2) reads the string ``=``."""
+
+
+_CrdLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+@functools.lru_cache(maxsize=None)
+def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """``(group, version, kind) -> openAPIV3Schema`` of every CRD in the cached chart's ``crds/``
+    directories (its own and its subcharts'), as Helm installs them before the templates."""
+    schemas: dict[tuple[str, str, str], dict[str, Any]] = {}
+    with tarfile.open(cached_chart(chart)) as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")  # <chart>/crds/x.yaml or <chart>/charts/<sub>/crds/x.yaml
+            in_crds = len(parts) >= 3 and parts[-2] == "crds" and (len(parts) == 3 or parts[-4] == "charts")
+            if not (member.isfile() and in_crds and member.name.endswith((".yaml", ".yml"))):
+                continue
+            for doc in yaml.load_all(archive.extractfile(member).read(), Loader=_CrdLoader):  # noqa: S506 - safe loader
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                spec = doc["spec"]
+                for version in spec["versions"]:
+                    if version.get("served", True) and "schema" in version:
+                        schemas[(spec["group"], version["name"], spec["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def _closed(schema: Any) -> Any:
+    """The CRD schema with unknown fields refused: the API server would prune them silently (a
+    setting that is quietly lost), so a strict check treats them as errors."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {k: (_closed(v) if k in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not") else v) for k, v in schema.items()}
+    if "properties" in schema:
+        closed["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            closed["additionalProperties"] = False
+    return closed
+
+
+def custom_resource_errors(obj: dict[str, Any], schemas: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
+    """Why ``obj`` (a custom resource) would be refused or pruned by its CRD; [] when it fits."""
+    import jsonschema
+
+    group, _, version = obj["apiVersion"].rpartition("/")
+    schema = schemas.get((group, version, obj["kind"]))
+    if schema is None:
+        return [f"no CRD in the chart serves {obj['apiVersion']} {obj['kind']}"]
+    schema = _closed(schema)
+    schema.setdefault("properties", {}).update(
+        {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}}
+    )
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}" for e in validator.iter_errors(obj)]

@@ -18,7 +18,7 @@ from components import contract, versions
 from components.dashboards import DASHBOARD_LABEL
 from tests import helm_render
 from tests.conftest import plan_with, read_stack_config
-from tests.test_helm_render import landing, nodes, purpose_of, rendered
+from tests.test_helm_render import CUSTOM_KINDS, landing, nodes, purpose_of, rendered
 
 #: The ClusterPolicy fields of the operands that must reach GPU nodes, with the
 #: ``nvidia.com/gpu.deploy.*`` label each operand's DaemonSet selects on (gpu-operator
@@ -233,3 +233,39 @@ def test_grafana_dashboard_sidecar_picks_up_the_programs_dashboard_config_maps(s
         metadata = cm.inputs["metadata"]
         assert metadata["labels"][DASHBOARD_LABEL] == env["LABEL_VALUE"], metadata["name"]
         assert watched == "ALL" or metadata["namespace"] in ((watched or release_namespace).split(",")), (metadata, watched)
+
+
+# -- custom resources against the CRDs the charts ship -----------------------------------------------
+
+def _custom_resources_fit_their_crds(plan, chart: versions.HelmChart, probe_kind: str) -> None:
+    objects = rendered(plan, chart)
+    schemas = helm_render.chart_crd_schemas(chart)
+    custom = [o for o in objects if o["kind"] in CUSTOM_KINDS]
+    assert custom
+    failures = {f"{o['kind']}/{o['metadata']['name']}": e for o in custom if (e := helm_render.custom_resource_errors(o, schemas))}
+    assert failures == {}
+    # the check is strict: a misspelt field the API server would prune is an error
+    (target,) = [o for o in custom if o["kind"] == probe_kind]
+    wrong = {**target, "spec": {**target["spec"], "retentionDays": 35}}
+    assert any("retentionDays" in e for e in helm_render.custom_resource_errors(wrong, schemas))
+
+
+def test_gpu_operator_cluster_policy_fits_the_charts_own_crd(operator_plan):
+    _custom_resources_fit_their_crds(operator_plan, versions.NVIDIA_GPU_OPERATOR, "ClusterPolicy")
+
+
+def test_prometheus_stack_custom_resources_fit_the_charts_own_crds(stack_plan):
+    _custom_resources_fit_their_crds(stack_plan, versions.KUBE_PROMETHEUS_STACK, "Prometheus")
+
+
+def test_the_programs_own_monitoring_resources_fit_the_prometheus_operator_crds(stack_plan):
+    reason = helm_render.missing_reason(versions.KUBE_PROMETHEUS_STACK)
+    if reason:
+        pytest.skip(reason)
+    schemas = helm_render.chart_crd_schemas(versions.KUBE_PROMETHEUS_STACK)
+    resources = [r for r in stack_plan.resources if r.type.startswith("kubernetes:monitoring.coreos.com/")]
+    assert resources
+    for resource in resources:
+        group_version, kind = resource.type.removeprefix("kubernetes:").rsplit(":", 1)
+        obj = {"apiVersion": group_version, "kind": kind, **resource.inputs}
+        assert helm_render.custom_resource_errors(obj, schemas) == [], resource.name
