@@ -269,3 +269,54 @@ def test_the_programs_own_monitoring_resources_fit_the_prometheus_operator_crds(
         group_version, kind = resource.type.removeprefix("kubernetes:").rsplit(":", 1)
         obj = {"apiVersion": group_version, "kind": kind, **resource.inputs}
         assert helm_render.custom_resource_errors(obj, schemas) == [], resource.name
+
+
+# -- the cache tool's stamping and dependency vendoring (no chart cache needed: runs in CI) ----------
+
+def _chart(path, name: str, version: str, dependencies: str = "", template: str = "") -> None:
+    (path / "templates").mkdir(parents=True)
+    (path / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: main-latest\n{dependencies}")
+    (path / "templates" / "cm.yaml").write_text(
+        template or "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Chart.Name }}-{{ .Chart.Version }}-{{ .Chart.AppVersion }}\n"
+    )
+
+
+def test_cache_tool_stamps_the_release_and_vendors_named_dependencies_only(tmp_path, monkeypatch, capsys):
+    if helm_render.helm is None:
+        pytest.skip("helm-python-sdk is not installed (tests/requirements-helm.txt)")
+    monkeypatch.setenv(helm_render.CACHE_ENV, str(tmp_path / "cache"))
+    parent = tmp_path / "src" / "parent"
+    _chart(parent, "parent", "v1.0.0-devel", (
+        "dependencies:\n"
+        "  - {name: exporter, version: '0.12.*', repository: https://example.invalid, condition: exporter.enabled}\n"
+        "  - {name: inline, version: 0.0.0}\n"
+    ))
+    _chart(parent / "charts" / "inline", "inline", "0.0.0")
+    _chart(tmp_path / "exporter-0.12.8", "exporter", "0.12.8")
+    _chart(tmp_path / "exporter-0.13.0", "exporter", "0.13.0")
+    _chart(tmp_path / "stranger", "stranger", "1.0.0")
+    source = (parent / "Chart.yaml").read_text()
+
+    def cache(*extra):
+        return helm_render.main(["cache", str(parent), "--stamp-version", "v2.0.0", "--stamp-app-version", "v2.0.0", *extra])
+
+    for extra, message in [
+        ((), "needs dependency exporter 0.12.*"),
+        (("--dependency", str(tmp_path / "exporter-0.13.0")), "wants exporter 0.12.*, not 0.13.0"),
+        (("--dependency", str(tmp_path / "stranger")), "names no dependency stranger"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            cache(*extra)
+    assert not (tmp_path / "cache" / "parent-v2.0.0.tgz").exists()
+
+    assert cache("--dependency", str(tmp_path / "exporter-0.12.8")) == 0
+    assert (parent / "Chart.yaml").read_text() == source, "the checkout is never edited"
+    chart = versions.HelmChart(chart="parent", version="v2.0.0", repository="https://example.invalid")
+    names = {o["metadata"]["name"] for o in helm_render.render(chart, {}, release_name="r", namespace="n", kube_version="1.35")}
+    assert names == {"parent-v2.0.0-v2.0.0", "inline-0.0.0-main-latest", "exporter-0.12.8-main-latest"}
+    off = helm_render.render(chart, {"exporter": {"enabled": False}}, release_name="r", namespace="n", kube_version="1.35")
+    assert {o["metadata"]["name"] for o in off} == names - {"exporter-0.12.8-main-latest"}
+    # without the stamp flags nothing is stamped: the devel version goes into the cache as it is
+    capsys.readouterr()
+    assert helm_render.main(["cache", str(parent), "--dependency", str(tmp_path / "exporter-0.12.8")]) == 0
+    assert capsys.readouterr().out.strip().endswith("parent-v1.0.0-devel.tgz")
