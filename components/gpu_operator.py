@@ -27,6 +27,9 @@ class GpuOperatorArgs:
     namespace: str = "gpu-operator"
 
 
+_RUNTIME_DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, object]:
     tolerations = contract.gpu_agent_tolerations()
     return {
@@ -39,10 +42,13 @@ def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, object]:
         "nfd": {"enabled": True},
         "dcgmExporter": {"enabled": args.dcgm_exporter, "serviceMonitor": {"enabled": args.dcgm_exporter}},
         "daemonsets": {"tolerations": tolerations, "priorityClassName": "system-node-critical"},
+        # NFD's chart leaves seccomp unset (Pod Security "restricted" requires it); master's container
+        # context also covers the post-delete prune Job. The worker still needs its hostPath mounts.
         "node-feature-discovery": {
-            "master": {"nodeSelector": contract.system_node_selector()},
-            "gc": {"nodeSelector": contract.system_node_selector()},
+            "master": {"nodeSelector": contract.system_node_selector(), "securityContext": _RUNTIME_DEFAULT_SECCOMP},
+            "gc": {"nodeSelector": contract.system_node_selector(), "podSecurityContext": _RUNTIME_DEFAULT_SECCOMP},
             "worker": {
+                "podSecurityContext": _RUNTIME_DEFAULT_SECCOMP,
                 "tolerations": [
                     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
                     *tolerations,

@@ -211,7 +211,14 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
             "nodeSelector": system,
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_EXPORTED)}]"],
         },
-        "prometheus-node-exporter": {"tolerations": [{"operator": "Exists"}]},
+        # Every node, GPU nodes included. It needs the host's network, PIDs and /proc, /sys, / (a Pod
+        # Security exception); everything else is locked down (the chart leaves seccomp, privilege
+        # escalation and capabilities open).
+        "prometheus-node-exporter": {
+            "tolerations": [{"operator": "Exists"}],
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containerSecurityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        },
     }
 
 

@@ -10,6 +10,14 @@ local checkout of the chart's upstream repository at the pinned tag::
 
 The ref must hold the chart as published: Karpenter stamps version, appVersion and image tags in a
 "Stable Release updates" commit after the tag, so use that commit, not the tag (README lists refs).
+Where a release pipeline stamps the chart only while packaging (the GPU Operator's tag carries
+``v1.0.0-devel``; its release workflow runs ``helm package --version <tag> --app-version <tag>``),
+say so explicitly with ``--stamp-version``/``--stamp-app-version``, which rewrite Chart.yaml exactly
+as those ``helm package`` flags do; nothing is stamped unless asked. Subcharts published from other
+repositories (kube-prometheus-stack's grafana, kube-state-metrics, ...) are brought in with
+``--dependency <chart dir or .tgz>`` or ``--dependency-git <git dir> <ref> <chart subdir>``, as
+``helm dependency build`` would vendor them; each must be a dependency Chart.yaml names, at a
+version it allows, and every dependency with a repository must be present before packaging.
 
 Callers skip (with the reason from :func:`missing_reason`) when the pinned chart is not cached.
 """
@@ -17,9 +25,11 @@ Callers skip (with the reason from :func:`missing_reason`) when the pinned chart
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -135,11 +145,67 @@ def add_to_cache(chart_dir: Path) -> Path:
         return Path(loaded.save(str(target)))
 
 
+def stamp(chart_dir: Path, *, version: str | None, app_version: str | None) -> None:
+    """Set ``version``/``appVersion`` in Chart.yaml, as ``helm package --version/--app-version``."""
+    if not (version or app_version):
+        return
+    chart_yaml = chart_dir / "Chart.yaml"
+    metadata = yaml.safe_load(chart_yaml.read_text())
+    if version:
+        metadata["version"] = version
+    if app_version:
+        metadata["appVersion"] = app_version
+    chart_yaml.write_text(yaml.safe_dump(metadata, sort_keys=False))
+
+
+def _allows(constraint: str, version: str) -> bool:
+    """Whether a Chart.yaml dependency ``version`` admits ``version``: an exact version or an
+    ``x.y.*`` wildcard (the only forms the pinned charts use; anything else is refused)."""
+    constraint = str(constraint).strip().strip('"')
+    if constraint.endswith(".*"):
+        return version.startswith(constraint[:-1]) and "-" not in version
+    if not re.fullmatch(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?", constraint):
+        raise ValueError(f"dependency version constraint {constraint!r} is not one this tool reads")
+    return constraint.lstrip("v") == version.lstrip("v")
+
+
+def vendor_dependencies(chart_dir: Path, dependencies: list[Path]) -> None:
+    """Put ``dependencies`` (chart dirs or archives) into ``chart_dir/charts`` as ``helm dependency
+    build`` would, after checking each against Chart.yaml; then require every dependency that names
+    a repository to be present, so a package never silently lacks a subchart."""
+    metadata = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+    wanted = {d["name"]: d for d in metadata.get("dependencies") or []}
+    charts = chart_dir / "charts"
+    charts.mkdir(exist_ok=True)
+    for dependency in dependencies:
+        with helm.Chart.load(str(dependency)) as loaded:
+            name, version = loaded.name, loaded.version
+            if name not in wanted:
+                raise ValueError(f"{metadata['name']} names no dependency {name} (it names {sorted(wanted)})")
+            if not _allows(wanted[name]["version"], version):
+                raise ValueError(f"{metadata['name']} wants {name} {wanted[name]['version']}, not {version}")
+            for stale in list(charts.glob(f"{name}-*.tgz")) + ([charts / name] if (charts / name).exists() else []):
+                raise ValueError(f"{metadata['name']} already vendors {stale.name}; refusing to add {name} {version}")
+            loaded.save(str(charts))
+    present = {}
+    for entry in sorted(charts.iterdir()):  # what is vendored, added here or kept in the tree
+        with helm.Chart.load(str(entry)) as loaded:
+            present[loaded.name] = loaded.version
+    for name, dependency in wanted.items():
+        if name not in present:
+            raise ValueError(
+                f"{metadata['name']} needs dependency {name} {dependency['version']}: pass --dependency or --dependency-git"
+            )
+        if dependency.get("repository") and not _allows(dependency["version"], present[name]):
+            raise ValueError(f"{metadata['name']} vendors {name} {present[name]}, not {dependency['version']}")
+
+
 def _export_from_git(git_dir: Path, ref: str, paths: list[str], into: Path) -> Path:
     """Export ``paths`` at ``ref``; the first is the chart (others are what its symlinks point to)."""
     archive = subprocess.run(
         ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ref, *paths], check=True, capture_output=True
     ).stdout
+    into.mkdir(parents=True, exist_ok=True)
     tar_path = into / "chart.tar"
     tar_path.write_bytes(archive)
     with tarfile.open(tar_path) as tar:
@@ -158,16 +224,43 @@ def main(argv: list[str] | None = None) -> int:
         "--path", action="append", default=[],
         help="the chart's directory inside the repository (with --git-dir); repeat for paths its symlinks need",
     )
+    cache.add_argument("--stamp-version", help="set Chart.yaml version, as `helm package --version` (release pipelines)")
+    cache.add_argument("--stamp-app-version", help="set Chart.yaml appVersion, as `helm package --app-version`")
+    cache.add_argument(
+        "--dependency", action="append", default=[], type=Path, metavar="CHART",
+        help="a subchart (directory or .tgz) to vendor into charts/, as `helm dependency build`",
+    )
+    cache.add_argument(
+        "--dependency-git", action="append", default=[], nargs=3, metavar=("GIT_DIR", "REF", "PATH"),
+        help="a subchart exported from another (bare) git repository at REF",
+    )
     args = parser.parse_args(argv)
+    if helm is None:
+        raise SystemExit("helm-python-sdk is not installed: pip install -r tests/requirements-helm.txt")
     dirs = list(args.chart_dirs)
     with tempfile.TemporaryDirectory() as tmp:
         if args.git_dir:
             if not (args.ref and args.path):
                 parser.error("--git-dir needs --ref and --path")
-            dirs.append(_export_from_git(args.git_dir, args.ref, args.path, Path(tmp)))
+            dirs.append(_export_from_git(args.git_dir, args.ref, args.path, Path(tmp) / "chart"))
         if not dirs:
             parser.error("name chart directories or --git-dir/--ref/--path")
+        changes = args.stamp_version or args.stamp_app_version or args.dependency or args.dependency_git
+        if changes and len(dirs) != 1:
+            parser.error("--stamp-*/--dependency* apply to exactly one chart")
+        dependencies = list(args.dependency)
+        for i, (git_dir, ref, path) in enumerate(args.dependency_git):
+            dependencies.append(_export_from_git(Path(git_dir), ref, [path], Path(tmp) / f"dependency-{i}"))
         for chart_dir in dirs:
+            if changes:  # never edit the caller's checkout: work on a copy
+                copy = Path(tmp) / "stamped" / chart_dir.name
+                shutil.copytree(chart_dir, copy, symlinks=False)
+                chart_dir = copy
+                stamp(chart_dir, version=args.stamp_version, app_version=args.stamp_app_version)
+                try:
+                    vendor_dependencies(chart_dir, dependencies)
+                except ValueError as exc:
+                    raise SystemExit(f"error: {exc}") from None
             print(add_to_cache(chart_dir))
     return 0
 
@@ -231,3 +324,65 @@ def pod_spec_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     if obj.get("kind") == "CronJob":
         return obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     return None
+
+
+# -- custom resources: checked against the CRDs the chart itself ships -------------------------------
+
+class _CrdLoader(yaml.SafeLoader):
+    """PyYAML's safe loader reads a bare ``=`` (an enum value in prometheus-operator CRDs) as YAML
+    1.1's ``value`` tag, which it cannot build; Kubernetes (YAML 1.2) reads the string ``=``."""
+
+
+_CrdLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+@functools.lru_cache(maxsize=None)
+def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """``(group, version, kind) -> openAPIV3Schema`` of every CRD in the cached chart's ``crds/``
+    directories (its own and its subcharts'), as Helm installs them before the templates."""
+    schemas: dict[tuple[str, str, str], dict[str, Any]] = {}
+    with tarfile.open(cached_chart(chart)) as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")  # <chart>/crds/x.yaml or <chart>/charts/<sub>/crds/x.yaml
+            in_crds = len(parts) >= 3 and parts[-2] == "crds" and (len(parts) == 3 or parts[-4] == "charts")
+            if not (member.isfile() and in_crds and member.name.endswith((".yaml", ".yml"))):
+                continue
+            for doc in yaml.load_all(archive.extractfile(member).read(), Loader=_CrdLoader):  # noqa: S506 - safe loader
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                spec = doc["spec"]
+                for version in spec["versions"]:
+                    if version.get("served", True) and "schema" in version:
+                        schemas[(spec["group"], version["name"], spec["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def _closed(schema: Any) -> Any:
+    """The CRD schema with unknown fields refused: the API server would prune them silently (a
+    setting that is quietly lost), so a strict check treats them as errors."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {k: (_closed(v) if k in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not") else v) for k, v in schema.items()}
+    if "properties" in schema:
+        closed["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            closed["additionalProperties"] = False
+    return closed
+
+
+def custom_resource_errors(obj: dict[str, Any], schemas: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
+    """Why ``obj`` (a custom resource) would be refused or pruned by its CRD; [] when it fits."""
+    import jsonschema
+
+    group, _, version = obj["apiVersion"].rpartition("/")
+    schema = schemas.get((group, version, obj["kind"]))
+    if schema is None:
+        return [f"no CRD in the chart serves {obj['apiVersion']} {obj['kind']}"]
+    schema = _closed(schema)
+    schema.setdefault("properties", {}).update(
+        {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}}
+    )
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}" for e in validator.iter_errors(obj)]

@@ -29,7 +29,7 @@ RENDERED = [
     versions.KUBE_PROMETHEUS_STACK,
 ]
 #: Kinds whose schema is not in Kubernetes' own (CRDs of other charts); checked elsewhere.
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "Prometheus", "Alertmanager"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "Prometheus", "Alertmanager", "ClusterPolicy"}
 
 
 @pytest.fixture(scope="module")
