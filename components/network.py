@@ -39,16 +39,24 @@ def plan_subnets(vpc_cidr: str, az_count: int) -> tuple[list[str], list[str]]:
     return private, public
 
 
-class Network(pulumi.ComponentResource):
-    """VPC, subnets, internet and NAT gateways, and routes.
+def s3_gateway_service_name(region: str) -> str:
+    """S3 gateway endpoint service, ``com.amazonaws.<region>.s3`` (the region comes from the provider,
+    so the name follows the stack's region; the form in China regions is not verified here)."""
+    return f"com.amazonaws.{region}.s3"
 
-    Private subnets carry ``kubernetes.io/role/internal-elb`` and ``karpenter.sh/discovery`` so load
+
+class Network(pulumi.ComponentResource):
+    """VPC, subnets, internet and NAT gateways, routes, and an S3 gateway endpoint.
+
+    The S3 gateway endpoint keeps model-weight downloads (tens of GB per cold start) off the NAT
+    gateways and their per-GB charge; gateway endpoints themselves cost nothing. Private subnets carry ``kubernetes.io/role/internal-elb`` and ``karpenter.sh/discovery`` so load
     balancers and Karpenter find them by tag; public subnets carry ``kubernetes.io/role/elb``.
     """
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[list[str]]
     public_subnet_ids: pulumi.Output[list[str]]
+    s3_endpoint_id: pulumi.Output[str]
     availability_zones: list[str]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
@@ -83,7 +91,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-        public_subnets, private_subnets, nats = [], [], []
+        public_subnets, private_subnets, private_route_tables, nats = [], [], [], []
         for i, (zone, cidr) in enumerate(zip(zones, public_cidrs)):
             subnet = aws.ec2.Subnet(
                 f"{name}-public-{zone}",
@@ -139,16 +147,34 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{zone}", subnet_id=subnet.id, route_table_id=route_table.id, opts=child
             )
             private_subnets.append(subnet)
+            private_route_tables.append(route_table)
+
+        # S3 traffic from the private subnets goes through this gateway endpoint (a prefix-list route in
+        # each private route table) instead of the NAT. S3's addresses stay public, so the model
+        # fetcher's NetworkPolicy egress rule (HTTPS to public addresses, private ranges excepted)
+        # still matches it: no policy change is needed for the endpoint.
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
+        s3_endpoint = aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=region.apply(s3_gateway_service_name),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[t.id for t in private_route_tables],
+            tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+            opts=child,
+        )
 
         self.availability_zones = zones
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets])
+        self.s3_endpoint_id = s3_endpoint.id
         self.register_outputs(
             {
                 "vpc_id": self.vpc_id,
                 "private_subnet_ids": self.private_subnet_ids,
                 "public_subnet_ids": self.public_subnet_ids,
+                "s3_endpoint_id": self.s3_endpoint_id,
                 "availability_zones": self.availability_zones,
             }
         )

@@ -1,7 +1,8 @@
 """Managed node groups: the untainted system pool and tainted GPU pools.
 
 Both are EKS managed node groups (pulumi-eks) with their own node role and a launch template that
-enforces IMDSv2 and an encrypted gp3 root volume. What differs is decided by the scheduling
+enforces IMDSv2 and an encrypted gp3 root volume. Cluster Autoscaler owns both groups' desired size
+after creation (``ignore_scaling_changes``): ``desired_size`` is only the size a new group starts at. What differs is decided by the scheduling
 contract: the system pool carries no taint; a GPU pool carries the GPU taint and pool labels.
 """
 
@@ -144,6 +145,9 @@ class _ManagedNodePool(pulumi.ComponentResource):
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=scaling.min_size, desired_size=scaling.desired_size, max_size=scaling.max_size
             ),
+            # Cluster Autoscaler grows and shrinks the group by the ASG's desired size; pulumi-eks then
+            # ignores drift in ``scalingConfig.desiredSize`` so a refresh or any change to the group
+            # never sends the declared size (0 for GPU pools) back and terminates nodes serving models.
             ignore_scaling_changes=True,
             subnet_ids=subnet_ids,
             labels=labels,

@@ -33,6 +33,8 @@ PROMETHEUS_URL = f"http://{RELEASE}-prometheus.{NAMESPACE}.svc.cluster.local:909
 STORAGE_CLASS = "gp3-encrypted"
 #: Secret holding alertmanager.yaml (the chart's Alertmanager reads it instead of generating one).
 ALERTMANAGER_SECRET = "alertmanager-llm-platform"
+#: Alertmanager's volume: silences and the notification log are small; gp3's minimum cost applies anyway.
+ALERTMANAGER_VOLUME_GIB = 10
 
 #: Alert thresholds, in one place. GPU utilization has no alert: a busy GPU is what serving is for;
 #: saturation shows as waiting requests and time to first token, which alert below.
@@ -200,6 +202,17 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
                 "useExistingSecret": True,
                 "configSecret": ALERTMANAGER_SECRET,
                 "replicas": min(prometheus.replicas, 3),
+                # Silences and the notification log survive a restart (the operator mounts this claim
+                # at the Alertmanager data directory); without it a rolled pod re-pages silenced alerts.
+                "storage": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "storageClassName": STORAGE_CLASS,
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{ALERTMANAGER_VOLUME_GIB}Gi"}},
+                        }
+                    }
+                },
             }
         },
         "prometheusOperator": {"nodeSelector": system},

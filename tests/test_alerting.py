@@ -339,3 +339,24 @@ def test_retention_covers_the_longest_rule_window_on_an_encrypted_volume(stack_p
     (storage_class,) = [r.inputs for r in stack_plan.of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["metadata"]["name"] == claim["storageClassName"]]
     assert storage_class["parameters"] == {"type": "gp3", "encrypted": "true"}
     assert spec["replicas"] == (2 if stack_plan.stack == "prod" else 1)
+
+
+def test_alertmanager_keeps_silences_on_an_encrypted_volume(stack_plan):
+    """Alertmanager's silences and notification log live on a gp3-encrypted claim, so a restarted
+    pod neither forgets silences nor re-sends notifications. Judged on the Alertmanager resource
+    Helm's engine renders from the program's values, against the CRD the chart ships."""
+    from components import versions
+    from tests import helm_render
+    from tests.test_helm_render import rendered
+
+    (release,) = [r.inputs for r in stack_plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
+    storage_classes = {
+        r.inputs["metadata"]["name"]: r.inputs for r in stack_plan.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    }
+    objects = rendered(stack_plan, versions.KUBE_PROMETHEUS_STACK)
+    (alertmanager,) = [o for o in objects if o["kind"] == "Alertmanager"]
+    claim = alertmanager["spec"]["storage"]["volumeClaimTemplate"]["spec"]
+    assert claim == release["values"]["alertmanager"]["alertmanagerSpec"]["storage"]["volumeClaimTemplate"]["spec"]
+    assert claim["accessModes"] == ["ReadWriteOnce"] and claim["resources"]["requests"]["storage"] == "10Gi"
+    assert storage_classes[claim["storageClassName"]]["parameters"] == {"type": "gp3", "encrypted": "true"}
+    assert helm_render.custom_resource_errors(alertmanager, helm_render.chart_crd_schemas(versions.KUBE_PROMETHEUS_STACK)) == []

@@ -14,8 +14,8 @@ from automation.plan import ROOT
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (176, 15, "$23,107/month"),
-    "prod": (227, 50, "$81,389/month"),
+    "dev": (177, 15, "$23,107/month"),
+    "prod": (228, 50, "$81,389/month"),
 }
 
 

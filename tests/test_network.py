@@ -67,3 +67,32 @@ def test_private_routes_go_through_nat(prod_plan):
 def test_az_count_follows_settings():
     plan = plan_with("dev", network={"vpcCidr": "10.40.0.0/16", "azCount": 2, "natGateways": "single"})
     assert len(subnets(plan, "private")) == len(subnets(plan, "public")) == 2
+
+
+def s3_endpoint(plan):
+    (endpoint,) = plan.of_type("aws:ec2/vpcEndpoint:VpcEndpoint")
+    return endpoint
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_s3_gateway_endpoint_serves_every_private_route_table(stack, dev_plan, prod_plan):
+    """Weights pulled from S3 take the gateway endpoint, not the NAT (per-GB charge): the endpoint's
+    prefix-list route must be in each private subnet's route table, and in no public one."""
+    plan = {"dev": dev_plan, "prod": prod_plan}[stack]
+    endpoint = s3_endpoint(plan)
+    assert endpoint.inputs["vpcEndpointType"] == "Gateway"
+    assert endpoint.inputs["serviceName"] == "com.amazonaws.us-east-1.s3"
+    (vpc,) = plan.of_type("aws:ec2/vpc:Vpc")
+    assert endpoint.inputs["vpcId"].startswith("vpc-") and endpoint.parent == vpc.parent
+    associations = plan.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")
+    private_tables = {a.inputs["routeTableId"] for a in associations if "-private-" in a.name}
+    public_tables = {a.inputs["routeTableId"] for a in associations if "-public-" in a.name}
+    assert len(private_tables) == len(subnets(plan, "private")) == 3
+    assert sorted(endpoint.inputs["routeTableIds"]) == sorted(private_tables)
+    assert not public_tables & set(endpoint.inputs["routeTableIds"])
+
+
+def test_s3_gateway_endpoint_follows_the_region():
+    plan = plan_with("dev", region="eu-west-1")
+    assert s3_endpoint(plan).inputs["serviceName"] == "com.amazonaws.eu-west-1.s3"
+    assert len(s3_endpoint(plan).inputs["routeTableIds"]) == 3

@@ -139,3 +139,13 @@ def test_managed_groups_follow_the_cluster_version(stack_plan):
     (cluster,) = stack_plan.of_type("eks:index:Cluster")
     groups = stack_plan.of_type("eks:index:ManagedNodeGroup")
     assert groups and all(g.inputs["version"] == cluster.inputs["version"] for g in groups)
+
+
+def test_cluster_autoscaler_owns_the_desired_size_of_every_managed_group(stack_plan):
+    """Cluster Autoscaler scales managed groups through their ASG's desired size; if the stack kept
+    ``scalingConfig.desiredSize`` (0 for GPU pools), the next ``up`` after a refresh or any group
+    change would shrink the group back and terminate nodes serving warm models."""
+    groups = stack_plan.of_type("eks:index:ManagedNodeGroup")
+    assert {g.name for g in groups} >= {"system", *(g.name for g in gpu_node_groups(stack_plan))}
+    for group in groups:
+        assert group.inputs["ignoreScalingChanges"] is True, group.urn
