@@ -80,8 +80,9 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
     keys.pools["system"] = "systemPool"
     for index, pool in enumerate(settings.gpu_pools):
         labels = {**pool.labels, **operator_node_labels(software, "managed", pool.purpose),
-                  **contract.gpu_pool_labels(pool.name, purpose=pool.purpose, accelerator=pool.accelerator,
-                                             gpu_memory_mib=pool.gpu_memory_mib, capacity_type=pool.capacity_type)}
+                  **contract.managed_gpu_pool_labels(pool.name, purpose=pool.purpose, accelerator=pool.accelerator,
+                                                     gpu_memory_mib=pool.gpu_memory_mib,
+                                                     capacity_type=pool.capacity_type)}
         out.append(_resource("eks:index:ManagedNodeGroup", pool.name, {
             "instanceTypes": list(pool.instance_types),
             "scalingConfig": {"minSize": pool.scaling.min_size, "maxSize": pool.scaling.max_size},

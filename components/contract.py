@@ -27,6 +27,10 @@ CAPACITY_TYPE_LABEL = "llm-platform.io/capacity-type"
 GPU_MEMORY_NEED_ANNOTATION = "llm-platform.io/gpu-memory-mib"
 #: Matches the NVIDIA device plugin's default required node affinity (note the dot).
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+#: The label Cluster Autoscaler's AWS provider reads as "this node has GPUs" (cloudprovider/aws
+#: ``GPULabel``). A node that carries it but does not advertise ``nvidia.com/gpu`` yet counts as not
+#: ready, so the autoscaler waits for the device plugin instead of adding more nodes.
+AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 
 SYSTEM_PURPOSE = "system"
 GPU_INFERENCE_PURPOSE = "gpu-inference"
@@ -136,6 +140,19 @@ def gpu_pool_labels(
     }
     if capacity_type is not None:
         labels[CAPACITY_TYPE_LABEL] = capacity_label_value(capacity_type)
+    return labels
+
+
+def managed_gpu_pool_labels(
+    pool: str, *, purpose: str, accelerator: str, gpu_memory_mib: int, capacity_type: str | None
+) -> dict[str, str]:
+    """Labels of a managed GPU group: the pool labels plus Cluster Autoscaler's GPU label
+    (``nvidia-<accelerator>``). DRA groups never advertise ``nvidia.com/gpu``, so they do not carry
+    it: the autoscaler would count their nodes as unready forever."""
+    labels = gpu_pool_labels(pool, purpose=purpose, accelerator=accelerator, gpu_memory_mib=gpu_memory_mib,
+                             capacity_type=capacity_type)
+    if purpose != GPU_DRA_PURPOSE:
+        labels[AUTOSCALER_GPU_LABEL] = f"nvidia-{accelerator}"
     return labels
 
 

@@ -264,7 +264,7 @@ class GpuNodePool(_ManagedNodePool):
         self.gpus_per_node = [t.gpus for t in types]
         labels = {
             **args.labels,
-            **contract.gpu_pool_labels(
+            **contract.managed_gpu_pool_labels(
                 name,
                 purpose=args.purpose,
                 accelerator=self.accelerator,

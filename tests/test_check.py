@@ -14,8 +14,8 @@ from automation.plan import ROOT
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (177, 15, "$23,107/month"),
-    "prod": (228, 50, "$81,389/month"),
+    "dev": (178, 15, "$23,107/month"),
+    "prod": (230, 50, "$81,389/month"),
 }
 
 

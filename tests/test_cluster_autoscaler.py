@@ -99,6 +99,27 @@ def test_groups_at_zero_carry_node_template_tags_on_their_asg(stack_plan):
         assert expected[f"{TEMPLATE}taint/nvidia.com/gpu"] == "true:NoSchedule"
 
 
+def test_gpu_groups_carry_the_autoscaler_gpu_label_and_its_template_tag(stack_plan):
+    """The AWS provider's GPU label makes the autoscaler wait for the device plugin on a new node
+    instead of adding more nodes (cloudprovider/aws README, "Special note on GPU instances")."""
+    tags = stack_plan.of_type("aws:autoscaling/tag:Tag")
+    for group in gpu_node_groups(stack_plan):
+        accelerator = group.inputs["labels"][contract.ACCELERATOR_LABEL]
+        assert group.inputs["labels"][contract.AUTOSCALER_GPU_LABEL] == f"nvidia-{accelerator}"
+        keys = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in tags if t.parent == group.parent}
+        assert keys[f"{TEMPLATE}label/{contract.AUTOSCALER_GPU_LABEL}"] == f"nvidia-{accelerator}"
+
+
+def test_dra_groups_do_not_carry_the_autoscaler_gpu_label():
+    """A DRA node never advertises nvidia.com/gpu: with the label the autoscaler would count it unready."""
+    labels = contract.managed_gpu_pool_labels("dra", purpose=contract.GPU_DRA_PURPOSE, accelerator="a10g",
+                                              gpu_memory_mib=22888, capacity_type="ON_DEMAND")
+    assert contract.AUTOSCALER_GPU_LABEL not in labels
+    inference = contract.managed_gpu_pool_labels("gpu", purpose=contract.GPU_INFERENCE_PURPOSE, accelerator="a10g",
+                                                 gpu_memory_mib=22888, capacity_type="ON_DEMAND")
+    assert inference[contract.AUTOSCALER_GPU_LABEL] == "nvidia-a10g"
+
+
 def test_the_system_pool_never_sits_at_zero_so_gets_no_template_tags(stack_plan):
     system = system_node_group(stack_plan)
     assert not [t for t in stack_plan.of_type("aws:autoscaling/tag:Tag") if t.parent == system.parent]
