@@ -4,10 +4,13 @@ The plan follows what the stack actually installed: the standalone device plugin
 namespace and labels) or the GPU Operator (its operand DaemonSet ``nvidia-device-plugin-daemonset``,
 label ``app=nvidia-device-plugin-daemonset``, in the operator's namespace, on nodes labelled
 ``nvidia.com/gpu.deploy.device-plugin=true``), or nothing when the AMI/Auto Mode ships the plugin.
-Then ``nvidia-smi`` on each GPU pool, every warm model's ``/health`` through the API server's
-service proxy, and one chat completion and one embedding through the gateway (``kubectl
-port-forward`` plus the master key from its Secret: the API server's proxy drops the
-``Authorization`` header, so the key cannot travel through it).
+The GPU pools checked are those with a Ready node now (by the ``llm-platform.io/pool`` node label
+from ``components.contract``), managed and Karpenter pools alike; a pool without one is SKIP.
+Then ``nvidia-smi`` on each of those pools, every warm model's ``/health`` and one chat completion
+and one embedding through the gateway, all through ``kubectl port-forward``: its traffic enters the
+pod's network namespace through the kubelet, so the serving namespaces' NetworkPolicies (which admit
+only the gateway and Prometheus) do not stop it, whereas the API server's service proxy comes from
+the control plane's ENIs and is dropped (it would also drop the gateway's ``Authorization`` header).
 
 Everything goes through ``kubectl`` against the stack's kubeconfig. Scheduling values
 (toleration, node selector, GPU resource) come from ``components.contract``.
@@ -25,6 +28,7 @@ import urllib.error
 import urllib.request
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -201,11 +205,45 @@ def nodes_ready(kubectl: Kubectl) -> tuple[bool, str]:
     return True, f"{len(nodes)} node(s) Ready"
 
 
+def _pool(node: dict[str, Any]) -> str:
+    return node["metadata"].get("labels", {}).get(contract.POOL_LABEL, "")
+
+
+def _ready_gpu_nodes(kubectl: Kubectl) -> list[dict[str, Any]]:
+    return [n for n in _gpu_nodes(_items(kubectl, "nodes")) if _ready(n.get("status", {}).get("conditions"))]
+
+
+def _in_pools(nodes: list[dict[str, Any]], pools: set[str] | None) -> list[dict[str, Any]]:
+    return nodes if pools is None else [n for n in nodes if _pool(n) in pools]
+
+
 def gpu_nodes_present(kubectl: Kubectl, target: GpuTarget) -> tuple[bool, str]:
-    gpu = [n for n in _gpu_nodes(_items(kubectl, "nodes")) if _ready(n.get("status", {}).get("conditions"))]
+    """``target.nodes`` Ready GPU nodes in ``target.pool`` (the pool a ``test`` run started)."""
+    gpu = _in_pools(_ready_gpu_nodes(kubectl), {target.pool})
     if len(gpu) < target.nodes:
-        return False, f"{len(gpu)} Ready GPU node(s) labelled {contract.GPU_PRESENT_LABEL}=true, want {target.nodes}"
-    return True, f"{len(gpu)} Ready GPU node(s)"
+        return False, (f"{len(gpu)} Ready GPU node(s) in pool {target.pool} ({contract.POOL_LABEL}), "
+                       f"want {target.nodes}")
+    return True, f"{len(gpu)} Ready GPU node(s) in pool {target.pool}"
+
+
+def gpu_pool_targets(kubectl: Kubectl, pools: dict[str, str]) -> tuple[list[GpuTarget], list[CheckResult]]:
+    """The stack's GPU pools (name -> purpose) that have a Ready node now, read from the nodes' pool
+    label, so managed groups at desiredSize 0 that run nothing and Karpenter pools that do are both
+    judged by what exists; the others come back as SKIP rows (nothing to run ``nvidia-smi`` on)."""
+    counts = Counter(_pool(n) for n in _ready_gpu_nodes(kubectl))
+    targets: list[GpuTarget] = []
+    skipped: list[CheckResult] = []
+    for name, purpose in pools.items():
+        check = f"gpu pool {name}"
+        if purpose == contract.GPU_DRA_PURPOSE:
+            skipped.append(CheckResult(check, True, f"DRA pool: GPUs are claimed through DRA, not "
+                                       f"{contract.GPU_RESOURCE}; not smoke-tested", skipped=True))
+        elif counts.get(name, 0) == 0:
+            skipped.append(CheckResult(check, True, "no Ready node (scaled to zero); GPU checks need one",
+                                       skipped=True))
+        else:
+            targets.append(GpuTarget(pool=name, purpose=purpose, nodes=counts[name]))
+    return targets, skipped
 
 
 @dataclass(frozen=True)
@@ -235,9 +273,11 @@ def gpu_software_target(provider: str) -> GpuSoftwareTarget:
     return GpuSoftwareTarget(provider)
 
 
-def device_plugin_ready(kubectl: Kubectl, software: GpuSoftwareTarget) -> tuple[bool, str]:
-    """A Ready device-plugin pod on every GPU node meant to run one, and the DaemonSet rolled out."""
-    nodes = _gpu_nodes(_items(kubectl, "nodes"))
+def device_plugin_ready(kubectl: Kubectl, software: GpuSoftwareTarget,
+                        pools: set[str] | None = None) -> tuple[bool, str]:
+    """A Ready device-plugin pod on every GPU node (of ``pools``, if given) meant to run one, and the
+    DaemonSet rolled out."""
+    nodes = _in_pools(_gpu_nodes(_items(kubectl, "nodes")), pools)
     gpu = {n["metadata"]["name"] for n in nodes
            if n["metadata"].get("labels", {}).get(DEPLOY_PLUGIN_LABEL) != "false"}
     where = f"{software.namespace} ({software.provider})"
@@ -260,8 +300,8 @@ def device_plugin_ready(kubectl: Kubectl, software: GpuSoftwareTarget) -> tuple[
     return True, f"{software.provider} device plugin Ready on {len(gpu)} GPU node(s) ({ready}/{desired} pods)"
 
 
-def gpus_allocatable(kubectl: Kubectl) -> tuple[bool, str]:
-    gpu = _gpu_nodes(_items(kubectl, "nodes"))
+def gpus_allocatable(kubectl: Kubectl, pools: set[str] | None = None) -> tuple[bool, str]:
+    gpu = _in_pools(_gpu_nodes(_items(kubectl, "nodes")), pools)
     empty = [n["metadata"]["name"] for n in gpu if _allocatable_gpus(n) <= 0]
     if not gpu or empty:
         return False, f"allocatable {contract.GPU_RESOURCE} is 0 on: {', '.join(empty) or 'no GPU nodes'}"
@@ -364,20 +404,21 @@ def model_kind(model: Any, tier_name: str) -> str:
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """Every check a stack's settings call for, in order."""
+    """Every check a stack's settings call for, in order.
+
+    ``pools`` maps each GPU pool of the stack (managed, Karpenter, Auto Mode) to its purpose; which of
+    them are checked is decided on the cluster (:func:`gpu_pool_targets`). ``wait_for`` is the pool a
+    ``test`` run started nodes in: the checks wait for those nodes first."""
 
     software: GpuSoftwareTarget
-    targets: list[GpuTarget]
+    pools: dict[str, str]
     models: list[ModelTarget] = field(default_factory=list)
     gateway: bool = False
-
-    @property
-    def first_nodes(self) -> GpuTarget:
-        return self.targets[0]
+    wait_for: GpuTarget | None = None
 
 
-def plan_checks(settings: Any, targets: list[GpuTarget]) -> CheckPlan:
-    """The checks for ``settings``: its GPU software, the given GPU pools, its models and gateway."""
+def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
+    """The checks for ``settings``: its GPU software, its GPU pools, its models and gateway."""
     models: list[ModelTarget] = []
     serving = getattr(settings, "serving", None)
     if serving is not None and serving.enabled:
@@ -388,16 +429,35 @@ def plan_checks(settings: Any, targets: list[GpuTarget]) -> CheckPlan:
                 models.append(ModelTarget(model.name, namespace_name(tier.name), model_kind(model, tier.name),
                                           model.replicas.min >= 1))
     gateway = bool(serving is not None and serving.enabled and serving.gateway.enabled)
-    return CheckPlan(gpu_software_target(settings.gpu_software.provider), targets, models, gateway)
+    pools = {name: facts.purpose for name, facts in settings.gpu_pool_facts().items()}
+    return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for)
 
 
-def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, str]:
-    """vLLM's ``/health`` through the API server's service proxy (200 when the engine is up)."""
+def http_status(url: str, timeout: float = 30) -> int:
+    """The HTTP status of a GET; a connection failure is a :class:`KubectlError` (retried)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        raise KubectlError(f"GET {url}: {exc}") from None
+
+
+def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, ...]:
+    """vLLM's ``/health`` (200 when the engine is up) through ``kubectl port-forward`` to the model's
+    Service: not through the API server's service proxy, which the namespace's NetworkPolicy drops."""
     from components.model_server import PORT
 
-    path = f"/api/v1/namespaces/{model.namespace}/services/http:{model.name}:{PORT}/proxy/health"
-    kubectl("get", "--raw", path)
-    return True, f"{model.namespace}/{model.name} /health answered"
+    forward = getattr(kubectl, "port_forward", None)
+    if forward is None:
+        return False, "this kubectl cannot port-forward", True
+    where = f"{model.namespace}/{model.name}"
+    with forward(model.namespace, f"svc/{model.name}", PORT) as local_port:
+        status = http_status(f"http://127.0.0.1:{local_port}/health")
+    if status != 200:
+        return False, f"{where} /health: HTTP {status}"
+    return True, f"{where} /health answered 200"
 
 
 def gateway_master_key(kubectl: Kubectl) -> str:
@@ -467,18 +527,31 @@ def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) ->
     GPUs (each needs the one before it: the first failure stops these), then ``nvidia-smi`` on every
     GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
     if isinstance(plan, GpuTarget):
-        plan = CheckPlan(gpu_software_target("device-plugin"), [plan])
+        plan = CheckPlan(gpu_software_target("device-plugin"), {plan.pool: plan.purpose}, wait_for=plan)
     steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
+    if plan.wait_for is not None:
+        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.wait_for)))
     results: list[CheckResult] = []
-    if not plan.targets:
-        results.append(CheckResult("gpu nodes present", True, "no GPU pool keeps nodes running (desiredSize 0); "
+    for name, probe in steps:
+        results.append(poller.until(name, probe))
+        if not results[-1].ok:
+            return results
+    try:
+        targets, skipped = gpu_pool_targets(kubectl, plan.pools)
+    except KubectlError as exc:
+        results.append(CheckResult("gpu pools", False, str(exc)))
+        return results
+    results.extend(skipped)
+    steps = []
+    if not targets:
+        results.append(CheckResult("gpu nodes present", True, "no GPU pool has a Ready node; "
                                    "GPU checks need a GPU node", skipped=True))
     else:
-        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.first_nodes)))
+        pools = {t.pool for t in targets}
         if plan.software.provider != "none":
             steps.append((f"device plugin ready on gpu nodes ({plan.software.provider})",
-                          lambda: device_plugin_ready(kubectl, plan.software)))
-        steps.append(("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl)))
+                          lambda: device_plugin_ready(kubectl, plan.software, pools)))
+        steps.append(("allocatable nvidia.com/gpu", lambda: gpus_allocatable(kubectl, pools)))
     if plan.software.provider == "none":
         results.append(CheckResult("device plugin ready on gpu nodes", True,
                                    "gpuSoftware.provider none: the AMI or Auto Mode runs it", skipped=True))
@@ -486,7 +559,7 @@ def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) ->
         results.append(poller.until(name, probe))
         if not results[-1].ok:
             return results
-    for target in plan.targets:
+    for target in targets:
         results.append(run_smoke_job(kubectl, target, poller))
     for model in plan.models:
         name = f"model {model.name} health"

@@ -92,7 +92,7 @@ def declare(verbs: argparse._SubParsersAction) -> None:
         help="ephemeral integration run: up, post-deploy GPU checks, destroy",
         description="Create a uniquely named stack from a template, `up` it, check the cluster (nodes Ready, "
         "the device plugin of the installed GPU software Ready on every GPU node, allocatable nvidia.com/gpu, "
-        "nvidia-smi on each GPU pool with nodes, every warm model's health, one chat completion and one "
+        "nvidia-smi on each GPU pool with a Ready node, every warm model's health, one chat completion and one "
         "embedding through the gateway), then always delete Karpenter nodes, Ingresses and LoadBalancer "
         "Services, destroy and remove the stack, also on failure and on Ctrl-C. Preflight first checks kubectl, "
         "aws, credentials, the backend and the secrets provider. Needs kubectl, aws and AWS credentials.",
@@ -153,26 +153,14 @@ def _run_verify(args: argparse.Namespace) -> int:
             raise DriverError(f"stack {args.stack!r} exports no kubeconfig: is it deployed?", exit_codes.NOT_FOUND)
         preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
                   [endpoint_check(settings, kubeconfig.value, args.endpoint_reachable, args.stack)])
-        targets = [GpuTarget(pool=p.name, purpose=p.purpose, nodes=p.scaling.desired_size) for p in settings.gpu_pools
-                   if p.purpose != contract.GPU_DRA_PURPOSE and p.scaling.desired_size >= 1]
-        with kubeconfig_file(kubeconfig.value) as path:
-            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan_checks(settings, targets), poller)
+        with kubeconfig_file(kubeconfig.value) as path:  # GPU pools checked: those with a Ready node now
+            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan_checks(settings), poller)
     if args.output == "json":
         print(json.dumps({"stack": args.stack, "result": "passed" if checks_passed(checks) else "failed",
                           "checks": [c.to_json() for c in checks]}, indent=2))
     else:
         render_checks(checks, stdout())
     return exit_codes.OK if checks_passed(checks) else exit_codes.FAILED
-
-
-def smoke_targets(settings: Settings, first: GpuTarget) -> list[GpuTarget]:
-    """``first`` (the pool the run starts nodes in), then every other managed GPU pool (not DRA)
-    that keeps nodes running; pools at desiredSize 0 have no node to run ``nvidia-smi`` on."""
-    targets = [first]
-    for pool in settings.gpu_pools:
-        if pool.name != first.pool and pool.purpose != contract.GPU_DRA_PURPOSE and pool.scaling.desired_size >= 1:
-            targets.append(GpuTarget(pool=pool.name, purpose=pool.purpose, nodes=pool.scaling.desired_size))
-    return targets
 
 
 def gpu_target(settings: Settings, nodes: int) -> tuple[GpuTarget, int]:
@@ -207,7 +195,7 @@ def _run_test(args: argparse.Namespace) -> int:
     target, index = gpu_target(validate(stack_name, config), args.gpu_nodes)
     start_gpu_nodes(config, validate(stack_name, config), index, args.gpu_nodes)
     settings = validate(stack_name, config)
-    plan = plan_checks(settings, smoke_targets(settings, target))
+    plan = plan_checks(settings, wait_for=target)  # then every GPU pool with a Ready node, as in verify
     poller = Poller(timeout=args.timeout.total_seconds())
     policy = project.policy_args(args.template)
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)

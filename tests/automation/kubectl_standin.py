@@ -16,9 +16,12 @@ NodeClaim); ``none`` makes the cluster have no Karpenter CRDs.
 ``STANDIN_GPU_SOFTWARE`` is what runs the device plugin: ``device-plugin`` (default; the chart's namespace
 and labels) or ``gpu-operator`` (the operator's operand); asked in the wrong place, it has no DaemonSet.
 ``STANDIN_GPU_POOLS`` is a JSON list of GPU pools, one Ready GPU node each (default ``["inference"]``).
-``STANDIN_UNHEALTHY`` names models whose ``/health`` fails and which the gateway cannot serve.
-``port-forward`` serves the gateway's OpenAI API on 127.0.0.1 (the master key is the Secret's), logs each
-request with ``"tool": "gateway"`` and stops by itself after a minute.
+``STANDIN_UNHEALTHY`` names models whose ``/health`` answers 503 and which the gateway cannot serve.
+``port-forward`` to ``svc/llm-gateway`` serves the gateway's OpenAI API on 127.0.0.1 (the master key is the
+Secret's) and logs each request with ``"tool": "gateway"``; to any other Service it serves that model's
+vLLM ``/health`` and logs each request with ``"tool": "model"``. Both stop by themselves after a minute.
+``get --raw .../services/.../proxy/...`` fails as on EKS: the serving namespaces' NetworkPolicies drop
+traffic from the control plane, so the API server's service proxy times out.
 ``STANDIN_STUCK`` names objects whose deletion times out (a load balancer that will not go).
 Deletions persist in ``<STANDIN_LOG>.kube.json``, so later listings no longer show what was deleted.
 """
@@ -131,6 +134,30 @@ def log_entry(entry: dict) -> None:
         log.write(json.dumps({**entry, "time": time.time()}) + "\n")
 
 
+def serve_model_health(namespace: str, service: str, target_port: str) -> None:
+    """What ``kubectl port-forward svc/<model>`` reaches: vLLM's ``/health`` (200, or 503 when unhealthy)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    unhealthy = service in os.environ.get("STANDIN_UNHEALTHY", "").split(",")
+
+    class Model(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def do_GET(self):
+            log_entry({"tool": "model", "namespace": namespace, "service": service, "path": self.path})
+            code = 404 if self.path != "/health" else 503 if unhealthy else 200
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = HTTPServer(("127.0.0.1", 0), Model)
+    threading.Timer(60, server.shutdown).start()  # stops by itself
+    print(f"Forwarding from 127.0.0.1:{server.server_address[1]} -> {target_port}", flush=True)
+    server.serve_forever()
+
+
 def serve_gateway(target_port: str) -> None:
     """What ``kubectl port-forward svc/llm-gateway`` reaches: the gateway's OpenAI API."""
     import threading
@@ -194,17 +221,18 @@ def respond(args: list[str], mode: str) -> str:
                  "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
                 for i, (name, _) in enumerate(gpu_node_names())]
         return json.dumps({"items": pods if plugin_where_asked(args) else []})
-    if verb == "get" and args[1] == "--raw":
-        model = args[2].split("/services/http:", 1)[-1].split(":", 1)[0]
-        if model in os.environ.get("STANDIN_UNHEALTHY", "").split(","):
-            raise SystemExit("Error from server (ServiceUnavailable): the server is currently unable to handle "
-                             "the request")
-        return ""
+    if verb == "get" and args[1] == "--raw" and "/proxy/" in args[2]:
+        raise SystemExit("Error from server (ServiceUnavailable): error trying to reach service: dial tcp "
+                         "10.40.1.23:8000: i/o timeout")
     if verb == "get" and args[1] == "secret":
         key = base64.b64encode(MASTER_KEY.encode()).decode()
         return json.dumps({"metadata": {"name": args[2]}, "data": {"LITELLM_MASTER_KEY": key}})
     if verb == "port-forward":
-        serve_gateway(args[-1].lstrip(":"))
+        namespace, target = args[args.index("-n") + 1], args[-2]
+        if target == "svc/llm-gateway":
+            serve_gateway(args[-1].lstrip(":"))
+        else:
+            serve_model_health(namespace, target.split("/", 1)[-1], args[-1].lstrip(":"))
         return ""
     if verb == "get" and args[1] == "job":
         done = {"failed": 1} if mode == "job-fails" else {"succeeded": 1}

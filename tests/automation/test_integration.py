@@ -228,13 +228,22 @@ def test_checks_follow_the_gpu_operator_and_call_every_model_through_the_gateway
         "the standalone chart's namespace does not exist on a GPU Operator stack")
     for model, namespace in (("llama-3-1-70b-instruct-awq", "serving-interactive"), ("bge-m3", "serving-embedding"),
                              ("qwen2-5-32b-instruct", "serving-batch")):
-        assert has_row(result.out, "PASS", f"model {model} health"), result.out
-        assert ["get", "--raw", f"/api/v1/namespaces/{namespace}/services/http:{model}:8000/proxy/health"] in kubectl
+        assert has_row(result.out, "PASS", f"model {model} health", f"{namespace}/{model} /health answered 200"), (
+            result.out)
+        assert ["port-forward", "-n", namespace, "--address", "127.0.0.1", f"svc/{model}", ":8000"] in kubectl
+    assert not any(a[:2] == ["get", "--raw"] for a in kubectl), (
+        "the API server's service proxy is dropped by the serving namespaces' NetworkPolicies")
+    health = rig.calls.entries("model")
+    assert sorted((c["namespace"], c["service"], c["path"]) for c in health) == [
+        ("serving-batch", "qwen2-5-32b-instruct", "/health"), ("serving-embedding", "bge-m3", "/health"),
+        ("serving-interactive", "llama-3-1-70b-instruct-awq", "/health")]
     calls = rig.calls.entries("gateway")
     assert [(c["path"], c["body"]["model"], c["authorized"]) for c in calls] == [
         ("/v1/chat/completions", "llama-3-1-70b-instruct-awq", True), ("/v1/embeddings", "bge-m3", True)]
     assert has_row(result.out, "PASS", "gateway embedding", "bge-m3: 1024 dimensions"), result.out
-    assert "10 of 10 passed" in result.out
+    for pool in ("inference-l40s", "gpu-inference", "gpu-interactive", "gpu-training"):
+        assert has_row(result.out, "SKIP", f"gpu pool {pool}", "no Ready node"), result.out
+    assert "14 of 14 passed" in result.out
 
 
 def test_an_unhealthy_model_fails_the_run_clearly(rig: Rig):
@@ -245,7 +254,7 @@ def test_an_unhealthy_model_fails_the_run_clearly(rig: Rig):
     report = json.loads(result.out)
     failed = {c["name"]: c["detail"] for c in report["checks"] if c["status"] == "FAIL"}
     assert set(failed) == {"model bge-m3 health", "gateway embedding"}
-    assert "ServiceUnavailable" in failed["model bge-m3 health"]
+    assert "serving-embedding/bge-m3 /health: HTTP 503" in failed["model bge-m3 health"]
     assert "HTTP 503" in failed["gateway embedding"]
     assert report["cleanup"]["removed"] is True
 
@@ -297,3 +306,33 @@ def test_verify_checks_a_deployed_environment_from_its_stored_request(rig: Rig):
     assert failed.code == exit_codes.FAILED
     assert json.loads(failed.out)["result"] == "failed"
     assert rig.run("verify", "--stack", "ghost", "--kubectl", rig.kubectl).code == exit_codes.NOT_FOUND
+
+
+def test_verify_prod_checks_the_gpu_pools_that_have_ready_nodes(rig: Rig):
+    """prod keeps every managed group at desiredSize 0 and runs its GPUs through Karpenter: the pools
+    checked are those with a Ready node now, by the pool label, managed and Karpenter alike."""
+    assert rig.run("up", "--stack", "prod", "--endpoint-reachable").code == exit_codes.OK
+    rig.monkeypatch.setenv("STANDIN_GPU_SOFTWARE", "gpu-operator")
+    rig.monkeypatch.setenv("STANDIN_GPU_POOLS", json.dumps(["gpu-interactive", "inference-a10g", "gpu-interactive"]))
+    result = rig.run("verify", "--stack", "prod", "--kubectl", rig.kubectl, "--timeout", "0s",
+                     "--endpoint-reachable", "--json")
+
+    assert result.code == exit_codes.OK, result.out + result.err
+    checks = {c["name"]: c for c in json.loads(result.out)["checks"]}
+    for pool in ("gpu-interactive", "inference-a10g"):
+        assert checks[f"nvidia-smi on pool {pool}"]["status"] == "PASS"
+    for pool in ("inference-l40s", "gpu-inference", "gpu-training"):
+        assert checks[f"gpu pool {pool}"]["status"] == "SKIP", checks
+        assert f"nvidia-smi on pool {pool}" not in checks
+    assert "3 GPU node(s)" in checks["device plugin ready on gpu nodes (gpu-operator)"]["detail"]
+    assert checks["allocatable nvidia.com/gpu"]["detail"] == "3 allocatable nvidia.com/gpu on 3 node(s)"
+    applied = [yaml.safe_load_all(k["stdin"]) for k in rig.calls.kubectl() if k["argv"][0] == "apply"]
+    selectors = sorted(list(docs)[1]["spec"]["template"]["spec"]["nodeSelector"][contract.POOL_LABEL]
+                       for docs in applied)
+    assert selectors == ["gpu-interactive", "inference-a10g"]
+
+    rig.monkeypatch.setenv("STANDIN_GPU_POOLS", "[]")
+    idle = rig.run("verify", "--stack", "prod", "--kubectl", rig.kubectl, "--timeout", "0s", "--endpoint-reachable")
+    assert idle.code == exit_codes.OK, idle.out + idle.err
+    assert has_row(idle.out, "SKIP", "gpu nodes present", "no GPU pool has a Ready node"), idle.out
+    assert has_row(idle.out, "SKIP", "gpu pool gpu-interactive", "no Ready node"), idle.out

@@ -176,3 +176,37 @@ def test_kubeconfig_file_is_private_and_removed():
         assert json.loads(path.read_text())["kind"] == "Config"
         assert path.stat().st_mode & 0o077 == 0
     assert not path.exists()
+
+
+def pool_node(name: str, pool: str, ready: bool = True, gpus: str = "1") -> dict:
+    n = node(name, gpu=True, ready=ready, gpus=gpus)
+    n["metadata"]["labels"][contract.POOL_LABEL] = pool
+    return n
+
+
+def test_gpu_pools_are_chosen_from_ready_nodes_by_the_pool_label():
+    kubectl = FakeKubectl(nodes=[node("cpu"), pool_node("k1", "karpenter-inf"), pool_node("k2", "karpenter-inf"),
+                                 pool_node("m1", "managed-a10g"), pool_node("n1", "training", ready=False)])
+    pools = {"managed-a10g": contract.GPU_INFERENCE_PURPOSE, "karpenter-inf": contract.GPU_INFERENCE_PURPOSE,
+             "training": contract.GPU_TRAINING_PURPOSE, "claims": contract.GPU_DRA_PURPOSE}
+    targets, skipped = postdeploy.gpu_pool_targets(kubectl, pools)
+    assert targets == [GpuTarget("managed-a10g", contract.GPU_INFERENCE_PURPOSE, 1),
+                       GpuTarget("karpenter-inf", contract.GPU_INFERENCE_PURPOSE, 2)]
+    assert [(r.name, r.status) for r in skipped] == [("gpu pool training", "SKIP"), ("gpu pool claims", "SKIP")]
+    assert "no Ready node" in skipped[0].detail and "DRA" in skipped[1].detail
+
+
+def test_per_pool_checks_look_only_at_the_chosen_pools():
+    nodes = [pool_node("g1", "inf"), pool_node("d1", "claims", gpus="0")]
+    assert postdeploy.gpus_allocatable(FakeKubectl(nodes=nodes), {"inf"}) == (
+        True, f"1 allocatable {contract.GPU_RESOURCE} on 1 node(s)")
+    assert postdeploy.gpus_allocatable(FakeKubectl(nodes=nodes))[0] is False
+    present = postdeploy.gpu_nodes_present(FakeKubectl(nodes=nodes), GpuTarget("inf", "gpu-inference", 2))
+    assert present == (False, f"1 Ready GPU node(s) in pool inf ({contract.POOL_LABEL}), want 2")
+
+
+def test_model_health_needs_port_forward_not_the_service_proxy():
+    kubectl = FakeKubectl()
+    model = postdeploy.ModelTarget("m", "serving-x", "chat", True)
+    assert postdeploy.model_healthy(kubectl, model) == (False, "this kubectl cannot port-forward", True)
+    assert kubectl.calls == [], "no call through the API server's service proxy"
