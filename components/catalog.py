@@ -26,7 +26,6 @@ class InstanceType(BaseModel):
     gpus: int
     gpu_name: str | None = Field(default=None, alias="gpuName")
     gpu_memory_mib: int | None = Field(default=None, alias="gpuMemoryMiB")
-    max_pods: int | None = Field(default=None, alias="maxPods")
     on_demand_hourly_usd: float = Field(alias="onDemandHourlyUsd")
     #: Pods the VPC CNI can give an IP without prefix delegation: ENIs x (IPv4 per ENI - 1) + 2
     #: (awslabs/amazon-eks-ami eni-max-pods.txt).

@@ -7,16 +7,15 @@ but counts and prices come only from the table.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from capacity.instances import CATALOG_PATH, load_instances
 from shapes import Constraint, requirement_constraint
 
-CATALOG_PATH = Path(__file__).resolve().parent / "instance_catalog.json"
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
 KARPENTER_PREFIX, AUTO_MODE_PREFIX = "karpenter.k8s.aws/", "eks.amazonaws.com/"
@@ -130,19 +129,20 @@ def is_gpu_family(family: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
-    raw = json.loads(path.read_text())
+    """The pool policies' view of the one reader of ``instance_catalog.json`` (``capacity.instances``)."""
+    shared = load_instances(path)
     instances = {
         name: InstanceType(
             name=name,
-            category=spec["category"],
-            family=spec["family"],
-            vcpu=int(spec["vcpu"]),
-            memory_mib=int(spec["memoryMiB"]),
-            gpus=int(spec["gpus"]),
-            gpu_name=spec.get("gpuName"),
-            gpu_memory_mib=spec.get("gpuMemoryMiB"),
-            hourly_usd=float(spec["onDemandHourlyUsd"]),
+            category=i.category,
+            family=i.family,
+            vcpu=i.vcpu,
+            memory_mib=i.memory_mib,
+            gpus=i.gpus,
+            gpu_name=i.gpu_name,
+            gpu_memory_mib=i.gpu_memory_mib,
+            hourly_usd=i.hourly_usd,
         )
-        for name, spec in raw["instances"].items()
+        for name, i in shared.instances.items()
     }
-    return Catalog(hours_per_month=float(raw["hoursPerMonth"]), instances=instances)
+    return Catalog(hours_per_month=shared.hours_per_month, instances=instances)
