@@ -13,7 +13,6 @@ import copy
 import json
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 import yaml
 
 from automation.plan import ROOT, SECRET_SIG, SPECIAL_SIG_KEY
-from tests.prometheus_tools import IN_CI, free_port
+from tests.prometheus_tools import IN_CI, free_port, stop_process, wait_until_ready
 
 GATEWAY_VENV = ROOT / ".venv-gateway"
 LITELLM = GATEWAY_VENV / "bin" / "litellm"
@@ -131,26 +130,12 @@ class Proxy:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"litellm exited: {(self.workdir / 'litellm.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/health/liveliness", timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("litellm did not start in 180s")
+        wait_until_ready(self.process, f"{self.url}/health/liveliness", name="litellm", log=self.workdir / "litellm.log",
+                         seconds=180, pause=0.3)
+        return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def call(self, path: str, body: dict[str, Any] | None = None, token: str | None = None) -> tuple[int, str]:
         headers = {"content-type": "application/json"}

@@ -42,6 +42,32 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_until_ready(process: subprocess.Popen, url: str, *, name: str, log: Path, seconds: float, pause: float) -> None:
+    """Poll ``url`` until it answers 2xx; fail with the log's tail if the server exits or stays silent."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(pause)
+    stop_process(process)
+    raise RuntimeError(f"{name} did not become ready in {seconds:.0f}s")
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    """Terminate a local server, killing it after 20 s."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @dataclass
 class Sample:
     labels: dict[str, str]
@@ -86,27 +112,12 @@ class PrometheusServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("prometheus did not become ready in 60s")
+        wait_until_ready(self.process, f"{self.url}/-/ready", name="prometheus", log=self.workdir / "prometheus.log",
+                         seconds=60, pause=0.2)
+        return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def query(self, expr: str, at: float | None = None) -> list[Sample]:
         """Instant query, as KEDA's Prometheus scaler sends it (``/api/v1/query``)."""
