@@ -13,9 +13,9 @@ from rich.console import Console
 
 from components.settings import SettingsError
 
-from . import exit_codes
-from .commands import env, integration, stack_ops, unlock
-from .stacks import StackFileError
+from automation import exit_codes
+from automation.commands import env, integration, stack_ops, unlock
+from automation.stacks import StackFileError
 
 #: Error output shows user text (names, paths, values) as given: markup off, so `[/x]` is text.
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
@@ -45,20 +45,20 @@ def _declare_check(verbs: argparse._SubParsersAction) -> None:
 
 
 def _stack_name(text: str) -> str:
-    from .commands._common import stack_flag
+    from automation.commands._common import stack_flag
 
     return stack_flag(text)
 
 
 def _output_dir(text: str) -> Path:
-    from .commands._common import output_dir
+    from automation.commands._common import output_dir
 
     return output_dir(text)
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from .check import run_check
-    from .report import render, render_policies
+    from automation.offline.check import run_check
+    from automation.offline.report import render, render_policies
 
     _program_log_to_stderr()
     result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
@@ -104,8 +104,8 @@ class _Parser(argparse.ArgumentParser):
 def _check_errors() -> tuple[tuple[type[Exception], ...], type[Exception]]:
     """The check's usage errors and the pack's failure; imported only while an error is handled, so
     verbs other than ``check`` do not pay for the pack's client (gRPC, jsonschema) at start-up."""
-    from .analyzer import PolicyConfigError, PolicyPackError
-    from .check import PolicyConfigMissing
+    from automation.offline.pack_runner import PolicyConfigError, PolicyPackError
+    from automation.offline.check import PolicyConfigMissing
 
     return (PolicyConfigMissing, PolicyConfigError), PolicyPackError
 
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"error: {exc} (see --help)", markup=False)
         return exit_codes.USAGE
     args.command_line = "python -m automation " + shlex.join(argv)
-    from .interrupts import Interrupted, cancel_grace, guard_signals
+    from automation.driver.interrupts import Interrupted, cancel_grace, guard_signals
 
     try:
         grace = cancel_grace()

@@ -9,7 +9,7 @@ import yaml
 
 from components.settings import Settings, parse_settings
 
-from .plan import ROOT
+from automation.offline.plan import ROOT
 
 
 class StackFileError(Exception):

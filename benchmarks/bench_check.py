@@ -47,7 +47,7 @@ SDK_PACKAGES = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes", "pulumi_random"
 _LOADED_SDK_MODULES = """
 import json, sys, types
 sys.path.insert(0, {root!r})
-from automation.plan import record_plan
+from automation.offline.plan import record_plan
 from automation.stacks import load_stack
 from components.settings import config_strings
 config, settings = load_stack("prod")

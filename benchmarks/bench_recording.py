@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import automation.plan as plan_module  # noqa: E402
-from automation.check import fewer_collections  # noqa: E402
+import automation.offline.plan as plan_module  # noqa: E402
+from automation.offline.check import fewer_collections  # noqa: E402
 from automation.stacks import load_stack  # noqa: E402
 from benchmarks.generated_stack import write_stack  # noqa: E402
 from components.settings import config_strings  # noqa: E402

@@ -24,14 +24,14 @@ from policies.capacity.engine import (
 from policies.capacity.model import Cluster, ScaleFromZeroTemplate
 from policies.capacity.simulate import Finding, Simulation, simulate
 
-from . import contract, versions
-from .dcgm_exporter import dcgm_exporter_values
-from .gateway import NAME as GATEWAY_NAME
-from .gateway import NAMESPACE as GATEWAY_NAMESPACE
-from .gpu_device_plugin import device_plugin_values
-from .gpu_operator import GpuOperatorArgs, gpu_operator_values
-from .gpu_software import operator_node_labels
-from .karpenter_node_pools import (
+from components import contract, versions
+from components.gpu.dcgm_exporter import dcgm_exporter_values
+from components.serving.gateway import NAME as GATEWAY_NAME
+from components.serving.gateway import NAMESPACE as GATEWAY_NAMESPACE
+from components.gpu.device_plugin import device_plugin_values
+from components.gpu.operator import GpuOperatorArgs, gpu_operator_values
+from components.gpu.software import operator_node_labels
+from components.karpenter.node_pools import (
     AUTO_MODE_LABELS,
     AUTO_MODE_NODE_CLASS_REF,
     KARPENTER_LABELS,
@@ -39,10 +39,10 @@ from .karpenter_node_pools import (
     ec2_node_class_manifest,
     node_pool_manifest,
 )
-from .model_server import scaling_triggers, vllm_args
-from .observability import prometheus_stack_values
-from .serving_tier import namespace_name
-from .settings import Settings
+from components.serving.model_server import scaling_triggers, vllm_args
+from components.observability.prometheus import prometheus_stack_values
+from components.serving.tier import namespace_name
+from components.settings import Settings
 
 PROMETHEUS_PLACEHOLDER = "http://prometheus.monitoring.svc:9090"
 

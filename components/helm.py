@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .versions import HelmChart
+from components.versions import HelmChart
 
 
 def pinned_release(

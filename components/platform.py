@@ -5,22 +5,22 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from . import contract
-from .autoscaler import EventAutoscaler, EventAutoscalerArgs
-from .cluster import Cluster, ClusterArgs
-from .cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from .dra_driver import GpuDraDriver, GpuDraDriverArgs
-from .gateway import Gateway, GatewayArgs, Route
-from .gateway import api_key_env as gateway_api_key_env
-from .gpu_device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
-from .gpu_operator import GpuOperator, GpuOperatorArgs
-from .gpu_software import operator_node_labels
-from .hybrid_nodes import HybridNodes, HybridNodesArgs
-from .karpenter import Karpenter, KarpenterArgs
-from .karpenter_node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
-from .network import Network, NetworkArgs
-from .node_pools import (
+from components import contract
+from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
+from components.cluster.control_plane import Cluster, ClusterArgs
+from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
+from components.serving.gateway import Gateway, GatewayArgs, Route
+from components.serving.gateway import api_key_env as gateway_api_key_env
+from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
+from components.gpu.operator import GpuOperator, GpuOperatorArgs
+from components.gpu.software import operator_node_labels
+from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
+from components.karpenter.controller import Karpenter, KarpenterArgs
+from components.karpenter.node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
+from components.cluster.network import Network, NetworkArgs
+from components.managed_pools.node_groups import (
     GpuNodePool,
     GpuNodePoolArgs,
     LaunchSettings,
@@ -28,9 +28,9 @@ from .node_pools import (
     SystemNodePool,
     SystemNodePoolArgs,
 )
-from .observability import Observability, ObservabilityArgs
-from .serving_tier import ServingTier, ServingTierArgs
-from .settings import Settings
+from components.observability.prometheus import Observability, ObservabilityArgs
+from components.serving.tier import ServingTier, ServingTierArgs
+from components.settings import Settings
 
 TYPE = "llm-platform:index:Platform"
 

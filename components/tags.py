@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import contract
+from components import contract
 
 
 def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:

@@ -6,20 +6,22 @@ so sibling modules import by their plain names.
 
 from pulumi_policy import EnforcementLevel, PolicyPack
 
-import autoscaling
-import capacity_simulation
-import dra
-import gpu_agents
-import gpu_capacity
-import gpu_labels
-import gpu_taints
-import gpu_workloads
-import karpenter_validity
-import pinning
-import reliability
-import request_cache
-import scheduling
-import security
+from checks import (
+    autoscaling,
+    capacity_simulation,
+    dra,
+    gpu_agents,
+    gpu_capacity,
+    gpu_labels,
+    gpu_taints,
+    gpu_workloads,
+    karpenter,
+    pinning,
+    scheduling,
+    security,
+    system_pool,
+)
+from lib import request_cache
 
 request_cache.install()
 
@@ -33,9 +35,9 @@ PolicyPack(
         *gpu_agents.POLICIES,
         *pinning.POLICIES,
         *gpu_capacity.POLICIES,
-        *karpenter_validity.POLICIES,
+        *karpenter.POLICIES,
         *security.POLICIES,
-        *reliability.POLICIES,
+        *system_pool.POLICIES,
         *scheduling.POLICIES,
         *autoscaling.POLICIES,
         *dra.POLICIES,

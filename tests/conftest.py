@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from automation.plan import Plan, PlannedResource, record_plan
+from automation.offline.plan import Plan, PlannedResource, record_plan
 from automation.stacks import read_stack_config
 from components.settings import config_strings, parse_settings
 

@@ -22,13 +22,15 @@ from rich.console import Console
 
 from components.settings import Settings, SettingsError, parse_settings, secret_warnings
 
-from .. import exit_codes, locks
-from ..environments import EnvRequestError
-from ..interrupts import Interrupted
-from ..locks import LockInfo
-from ..postdeploy import KubectlError
-from ..stacks import StackFileError
-from ..workspace import WorkspaceError
+from automation import exit_codes
+
+from automation.driver import locks
+from automation.driver.environments import EnvRequestError
+from automation.driver.interrupts import Interrupted
+from automation.driver.locks import LockInfo
+from automation.driver.postdeploy import KubectlError
+from automation.stacks import StackFileError
+from automation.driver.workspace import WorkspaceError
 
 #: Error output shows user text (names, values, CLI output) as given: markup off, so `[/x]` is text.
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
@@ -82,7 +84,7 @@ def progress_writer(json_mode: bool) -> Callable[[str], None]:
 
 def ttl_flag(text: str):
     """argparse type for ``--ttl``: a bad value is a one-line usage error naming the flag."""
-    from ..environments import EnvRequestError, parse_ttl
+    from automation.driver.environments import EnvRequestError, parse_ttl
 
     try:
         return parse_ttl(text)
@@ -92,7 +94,7 @@ def ttl_flag(text: str):
 
 def duration_flag(flag: str):
     def parse(text: str):
-        from ..environments import EnvRequestError, parse_duration
+        from automation.driver.environments import EnvRequestError, parse_duration
 
         try:
             return parse_duration(text, flag)
@@ -114,7 +116,7 @@ def stack_flag(text: str) -> str:
 
 def secrets_provider_flag(text: str) -> str:
     """argparse type for ``--secrets-provider``: ``passphrase`` or a key URL the Pulumi CLI accepts."""
-    from ..workspace import SECRETS_PROVIDER_SCHEMES
+    from automation.driver.workspace import SECRETS_PROVIDER_SCHEMES
 
     if text != "passphrase" and not (text.startswith(SECRETS_PROVIDER_SCHEMES) and text.split("://", 1)[1].strip()):
         raise argparse.ArgumentTypeError(
@@ -144,7 +146,7 @@ def object_name_flag(text: str) -> str:
 
 def owner_flag(text: str) -> str:
     """argparse type for ``--owner``: the name recorded on the stack's tags."""
-    from ..environments import _OWNER_RE
+    from automation.driver.environments import _OWNER_RE
 
     if not _OWNER_RE.match(text):
         raise argparse.ArgumentTypeError(f"{text!r}: use 1-64 letters, digits and . _ @ + -")
@@ -211,7 +213,7 @@ def add_endpoint_flag(parser: argparse.ArgumentParser) -> None:
 
 def preflight(needs, backend, command, extra=()) -> None:
     """Run the preflight checks; any failure stops the verb before anything changes (exit 5)."""
-    from ..preflight import run_preflight
+    from automation.driver.preflight import run_preflight
 
     version = str(command.version) if getattr(command, "version", None) else "?"
     results = run_preflight(needs, backend.url, backend.secrets_provider, version, [e for e in extra if e])

@@ -19,11 +19,13 @@ from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackN
 from rich.console import Console
 from rich.markup import escape
 
-from .. import interrupts, locks
-from ..environments import EnvMetadata
-from ..progress import OperationProgress
-from ..teardown import TeardownReport
-from ._common import err, error_lines
+from automation.driver import interrupts
+
+from automation.driver import locks
+from automation.driver.environments import EnvMetadata
+from automation.driver.progress import OperationProgress
+from automation.driver.teardown import TeardownReport
+from automation.commands._common import err, error_lines
 
 Progress = Callable[[str], None]
 #: How long cleanup waits for an interrupted update to release the stack lock.
@@ -229,8 +231,8 @@ def destroy_and_remove(
 def clear_cluster(stack: Stack, kubectl_for: Callable[[Path], Any] | None) -> TeardownReport:
     """Karpenter nodes and load balancers removed through the stack's ``kubeconfig`` output, before
     ``destroy``; problems become warnings, because the destroy must still be attempted."""
-    from ..postdeploy import KubectlError, kubeconfig_file
-    from ..teardown import TeardownReport, prepare_destroy
+    from automation.driver.postdeploy import KubectlError, kubeconfig_file
+    from automation.driver.teardown import TeardownReport, prepare_destroy
 
     report = TeardownReport()
     if kubectl_for is None:

@@ -24,8 +24,14 @@ from rich.text import Text
 
 from components.settings import config_strings
 
-from .. import environments, exit_codes, locks, operator
-from ..environments import (
+from automation import exit_codes
+
+from automation.driver import environments
+
+from automation.driver import locks
+
+from automation.driver import operator
+from automation.driver.environments import (
     KIND_ENV,
     EnvMetadata,
     combine_overrides,
@@ -40,10 +46,10 @@ from ..environments import (
     select_expired,
     tag_resources,
 )
-from ..preflight import PreflightNeeds, endpoint_check
-from ..stacks import read_stack_config
-from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from ._common import (
+from automation.driver.preflight import PreflightNeeds, endpoint_check
+from automation.stacks import read_stack_config
+from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.commands._common import (
     stack_flag,
     namespace_flag,
     object_name_flag,
@@ -65,7 +71,7 @@ from ._common import (
     executable_flag,
     validate,
 )
-from ._engine import (
+from automation.commands._engine import (
     clear_cluster,
     destroy_and_remove,
     managed_stacks,
@@ -367,7 +373,7 @@ def add_kubectl_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def kubectl_factory(binary: str):
-    from ..postdeploy import KubectlCli
+    from automation.driver.postdeploy import KubectlCli
 
     return lambda path: KubectlCli(path, binary=binary)
 

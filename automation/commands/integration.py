@@ -22,8 +22,10 @@ from rich.markup import escape
 from components import contract
 from components.settings import Settings, config_strings
 
-from .. import environments, exit_codes
-from ..environments import (
+from automation import exit_codes
+
+from automation.driver import environments
+from automation.driver.environments import (
     KIND_TEST,
     TEST_TTL,
     EnvMetadata,
@@ -39,7 +41,7 @@ from ..environments import (
     parse_override,
     tag_resources,
 )
-from ..postdeploy import (
+from automation.driver.postdeploy import (
     CheckPlan,
     CheckResult,
     GpuTarget,
@@ -50,11 +52,11 @@ from ..postdeploy import (
     plan_checks,
     run_checks,
 )
-from ..preflight import PreflightNeeds, endpoint_check
-from ..stacks import read_stack_config
-from ..teardown import TeardownReport
-from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from ._common import (
+from automation.driver.preflight import PreflightNeeds, endpoint_check
+from automation.stacks import read_stack_config
+from automation.driver.teardown import TeardownReport
+from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.commands._common import (
     owner_flag,
     stack_flag,
     DriverError,
@@ -73,7 +75,7 @@ from ._common import (
     translate_errors,
     validate,
 )
-from ._engine import (
+from automation.commands._engine import (
     OperationReport,
     Progress,
     clear_cluster,

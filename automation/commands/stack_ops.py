@@ -12,11 +12,11 @@ import json
 from pulumi.automation import Stack
 from pulumi.automation.errors import StackNotFoundError
 
-from .. import exit_codes
-from ..stacks import read_stack_config
-from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from ..preflight import PreflightNeeds, endpoint_check
-from ._common import (
+from automation import exit_codes
+from automation.stacks import read_stack_config
+from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.driver.preflight import PreflightNeeds, endpoint_check
+from automation.commands._common import (
     stack_flag,
     add_endpoint_flag,
     add_output_flags,
@@ -28,8 +28,8 @@ from ._common import (
     translate_errors,
     validate,
 )
-from ._engine import clear_cluster, render_report, render_teardown, run_operation
-from .env import add_kubectl_flag, kubectl_factory
+from automation.commands._engine import clear_cluster, render_report, render_teardown, run_operation
+from automation.commands.env import add_kubectl_flag, kubectl_factory
 
 #: Operations that reach the cluster's API endpoint.
 CHANGES = ("up", "destroy", "refresh")

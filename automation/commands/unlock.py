@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import exit_codes, locks
-from ._common import DriverError, add_output_flags, err, guarded, stack_flag, stdout, translate_errors
+from automation import exit_codes
+
+from automation.driver import locks
+from automation.commands._common import DriverError, add_output_flags, err, guarded, stack_flag, stdout, translate_errors
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:
@@ -36,7 +38,7 @@ def declare(verbs: argparse._SubParsersAction) -> None:
 def _run_unlock(args: argparse.Namespace) -> int:
     from pulumi.automation import Stack
 
-    from ..workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+    from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 
     project = Project()
     backend = resolve_backend(project, needs_secrets=False)

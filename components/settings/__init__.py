@@ -10,9 +10,9 @@ hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), and ``stack``
 its cross-field rules and the parser).
 """
 
-from ._base import NAMESPACE
-from .cluster import Endpoint, GpuSoftware, HybridNodes, Network
-from .karpenter import (
+from components.settings._base import NAMESPACE
+from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network
+from components.settings.karpenter import (
     CONSOLIDATION_POLICIES,
     EVICTION_SIGNALS,
     AutoMode,
@@ -24,9 +24,9 @@ from .karpenter import (
     Kubelet,
     RootVolume,
 )
-from .managed_pools import GpuPool, Scaling, SystemPool
-from .observability import Alerting, Observability, Receiver
-from .serving import (
+from components.settings.managed_pools import GpuPool, Scaling, SystemPool
+from components.settings.observability import Alerting, Observability, Receiver
+from components.settings.serving import (
     Gateway,
     ModelSource,
     Replicas,
@@ -36,7 +36,7 @@ from .serving import (
     TierQuota,
     TierScaling,
 )
-from .stack import (
+from components.settings.stack import (
     CONTROL_PLANE_LOG_TYPES,
     PoolFacts,
     Problem,

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticCustomError
 from pydantic.alias_generators import to_camel
 
-from .. import contract
-from ..catalog import load_catalog
+from components import contract
+from components.catalog import load_catalog
 
 NAMESPACE = "llm-platform"
 _REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .. import contract, versions
-from ..catalog import load_catalog
-from ._base import _dns_name, _Model, keyed, repeated
+from components import contract, versions
+from components.catalog import load_catalog
+from components.settings._base import _dns_name, _Model, keyed, repeated
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .. import contract
-from ..catalog import load_catalog
-from ._base import _check_known_types, _check_labels, _dns_name, _Model, keyed
+from components import contract
+from components.catalog import load_catalog
+from components.settings._base import _check_known_types, _check_labels, _dns_name, _Model, keyed
 
 
 class Scaling(_Model):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from ._base import _Model, keyed, repeated
+from components.settings._base import _Model, keyed, repeated
 
 #: Config field names (camelCase) that hold credentials; errors about them never show the value.
 SECRET_FIELDS = frozenset({"apiUrl", "routingKey", "url"})

@@ -18,14 +18,14 @@ from pydantic import (
     model_validator,
 )
 
-from .. import contract, versions
-from ..catalog import load_catalog
-from ._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
-from .cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
-from .karpenter import AutoMode, Karpenter
-from .managed_pools import GpuPool, SystemPool
-from .observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, _secret, mask_secrets
-from .serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
+from components import contract, versions
+from components.catalog import load_catalog
+from components.settings._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
+from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
+from components.settings.karpenter import AutoMode, Karpenter
+from components.settings.managed_pools import GpuPool, SystemPool
+from components.settings.observability import GPU_HOURS_WINDOW_DAYS, SECRET_FIELDS, Observability, _secret, mask_secrets
+from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS, Serving
 
 _TAG_RE = re.compile(r"[\w .:/=+\-@]*")
 _ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
@@ -499,7 +499,7 @@ def _plain_secret_paths(path: str, value: Any) -> Iterable[str]:
 
 def capacity_problems(settings: Settings) -> list[Problem]:
     """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
-    from ..capacity_input import problem_key, settings_simulation  # the adapter imports components
+    from components.capacity_input import problem_key, settings_simulation  # the adapter imports components
 
     problems = []
     for finding in settings_simulation(settings).blocking:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from automation import workspace
+from automation.driver import workspace
 from automation.cli import main
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 
 HERE = Path(__file__).parent
 PASSPHRASE = "correct horse battery staple"

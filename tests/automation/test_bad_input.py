@@ -25,11 +25,11 @@ from pydantic import BaseModel, SecretStr
 
 from automation import exit_codes
 from automation.cli import main
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 from automation.stacks import read_stack_config
 from components.settings import Settings
 
-from .conftest import Rig
+from tests.automation.conftest import Rig
 
 CANARY = "hf_CANARYsecret0123456789"
 MARKUP = "[/x][bold]boom[/bold]"
@@ -411,7 +411,7 @@ def test_hostile_flags_exit_2_with_one_line(argv, rig: Rig):
 
 
 def test_unset_of_a_key_never_set_is_refused():
-    from automation.environments import EnvRequestError, combine_overrides
+    from automation.driver.environments import EnvRequestError, combine_overrides
 
     assert combine_overrides(["region=us-west-2"], [], ["region"]) == []
     with pytest.raises(EnvRequestError, match="--unset 'regoin': no stored --set override"):

@@ -10,7 +10,7 @@ import pytest
 
 from automation import exit_codes
 from automation.cli import main
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

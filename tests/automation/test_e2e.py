@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from automation import exit_codes
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 
 pytestmark = pytest.mark.e2e
 TEMPLATE = os.environ.get("E2E_TEMPLATE", "dev")

@@ -13,9 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from automation import environments, exit_codes, workspace
+from automation import exit_codes
+
+from automation.driver import environments
+
+from automation.driver import workspace
 from automation.cli import main
-from automation.environments import (
+from automation.driver.environments import (
     TAG_CREATED,
     TAG_EXPIRES,
     TAG_KIND,
@@ -26,8 +30,8 @@ from automation.environments import (
 )
 from automation.stacks import read_stack_config
 
-from .conftest import Rig
-from .test_stack_ops import flag_values
+from tests.automation.conftest import Rig
+from tests.automation.test_stack_ops import flag_values
 
 
 def create(rig: Rig, name: str, *extra: str):
@@ -315,7 +319,7 @@ def test_via_operator_refuses_a_local_backend(rig: Rig):
 
 def fresh_checkout(rig: Rig, tmp_path: Path) -> Path:
     """Another clone of the project on another machine: no workspace, no local state, same backend."""
-    from .conftest import make_project
+    from tests.automation.conftest import make_project
 
     clone = make_project(tmp_path / "clone")
     rig.monkeypatch.setenv("PULUMI_BACKEND_URL", rig.state.resolve().as_uri())

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from automation import environments, exit_codes
-from automation.plan import ROOT
+from automation import exit_codes
 
-from .conftest import Rig
+from automation.driver import environments
+from automation.offline.plan import ROOT
+
+from tests.automation.conftest import Rig
 
 EXAMPLES = ROOT / "docs" / "examples"
 SITE = "/srv/llm-platform"

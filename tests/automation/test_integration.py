@@ -11,13 +11,13 @@ import yaml
 
 from automation import exit_codes
 from automation.commands.integration import gpu_target
-from automation.environments import TAG_KIND, TAG_TEMPLATE, EnvRequestError, ephemeral_environment
-from automation.postdeploy import GpuTarget
+from automation.driver.environments import TAG_KIND, TAG_TEMPLATE, EnvRequestError, ephemeral_environment
+from automation.driver.postdeploy import GpuTarget
 from components import contract
 
-from .conftest import Rig
-from .test_env import config_pairs
-from .test_stack_ops import flag_values
+from tests.automation.conftest import Rig
+from tests.automation.test_env import config_pairs
+from tests.automation.test_stack_ops import flag_values
 
 STACK_RE = re.compile(r"^test-alice-\d{14}-[0-9a-f]{6}$")
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from automation import exit_codes
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 
-from .conftest import Rig
+from tests.automation.conftest import Rig
 
 #: The driver as an operator runs it, with the project root pointed at the rig's copy.
 DRIVER = (
-    "import sys; from pathlib import Path; from automation import workspace; "
+    "import sys; from pathlib import Path; from automation.driver import workspace; "
     "workspace.PROJECT_ROOT = Path(sys.argv[1]); from automation.cli import main; sys.exit(main(sys.argv[2:]))"
 )
 STEP_SECONDS = "0.4"

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from automation import exit_codes
-from automation.plan import ROOT
+from automation.offline.plan import ROOT
 
-from .conftest import Rig
+from tests.automation.conftest import Rig
 
 
 def flag_values(argv: list[str], flag: str) -> list[str]:
@@ -218,7 +218,7 @@ def test_long_operations_report_progress_in_plain_lines_outside_a_terminal(rig: 
 
 
 def test_progress_status_line():
-    from automation.progress import OperationProgress
+    from automation.driver.progress import OperationProgress
 
     now = [100.0]
     progress = OperationProgress("up", "prod", 40, lambda line: None, None, live=False, clock=lambda: now[0])

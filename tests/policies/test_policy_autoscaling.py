@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import DELETE, UNKNOWN, patch, prometheus_rule, scaled_object
-from .conftest import one
+from tests.policies.builders import DELETE, UNKNOWN, patch, prometheus_rule, scaled_object
+from tests.policies.conftest import one
 
 KEDA, METRICS = "keda-scaledobject-valid", "vllm-metric-names-current"
 TRIGGER = "spec.triggers.0.metadata"

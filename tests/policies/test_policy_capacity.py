@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     DELETE,
     GPU,
     GPU_POOL_LABELS,
@@ -21,7 +21,7 @@ from .builders import (
     scaled_object,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 SIM, OVER = "capacity-simulation", "capacity-overcommit"
 POOL = "llm-platform:index:GpuNodePool"
@@ -184,7 +184,7 @@ def test_explicit_daemonsets_count_too(pack):
 
 
 def test_ephemeral_storage_against_the_root_volume(pack):
-    from .builders import ec2nodeclass
+    from tests.policies.builders import ec2nodeclass
 
     sel = {"llm-platform.io/pool": "gpu-inference"}
     big = patch(server(selector=sel), {"spec.template.spec.containers.0.resources.requests.ephemeral-storage": "300Gi"})
@@ -324,7 +324,7 @@ def test_unknown_deciding_values_are_not_judged(pack):
 
 def test_report_and_pack_agree_on_worst_case(pack, stack_plan):
     """The offline check's summary and the pack's cap and budget policies price the same ceiling."""
-    from automation.report import summarize
+    from automation.offline.report import summarize
 
     pack.configure({"all": "mandatory", "gpu-capacity-cap": {"maxGpus": 0}, "gpu-monthly-budget": {"monthlyBudgetUsd": 0}})
     messages = [v.message for v in pack.runner.analyze_plan(stack_plan.resources)]

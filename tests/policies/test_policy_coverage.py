@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     GPU_TOLERATION,
     MULTI_TEMPLATE_KINDS,
     auto_mode_nodepool,
@@ -23,7 +23,7 @@ from .builders import (
     resource,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 CONTRACT, WASTE, IMAGE = "gpu-workload-contract", "gpu-toleration-without-gpu", "container-image-pinned"
 TAINTED, LABELS, DRA = "gpu-pools-tainted", "gpu-pool-labels", "dra-workloads-on-managed-nodes"
@@ -162,7 +162,7 @@ def test_release_tags_and_digests_are_pinned(pack, image):
     ({"exporter": {"image": "ghcr.io/x/exporter", "tag": "main-stable"}}, "values.exporter.tag"),
 ])
 def test_moving_tags_in_helm_values(pack, values, fragment):
-    from .builders import helm_release
+    from tests.policies.builders import helm_release
     one(pack.messages(helm_release("dcgm-exporter", "4.8.2", values), IMAGE), fragment, "moving tag")
 
 
@@ -187,7 +187,7 @@ def test_digest_exemptions_are_exact(pack):
 
 def test_digest_in_a_helm_tag_counts_when_digests_are_required(pack):
     """Charts that build "repository:tag" take the digest in the tag (``tag: v1.35.2@sha256:...``)."""
-    from .builders import helm_release
+    from tests.policies.builders import helm_release
     pack.configure({"all": "mandatory", IMAGE: {"requireDigest": True}})
     image = {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler"}
     with_digest = helm_release("cluster-autoscaler", "9.59.0", {"image": {**image, "tag": f"v1.35.2{DIGEST}"}})
@@ -255,7 +255,7 @@ AGENTS = "gpu-agents-reach-gpu-nodes"
     ("nvidia-dra-driver-gpu", "25.12.0", {"kubeletPlugin": {"tolerations": [GPU_TOLERATION]}}),
 ])
 def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, override):
-    from .builders import helm_release
+    from tests.policies.builders import helm_release
     pool = gpu_node_group()
     one(pack.stack_messages([pool, helm_release(chart, version, {})], AGENTS),
         f"(chart {chart})", f"({chart} {version} default)", "does not tolerate taint nvidia.com/gpu=true:NoSchedule")
@@ -263,7 +263,7 @@ def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, over
 
 
 def test_auto_mode_pool_counts_for_agents(pack):
-    from .builders import helm_release
+    from tests.policies.builders import helm_release
     one(pack.stack_messages([auto_mode_nodepool(), helm_release("dcgm-exporter", "4.8.2", {})], AGENTS),
         "of Auto Mode NodePool 'auto-gpu'")
 

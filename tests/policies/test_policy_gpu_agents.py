@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     GPU_TOLERATION,
     NODE_GROUP_SHAPES,
     UNKNOWN,
@@ -16,7 +16,7 @@ from .builders import (
     system_node_group,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 POLICY = "gpu-agents-reach-gpu-nodes"
 PRESENT_EQUAL = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     DELETE,
     GPU,
     NODE_GROUP_SHAPES,
@@ -20,7 +20,7 @@ from .builders import (
     system_node_group,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 LIMITS, CAP, BUDGET, QUOTA = "karpenter-gpu-nodepool-limits", "gpu-capacity-cap", "gpu-monthly-budget", "gpu-namespace-quota"
 REQS = "spec.template.spec.requirements"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import NODE_GROUP_SHAPES, UNKNOWN, gpu_node_group, nodepool, patch, system_node_group
-from .conftest import one
+from tests.policies.builders import NODE_GROUP_SHAPES, UNKNOWN, gpu_node_group, nodepool, patch, system_node_group
+from tests.policies.conftest import one
 
 POLICY = "gpu-pool-labels"
 NP_LABELS = "spec.template.metadata.labels"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     DELETE,
     NODE_GROUP_SHAPES,
     UNKNOWN,
@@ -15,7 +15,7 @@ from .builders import (
     resource,
     system_node_group,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 POLICY = "gpu-pools-tainted"
 REQS = "spec.template.spec.requirements"

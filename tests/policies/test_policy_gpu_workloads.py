@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, template_path, workload
-from .conftest import one
+from tests.policies.builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, template_path, workload
+from tests.policies.conftest import one
 
 CONTRACT, WASTE = "gpu-workload-contract", "gpu-toleration-without-gpu"
 KINDS = list(WORKLOAD_KINDS)

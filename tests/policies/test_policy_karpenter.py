@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import DELETE, UNKNOWN, ec2nodeclass, nodepool, patch, resource
-from .conftest import one
+from tests.policies.builders import DELETE, UNKNOWN, ec2nodeclass, nodepool, patch, resource
+from tests.policies.conftest import one
 
 POLICY = "karpenter-v1-valid"
 D = "spec.disruption"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import UNKNOWN, WORKLOAD_KINDS, ec2nodeclass, helm_chart_v4, helm_release, patch, template_path, workload
-from .conftest import one
+from tests.policies.builders import UNKNOWN, WORKLOAD_KINDS, ec2nodeclass, helm_chart_v4, helm_release, patch, template_path, workload
+from tests.policies.conftest import one
 
 CHART, IMAGE, ALIAS = "helm-chart-version-pinned", "container-image-pinned", "karpenter-ami-alias-pinned"
 DIGEST = "@sha256:" + "a" * 64

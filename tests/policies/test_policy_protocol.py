@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from automation.analyzer import (
+from automation.offline.pack_runner import (
     PackReport,
     PolicyConfigError,
     PolicyPackError,
@@ -20,7 +20,7 @@ from automation.analyzer import (
 )
 from components.contract import policy_contract
 
-from .builders import (
+from tests.policies.builders import (
     DELETE,
     SIG,
     UNKNOWN,
@@ -32,7 +32,7 @@ from .builders import (
     secret,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 STACKS = ("dev", "prod")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import DELETE, NODE_GROUP_SHAPES, SYSTEM_LABELS, UNKNOWN, patch, resource, system_node_group
-from .conftest import one
+from tests.policies.builders import DELETE, NODE_GROUP_SHAPES, SYSTEM_LABELS, UNKNOWN, patch, resource, system_node_group
+from tests.policies.conftest import one
 
 POLICY = "system-pool-on-demand-ha"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     NODE_GROUP_SHAPES,
     UNKNOWN,
     GPU_TOLERATION,
@@ -16,7 +16,7 @@ from .builders import (
     template_path,
     workload,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 POLICY, DRA = "gpu-workload-schedulable", "dra-workloads-on-managed-nodes"
 SPEC = template_path("Deployment")

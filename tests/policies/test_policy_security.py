@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import (
+from tests.policies.builders import (
     DELETE,
     NODE_GROUP_SHAPES,
     UNKNOWN,
@@ -17,7 +17,7 @@ from .builders import (
     resource,
     secret,
 )
-from .conftest import one
+from tests.policies.conftest import one
 
 IMDS, VOLUMES, SECRETS, ENDPOINT = "imdsv2-required", "root-volume-encrypted", "eks-secrets-encrypted", "eks-private-endpoint"
 

@@ -1,0 +1,1 @@
+"""The stack driver: workspaces, locks, signals, self-service environments, teardown and post-deploy checks."""

@@ -1,0 +1,75 @@
+"""Write the plan's Kubernetes objects and Helm releases as YAML, as a reviewer would read them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from automation.offline.emit import dumps_yaml
+from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
+
+HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+
+
+def redact_secrets(value: Any, *, wire: bool = True) -> Any:
+    """Secret plaintext replaced by ``[secret]``: still wrapped as on the wire for the plan, or as a
+    bare value for manifests, which must stay valid Kubernetes objects."""
+    if isinstance(value, dict):
+        if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
+            hidden = _hide(value.get("value"))
+            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
+        return {k: redact_secrets(v, wire=wire) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secrets(v, wire=wire) for v in value]
+    return value
+
+
+def _hide(value: Any) -> Any:
+    """Keep a secret's shape (map keys, list length) and hide every leaf."""
+    if isinstance(value, dict):
+        return {k: _hide(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v) for v in value]
+    return "[secret]"
+
+
+def _slug(*parts: str) -> str:
+    return re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower()).strip("-")
+
+
+def kubernetes_documents(plan: Plan) -> dict[str, dict[str, Any]]:
+    """File name -> YAML document for every Kubernetes object and Helm release in the plan."""
+    documents: dict[str, dict[str, Any]] = {}
+    for resource in plan.resources:
+        if not resource.custom or not resource.type.startswith("kubernetes:"):
+            continue
+        inputs = redact_secrets(resource.inputs, wire=False)
+        if resource.type in HELM_RELEASE_TYPES:
+            repo = inputs.get("repositoryOpts", {}).get("repo", "")
+            document = {
+                "helmRelease": inputs.get("name", resource.name),
+                "namespace": inputs.get("namespace", "default"),
+                "chart": inputs.get("chart"),
+                "version": inputs.get("version"),
+                "repository": repo,
+                "values": inputs.get("values", {}),
+            }
+            documents[f"helm-{_slug(document['namespace'], document['helmRelease'])}.yaml"] = document
+            continue
+        metadata = inputs.get("metadata", {})
+        kind = inputs.get("kind", resource.type.split(":")[-1])
+        documents[f"{_slug(kind, metadata.get('namespace', ''), metadata.get('name', resource.name))}.yaml"] = inputs
+    return documents
+
+
+def write_manifests(plan: Plan, directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.yaml"):
+        stale.unlink()
+    written = []
+    for name, document in sorted(kubernetes_documents(plan).items()):
+        path = directory / name
+        path.write_text(dumps_yaml(document))
+        written.append(path)
+    return written

@@ -1,0 +1,718 @@
+"""Drive the policy pack over gRPC exactly as the Pulumi CLI does, without the CLI.
+
+The CLI starts a Python pack as ``python -u __main__.py`` in the pack directory, reads the port the
+pack prints on its first stdout line, and talks to it through the ``Analyzer`` service:
+``GetAnalyzerInfo``, ``Configure`` (the ``--policy-pack-config`` file reconciled with each
+policy's schema defaults and validated against its schema), ``Analyze`` per resource and
+``AnalyzeStack`` once with every resource. Resource inputs are marshalled as the engine marshals
+them for analyzers: unknowns and secrets kept in wire form, resource references downgraded to
+their ID (or URN), internal ``__`` keys dropped. One difference is unavoidable: for
+``AnalyzeStack`` the engine sends each resource's outputs, while a plan holds inputs, so inputs are
+sent (a custom resource's preview outputs echo its inputs; the pack's stack policies read
+components by their inputs and prefer their custom children when a real preview has them).
+
+Typical use::
+
+    report = run_pack(load_plan("build/prod/plan.json"), "policies/config/prod.json")
+    if report.has_mandatory: ...
+
+or, to reuse one pack process::
+
+    with PolicyPackRunner() as pack:
+        pack.configure("policies/config/dev.json")
+        violations = pack.analyze(resource) + pack.analyze_stack(resources)
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import jsonschema
+import yaml
+from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PACK_DIR = ROOT / "policies"
+
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+OUTPUT_VALUE_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+LEVELS = {
+    "advisory": analyzer_pb2.ADVISORY,
+    "mandatory": analyzer_pb2.MANDATORY,
+    "remediate": analyzer_pb2.REMEDIATE,
+    "disabled": analyzer_pb2.DISABLED,
+}
+LEVEL_NAMES = {v: k for k, v in LEVELS.items()}
+#: Same limit the pack's server and the CLI use (400 MiB), so large stacks fit one AnalyzeStack.
+MAX_MESSAGE = 400 * 1024 * 1024
+GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+
+
+class PolicyPackError(RuntimeError):
+    """The pack could not be started or answered with an error."""
+
+
+class PolicyConfigError(ValueError):
+    """A policy-pack config the CLI would refuse (or that names policies/properties that do not exist)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy_name: str
+    enforcement_level: str
+    message: str
+    description: str
+    urn: str
+
+    def __str__(self) -> str:
+        where = f" [{self.urn}]" if self.urn else " [stack]"
+        return f"{self.enforcement_level.upper()} {self.policy_name}{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    description: str
+    enforcement_level: str
+    kind: str  # "resource" or "stack"
+    config_schema: dict[str, Any]
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    name: str
+    version: str
+    policies: dict[str, PolicyInfo]
+    initial_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class PackReport:
+    """Every finding of one run, with the pack and config that produced them."""
+
+    pack: str
+    config: str | None
+    violations: list[Violation]
+
+    @property
+    def by_level(self) -> dict[str, list[Violation]]:
+        groups: dict[str, list[Violation]] = {}
+        for violation in self.violations:
+            groups.setdefault(violation.enforcement_level, []).append(violation)
+        return groups
+
+    @property
+    def mandatory(self) -> list[Violation]:
+        return self.by_level.get("mandatory", [])
+
+    @property
+    def advisory(self) -> list[Violation]:
+        return self.by_level.get("advisory", [])
+
+    @property
+    def has_mandatory(self) -> bool:
+        return bool(self.mandatory)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack,
+            "config": self.config,
+            "hasMandatory": self.has_mandatory,
+            "violations": [asdict(v) for v in self.violations],
+        }
+
+
+# --- engine marshalling ---------------------------------------------------------------------------
+
+
+def engine_value(value: Any) -> Any:
+    """One input value as the engine sends it to analyzers (KeepUnknowns, KeepSecrets, no resources)."""
+    if isinstance(value, Mapping):
+        sig = value.get(SIG_KEY)
+        if sig == RESOURCE_REF_SIG:
+            if "id" in value:
+                return value["id"] if value["id"] != "" else UNKNOWN_STRING
+            return value.get("urn", "")
+        if sig == OUTPUT_VALUE_SIG:
+            if "value" not in value:
+                return UNKNOWN_STRING
+            inner = engine_value(value["value"])
+            return {SIG_KEY: SECRET_SIG, "value": inner} if value.get("secret") else inner
+        if sig == SECRET_SIG:
+            return {SIG_KEY: SECRET_SIG, "value": engine_value(value.get("value"))}
+        if sig is not None:
+            return dict(value)
+        return {k: engine_value(v) for k, v in value.items() if not str(k).startswith("__")}
+    if isinstance(value, (list, tuple)):
+        return [engine_value(v) for v in value]
+    return value
+
+
+def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(engine_value(dict(inputs or {})))
+    return struct
+
+
+def _resource_dict(resource: Any) -> dict[str, Any]:
+    if isinstance(resource, Mapping):
+        return dict(resource)
+    if is_dataclass(resource):
+        # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
+        return {f.name: getattr(resource, f.name) for f in fields(resource)}
+    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
+
+
+def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Resources of a plan file: ``{"resources": [...]}`` (the offline check's output) or a bare list."""
+    data = json.loads(Path(path).read_text())
+    resources = data["resources"] if isinstance(data, dict) else data
+    if not isinstance(resources, list):
+        raise ValueError(f"{path}: expected a list of resources")
+    return resources
+
+
+# --- config, as the CLI reconciles it ---------------------------------------------------------------
+
+
+def parse_policy_config(raw: Mapping[str, Any]) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """``--policy-pack-config`` JSON: ``"all"`` or a policy name -> level string or ``{enforcementLevel, ...}``."""
+    parsed: dict[str, tuple[str | None, dict[str, Any]]] = {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            if value not in LEVELS:
+                raise PolicyConfigError(f"{name}: {value!r} is not a valid enforcement level ({', '.join(LEVELS)})")
+            parsed[name] = (value, {})
+        elif isinstance(value, Mapping):
+            props = dict(value)
+            level = props.pop("enforcementLevel", None)
+            if level is not None and level not in LEVELS:
+                raise PolicyConfigError(f"{name}: enforcementLevel {level!r} is not one of {', '.join(LEVELS)}")
+            if level is None and not props:
+                continue
+            parsed[name] = (level, props)
+        else:
+            raise PolicyConfigError(f"{name}: {value!r} is not a valid value; must be a string or object")
+    return parsed
+
+
+def reconcile_policy_config(
+    info: PackInfo, raw: Mapping[str, Any], *, strict: bool = True
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Schema defaults, then the pack's initial config, then ``raw``; validated per policy schema.
+
+    Mirrors the CLI (pkg/resource/analyzer/config.go). ``strict`` also rejects config for policies
+    the pack does not have and properties a policy's schema does not declare, which the CLI ignores
+    silently; a typo there would otherwise switch nothing on.
+    """
+    result: dict[str, tuple[str, dict[str, Any]]] = {}
+    for policy in info.policies.values():
+        defaults = {k: copy.deepcopy(v["default"]) for k, v in policy.config_schema.items() if "default" in v}
+        result[policy.name] = (policy.enforcement_level, defaults)
+    layers = [parse_policy_config(info.initial_config), parse_policy_config(raw)]
+    errors: list[str] = []
+    for layer in layers:
+        if "all" in layer and layer["all"][0]:
+            result = {name: (layer["all"][0], props) for name, (_, props) in result.items()}
+        for name, (level, props) in layer.items():
+            if strict and layer is layers[-1] and name != "all":
+                if name not in info.policies:
+                    errors.append(f"{name}: no such policy in pack {info.name}")
+                    continue
+                unknown = sorted(set(props) - set(info.policies[name].config_schema))
+                if unknown:
+                    errors.append(f"{name}: unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}")
+            current_level, current_props = result.get(name, ("advisory", {}))
+            result[name] = (level or current_level, {**current_props, **props})
+    for policy in info.policies.values():
+        schema = {"type": "object", "properties": policy.config_schema}
+        if policy.required:
+            schema["required"] = list(policy.required)
+        for error in jsonschema.Draft7Validator(schema).iter_errors(result[policy.name][1]):
+            path = ".".join(str(p) for p in error.absolute_path)
+            errors.append(f"{policy.name}: {path + ': ' if path else ''}{error.message}")
+    if errors:
+        raise PolicyConfigError("invalid policy pack config:\n  " + "\n  ".join(errors))
+    return result
+
+
+# --- the pack process -------------------------------------------------------------------------------
+
+
+def pack_project(pack_dir: Path) -> dict[str, Any]:
+    """``PulumiPolicy.yaml`` of the pack, ``{}`` if it has none."""
+    project = pack_dir / "PulumiPolicy.yaml"
+    return (yaml.safe_load(project.read_text()) or {}) if project.exists() else {}
+
+
+def pack_python(pack_dir: Path) -> str:
+    """The interpreter PulumiPolicy.yaml names (``runtime.options.virtualenv``), else this one."""
+    runtime = pack_project(pack_dir).get("runtime")
+    if runtime is not None:
+        venv = runtime.get("options", {}).get("virtualenv") if isinstance(runtime, dict) else None
+        if venv:
+            # No resolve(): a venv's python is a symlink, and following it would leave the venv.
+            candidate = os.path.abspath(pack_dir / venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
+            if os.path.exists(candidate):
+                return candidate
+    return sys.executable
+
+
+class PolicyPackRunner:
+    """One running pack process and a gRPC channel to it; use as a context manager."""
+
+    def __init__(
+        self,
+        pack_dir: str | os.PathLike[str] | None = None,
+        *,
+        python: str | None = None,
+        startup_timeout: float = 60.0,
+        call_timeout: float = 120.0,
+        strict: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.pack_dir = Path(pack_dir or DEFAULT_PACK_DIR).resolve()
+        self.python = python or pack_python(self.pack_dir)
+        self.startup_timeout = startup_timeout
+        self.call_timeout = call_timeout
+        self.strict = strict
+        self.env = {**os.environ, **(env or {})}
+        self.port: int | None = None
+        self.config_source: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._channel: grpc.Channel | None = None
+        self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
+        self._stderr: Any = None
+        self._info: PackInfo | None = None
+        #: Seconds from process start until the port was printed and until the channel was ready.
+        self.timings: dict[str, float] = {}
+
+    # lifecycle
+
+    def __enter__(self) -> PolicyPackRunner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        main = self.pack_dir / "__main__.py"
+        if not main.exists():
+            raise PolicyPackError(f"no policy pack at {self.pack_dir} (missing __main__.py)")
+        self._stderr = tempfile.TemporaryFile()
+        started = time.perf_counter()
+        try:
+            self._process = subprocess.Popen(
+                [self.python, "-u", str(main)],
+                cwd=self.pack_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=self.env,
+            )
+            self.port = self._read_port()
+            self.timings["port_printed"] = time.perf_counter() - started
+            self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=GRPC_OPTIONS)
+            grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
+            self.timings["channel_ready"] = time.perf_counter() - started
+            self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
+        except BaseException:
+            self.close()
+            raise
+
+    def _read_port(self) -> int:
+        assert self._process is not None and self._process.stdout is not None
+        lines: queue.Queue[bytes] = queue.Queue()
+        stdout = self._process.stdout
+
+        def pump() -> None:
+            for line in iter(stdout.readline, b""):
+                lines.put(line)
+            lines.put(b"")
+
+        threading.Thread(target=pump, name="policy-pack-stdout", daemon=True).start()
+        try:
+            first = lines.get(timeout=self.startup_timeout)
+        except queue.Empty:
+            raise PolicyPackError(
+                f"policy pack at {self.pack_dir} printed no port within {self.startup_timeout:.0f}s{self._stderr_tail()}"
+            ) from None
+        text = first.decode(errors="replace").strip()
+        if not text.isdigit():
+            self._process.poll()
+            raise PolicyPackError(
+                f"policy pack at {self.pack_dir} did not start (exit code {self._process.returncode}, first line "
+                f"{text!r}){self._stderr_tail()}"
+            )
+        return int(text)
+
+    def _stderr_tail(self) -> str:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace")[-4000:].strip()
+        return f"; stderr:\n{tail}" if tail else ""
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                if process.poll() is None:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait(timeout=5)
+            finally:
+                if process.stdout is not None:
+                    process.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        self._stub = None
+
+    @property
+    def pid(self) -> int | None:
+        """The pack process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def stub(self) -> analyzer_pb2_grpc.AnalyzerStub:
+        if self._stub is None:
+            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
+        return self._stub
+
+    def _call(self, method: str, request: Any) -> Any:
+        try:
+            return getattr(self.stub, method)(request, timeout=self.call_timeout)
+        except grpc.RpcError as error:
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+
+    # the Analyzer protocol
+
+    def info(self) -> PackInfo:
+        if self._info is None:
+            reply = self._call("GetAnalyzerInfo", empty_pb2.Empty())
+            policies = {}
+            for p in reply.policies:
+                policies[p.name] = PolicyInfo(
+                    name=p.name,
+                    description=p.description,
+                    enforcement_level=LEVEL_NAMES[p.enforcementLevel],
+                    kind="stack" if p.policy_type == analyzer_pb2.POLICY_TYPE_STACK else "resource",
+                    config_schema=json_format.MessageToDict(p.configSchema.properties),
+                    required=tuple(p.configSchema.required),
+                )
+            initial = {
+                k: {
+                    **({"enforcementLevel": LEVEL_NAMES[v.enforcementLevel]}),
+                    **json_format.MessageToDict(v.properties),
+                }
+                for k, v in reply.initialConfig.items()
+            }
+            # Like the CLI, PulumiPolicy.yaml's version wins over the one the pack reports.
+            version = str(pack_project(self.pack_dir).get("version") or reply.version)
+            self._info = PackInfo(reply.name, version, policies, initial)
+        return self._info
+
+    def configure(self, config: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Send a policy-pack config (file path or parsed JSON); returns the effective config per policy."""
+        if config is None:
+            raw: Mapping[str, Any] = {}
+            self.config_source = None
+        elif isinstance(config, Mapping):
+            raw, self.config_source = config, "<dict>"
+        else:
+            path = Path(config)
+            try:
+                raw = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as error:
+                raise PolicyConfigError(f"cannot read policy pack config {path}: {error}") from error
+            if not isinstance(raw, dict):
+                raise PolicyConfigError(f"{path}: the policy pack config must be a JSON object")
+            self.config_source = str(path)
+        reconciled = reconcile_policy_config(self.info(), raw, strict=self.strict)
+        request = analyzer_pb2.ConfigureAnalyzerRequest()
+        for name, (level, props) in reconciled.items():
+            entry = request.policyConfig[name]
+            entry.enforcementLevel = LEVELS[level]
+            if props:
+                entry.properties.update(props)
+        self._call("Configure", request)
+        return {name: {"enforcementLevel": level, **props} for name, (level, props) in reconciled.items()}
+
+    def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
+        """``Analyze`` one plan resource; ``provider`` is its provider's plan resource, if known."""
+        r = _resource_dict(resource)
+        reply = self._call("Analyze", _analyze_request(r, provider))
+        return [_violation(d, r["urn"]) for d in reply.diagnostics]
+
+    def analyze_async(self, resource: Any, provider: Any = None, *, structs: _Structs | None = None) -> grpc.Future:
+        """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
+        return self.stub.Analyze.future(_analyze_request(_resource_dict(resource), provider, structs),
+                                        timeout=self.call_timeout)
+
+    def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
+        """Findings of an ``analyze_async`` (``urn`` its resource) or ``analyze_stack_async`` (``""``) call."""
+        try:
+            reply = future.result()
+        except grpc.RpcError as error:
+            method = "Analyze" if urn else "AnalyzeStack"
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+        return [_violation(d, urn) for d in reply.diagnostics]
+
+    def analyze_stack(
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+    ) -> list[Violation]:
+        reply = self._call("AnalyzeStack", _analyze_stack_request(resources, providers, structs))
+        return [_violation(d, "") for d in reply.diagnostics]
+
+    def analyze_stack_async(
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+    ) -> grpc.Future:
+        """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
+        return self.stub.AnalyzeStack.future(_analyze_stack_request(resources, providers, structs),
+                                             timeout=self.call_timeout)
+
+    def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
+        """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan.
+
+        Analyze calls are pipelined (up to ``in_flight`` unanswered); findings keep the resources' order.
+        """
+        items = [_resource_dict(r) for r in resources]
+        by_urn = {r["urn"]: r for r in items}
+        structs = _Structs()
+        pending: collections.deque[tuple[str, grpc.Future]] = collections.deque()
+        violations: list[Violation] = []
+        for r in items:
+            if len(pending) >= in_flight:
+                urn, future = pending.popleft()
+                violations += self.violations_of(future, urn)
+            pending.append((r["urn"], self.analyze_async(r, by_urn.get(_provider_urn(r)), structs=structs)))
+        while pending:
+            urn, future = pending.popleft()
+            violations += self.violations_of(future, urn)
+        return violations + self.analyze_stack(items, by_urn, structs=structs)
+
+
+def _analyze_stack_request(
+    resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
+) -> analyzer_pb2.AnalyzeStackRequest:
+    structs = structs if structs is not None else _Structs()
+    request = analyzer_pb2.AnalyzeStackRequest()
+    for resource in resources:
+        r = _resource_dict(resource)
+        item = request.resources.add(
+            urn=r["urn"],
+            type=r["type"],
+            name=r.get("name", ""),
+            options=_options(r),
+            parent=r.get("parent") or "",
+            dependencies=list(r.get("dependencies") or []),
+        )
+        item.properties.CopyFrom(structs.of(r))
+        for key, urns in (r.get("propertyDependencies") or {}).items():
+            if urns:
+                item.propertyDependencies[key].urns.extend(urns)
+        provider = (providers or {}).get(_provider_urn(r))
+        if provider is not None:
+            item.provider.CopyFrom(_provider(provider, structs))
+    return request
+
+
+def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
+    options = analyzer_pb2.AnalyzerResourceOptions(parent=r.get("parent") or "")
+    options.customTimeouts.SetInParent()
+    return options
+
+
+def _provider_urn(r: Mapping[str, Any]) -> str:
+    """A provider reference is ``<provider urn>::<provider id>``."""
+    ref = r.get("provider") or ""
+    return ref.rsplit("::", 1)[0] if "::" in ref else ref
+
+
+class _Structs:
+    """Each resource's inputs marshalled once per run, by URN: Analyze, a provider reference and
+    AnalyzeStack all send the same Struct, and marshalling is the client's largest cost per resource."""
+
+    def __init__(self) -> None:
+        self._by_urn: dict[str, struct_pb2.Struct] = {}
+
+    def of(self, r: Mapping[str, Any]) -> struct_pb2.Struct:
+        struct = self._by_urn.get(r["urn"])
+        if struct is None:
+            struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
+        return struct
+
+
+def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> Any:
+    request = analyzer_pb2.AnalyzeRequest(urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r))
+    request.properties.CopyFrom(structs.of(r) if structs is not None else to_struct(r.get("inputs") or {}))
+    if provider is not None:
+        request.provider.CopyFrom(_provider(provider, structs))
+    return request
+
+
+def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:
+    p = _resource_dict(provider)
+    message = analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""))
+    message.properties.CopyFrom(structs.of(p) if structs is not None else to_struct(p.get("inputs") or {}))
+    return message
+
+
+def _violation(diagnostic: Any, default_urn: str) -> Violation:
+    return Violation(
+        policy_name=diagnostic.policyName,
+        enforcement_level=LEVEL_NAMES.get(diagnostic.enforcementLevel, "advisory"),
+        message=diagnostic.message,
+        description=diagnostic.description,
+        urn=diagnostic.urn or default_urn,
+    )
+
+
+def run_pack(
+    resources: Iterable[Any],
+    config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    pack_dir: str | os.PathLike[str] | None = None,
+) -> PackReport:
+    """Start the pack, configure it, analyze every resource and the stack, stop it."""
+    with PolicyPackRunner(pack_dir) as pack:
+        pack.configure(config_path)
+        violations = pack.analyze_plan(resources)
+        info = pack.info()
+        return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)
+
+
+class StreamingAnalysis:
+    """The pack run beside the program: started and configured as soon as this object exists, and
+    sent ``Analyze`` for each resource as the program registers it, so the pack's process works on
+    another core while the program is still recording.
+
+    ``submit`` only queues (it is called from the mock monitor's threads); one sender thread starts
+    the pack, configures it, marshals each resource and keeps up to ``in_flight`` calls unanswered.
+    ``finish`` waits for what is left, sends ``AnalyzeStack`` and returns the same report, in the
+    same order, as :func:`run_pack` over the same resources. Errors of start-up or configuration
+    are raised by ``finish``, where ``run_pack`` would have raised them. Use as a context manager.
+    """
+
+    def __init__(
+        self,
+        config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        pack_dir: str | os.PathLike[str] | None = None,
+        *,
+        in_flight: int = 32,
+    ) -> None:
+        self._runner = PolicyPackRunner(pack_dir)
+        self._config = config_path
+        self._in_flight = threading.BoundedSemaphore(in_flight)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._structs = _Structs()
+        self._by_urn: dict[str, dict[str, Any]] = {}
+        self._futures: dict[str, grpc.Future] = {}
+        self._error: BaseException | None = None
+        self._items: list[dict[str, Any]] | None = None
+        self._stack: grpc.Future | None = None
+        self._sender = threading.Thread(target=self._send, name="policy-pack-sender", daemon=True)
+        self._sender.start()
+
+    def __enter__(self) -> StreamingAnalysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(self, resource: Any) -> None:
+        """Queue one registered resource for ``Analyze``."""
+        self._queue.put(resource)
+
+    def _send(self) -> None:
+        try:
+            self._runner.start()
+            self._runner.configure(self._config)
+        except BaseException as error:  # noqa: BLE001 - re-raised by finish()
+            self._error = error
+        while True:
+            resource = self._queue.get()
+            if resource is None:
+                return
+            if self._error is not None:
+                continue
+            r = _resource_dict(resource)
+            self._by_urn[r["urn"]] = r
+            provider_urn = _provider_urn(r)
+            if provider_urn and provider_urn not in self._by_urn:
+                continue  # its provider is not registered yet: finish() analyzes it with the whole plan
+            try:
+                self._in_flight.acquire()
+                future = self._runner.analyze_async(r, self._by_urn.get(provider_urn), structs=self._structs)
+                future.add_done_callback(lambda _: self._in_flight.release())
+                self._futures[r["urn"]] = future
+            except BaseException as error:  # noqa: BLE001 - re-raised by finish()
+                self._error = error
+
+    def end(self, resources: Iterable[Any]) -> None:
+        """No more resources: send what is left and ``AnalyzeStack`` without waiting for the
+        answers, so the pack works while the caller writes its files. ``finish`` collects."""
+        self._queue.put(None)
+        self._sender.join()
+        self._items = [_resource_dict(r) for r in resources]
+        if self._error is not None:
+            return
+        by_urn = {r["urn"]: r for r in self._items}
+        for r in self._items:
+            if r["urn"] not in self._futures:
+                self._futures[r["urn"]] = self._runner.analyze_async(
+                    r, by_urn.get(_provider_urn(r)), structs=self._structs
+                )
+        self._stack = self._runner.analyze_stack_async(self._items, by_urn, structs=self._structs)
+
+    def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
+        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
+        may be left out after ``end``."""
+        if self._items is None:
+            self.end(resources if resources is not None else [])
+        if self._error is not None:
+            raise self._error
+        violations: list[Violation] = []
+        for r in self._items:
+            violations += self._runner.violations_of(self._futures[r["urn"]], r["urn"])
+        violations += self._runner.violations_of(self._stack, "")
+        info = self._runner.info()
+        return PackReport(pack=f"{info.name}@{info.version}", config=self._runner.config_source, violations=violations)
+
+    def close(self) -> None:
+        """Stop the pack (also when the program failed before ``finish``)."""
+        if self._sender.is_alive():
+            self._queue.put(None)
+            self._sender.join()
+        self._runner.close()

@@ -1,0 +1,323 @@
+"""Run the real program under Pulumi's mock runtime and record what the engine would receive.
+
+The recording monitor captures each ``RegisterResource`` request as the engine gets it: the inputs
+Struct converted to JSON (camelCase keys, secrets and resource references in their wire form), the
+parent, and whether the resource is custom. Mocks answer with realistic outputs so the program's
+``apply`` chains run exactly as in a deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import runpy
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.stack import run_pulumi_func
+
+PROJECT = "llm-platform"
+ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT_ID = "123456789012"
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
+RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
+
+
+@dataclass
+class PlannedResource:
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    provider: str = ""
+    dependencies: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    project: str
+    stack: str
+    resources: list[PlannedResource] = field(default_factory=list)
+    #: Component outputs as registered with ``register_outputs``, by URN (engine form).
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def of_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, type_: str, name: str) -> PlannedResource:
+        matches = [r for r in self.resources if r.type == type_ and r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"expected one {type_} named {name!r}, found {len(matches)}")
+        return matches[0]
+
+    def children_of(self, urn: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.parent == urn]
+
+    def to_json(self, *, copy: bool = True) -> dict[str, Any]:
+        """The plan file's content. ``copy=False`` shares the resources' inputs instead of deep-copying
+        them, for a caller that only reads the result (the check redacts it into a new structure)."""
+        if copy:
+            return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+        names = [f.name for f in fields(PlannedResource)]
+        resources = [{name: getattr(r, name) for name in names} for r in self.resources]
+        return {"project": self.project, "stack": self.stack, "resources": resources}
+
+
+def _ints(value: Any) -> Any:
+    """Struct numbers are doubles on the wire; show integral ones as JSON integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+def _plain_struct(struct: Any) -> tuple[dict[str, Any], bool]:
+    """``_ints(json_format.MessageToDict(struct))`` in one pass, and whether it holds a resource
+    reference. json_format's generic walk was the recording monitor's largest cost per resource."""
+    refs = False
+
+    def value_of(value: Any) -> Any:
+        nonlocal refs
+        kind = value.WhichOneof("kind")
+        if kind == "string_value":
+            return value.string_value
+        if kind == "number_value":
+            number = value.number_value
+            if math.isinf(number) or math.isnan(number):
+                raise ValueError(f"Fail to serialize {number} for Value.number_value")
+            return int(number) if number.is_integer() else number
+        if kind == "bool_value":
+            return value.bool_value
+        if kind == "struct_value":
+            fields = value.struct_value.fields
+            out = {key: value_of(fields[key]) for key in fields}
+            if out.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
+                refs = True
+            return out
+        if kind == "list_value":
+            return [value_of(item) for item in value.list_value.values]
+        return None
+
+    fields = struct.fields
+    top = {key: value_of(fields[key]) for key in fields}
+    return top, refs or top.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG
+
+
+def _refs_to_urns(value: Any) -> Any:
+    """Resource references as plain URNs. The mock monitor would otherwise rehydrate each reference
+    as a resource on a worker thread's event loop, which deadlocks the program's own loop."""
+    if isinstance(value, dict):
+        if value.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
+            return value.get("urn", "")
+        return {k: _refs_to_urns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs_to_urns(v) for v in value]
+    return value
+
+
+def _fake_id(kind: str, name: str) -> str:
+    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:17]}"
+
+
+_ID_PREFIX = {
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/internetGateway:InternetGateway": "igw",
+    "aws:ec2/natGateway:NatGateway": "nat",
+    "aws:ec2/routeTable:RouteTable": "rtb",
+    "aws:ec2/eip:Eip": "eipalloc",
+    "aws:ec2/securityGroup:SecurityGroup": "sg",
+}
+
+
+class PlatformMocks(Mocks):
+    """Outputs a real deployment would return, shaped per resource type; deterministic per name."""
+
+    def __init__(self, region: str):
+        self.region = region
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict]:
+        typ, name, inputs = args.typ, args.name, dict(args.inputs)
+        region, account = self.region, ACCOUNT_ID
+        outputs: dict[str, Any] = {}
+        if typ == "eks:index:Cluster":
+            cluster = inputs.get("name", name)
+            issuer = f"oidc.eks.{region}.amazonaws.com/id/{hashlib.sha256(cluster.encode()).hexdigest()[:32].upper()}"
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cluster, "cluster": {"server": f"https://{cluster}.eks.example"}}],
+                "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": "aws"}}],
+                "current-context": cluster,
+                "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"]}}}],
+            }
+            outputs = {
+                "kubeconfig": kubeconfig,
+                "kubeconfigJson": json.dumps(kubeconfig),
+                "oidcProviderArn": f"arn:aws:iam::{account}:oidc-provider/{issuer}",
+                "oidcProviderUrl": f"https://{issuer}",
+                "oidcIssuer": issuer,
+                "clusterSecurityGroupId": _fake_id("sg", f"{cluster}-cluster"),
+                "nodeSecurityGroupId": _fake_id("sg", f"{cluster}-node"),
+            }
+            return f"{cluster}-id", outputs
+        if typ == "aws:iam/role:Role":
+            outputs = {"arn": f"arn:aws:iam::{account}:role/{name}", "name": name, "uniqueId": _fake_id("AROA", name)}
+        elif typ == "aws:kms/key:Key":
+            key_id = hashlib.sha256(name.encode()).hexdigest()[:32]
+            outputs = {"arn": f"arn:aws:kms:{region}:{account}:key/{key_id}", "keyId": key_id}
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            outputs = {"latestVersion": 1, "arn": f"arn:aws:ec2:{region}:{account}:launch-template/{_fake_id('lt', name)}"}
+            return _fake_id("lt", name), {**inputs, **outputs}
+        elif typ == "random:index/randomPassword:RandomPassword":
+            outputs = {"result": hashlib.sha256(name.encode()).hexdigest()[: int(inputs.get("length", 32))]}
+        elif typ.startswith("kubernetes:helm.sh/"):
+            outputs = {"status": {"status": "deployed", "version": inputs.get("version")}}
+        elif typ.startswith("aws:"):
+            outputs = {"arn": f"arn:aws:{typ.split(':')[1].split('/')[0]}:{region}:{account}:{name}"}
+        kind = _ID_PREFIX.get(typ, typ.split(":")[-1].lower())
+        return _fake_id(kind, name), {**inputs, **outputs}
+
+    def call(self, args: MockCallArgs) -> dict:
+        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = [f"{self.region}{zone}" for zone in "abcdef"]
+            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(6)], "id": self.region}
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "id": ACCOUNT_ID}
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region}
+        raise NotImplementedError(f"offline mocks do not answer {args.token}; add it to PlatformMocks.call")
+
+
+class RecordingMonitor(MockMonitor):
+    """A mock monitor that keeps each registration in engine form, in registration order, and
+    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists."""
+
+    def __init__(self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource], None] | None = None):
+        super().__init__(mocks)
+        self.plan = plan
+        self.on_record = on_record
+
+    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        inputs, refs = _plain_struct(request.object)
+        if refs:
+            # Only a request with resource references is copied and rewritten for the mocks.
+            flattened = type(request)()
+            flattened.CopyFrom(request)
+            flattened.object.Clear()
+            flattened.object.update(_refs_to_urns(inputs))
+            request_for_mocks = flattened
+        else:
+            request_for_mocks = request
+        response = super().RegisterResource(request_for_mocks)
+        if request.type == MANAGED_NODE_GROUP:
+            self._add_node_group_child(response, request.name, inputs)
+        if request.type != "pulumi:pulumi:Stack":
+            resource = PlannedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=bool(request.custom),
+                inputs=inputs,
+                provider=request.provider,
+                dependencies=sorted(request.dependencies),
+            )
+            self.plan.resources.append(resource)
+            if self.on_record is not None:
+                self.on_record(resource)
+        return response
+
+    def _add_node_group_child(self, response, name: str, inputs: dict[str, Any]) -> None:
+        """pulumi-eks's ManagedNodeGroup is a remote component: in a deployment its provider creates
+        the ``aws.eks.NodeGroup`` and returns it as the ``nodeGroup`` output (a resource reference),
+        whose ``resources[0].autoscalingGroups[0].name`` is the Auto Scaling group EKS made. Under
+        mocks nobody creates that child, so register it here and answer with a reference to it."""
+        urn = self.make_urn(response.urn, "aws:eks/nodeGroup:NodeGroup", name)
+        node_group_id = _fake_id("ng", name)
+        asg_name = f"eks-{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{node_group_id[-8:]}"
+        state = {
+            "nodeGroupName": name,
+            "amiType": inputs.get("amiType", ""),
+            "version": inputs.get("version", ""),
+            "labels": inputs.get("labels", {}),
+            "resources": [{"autoscalingGroups": [{"name": asg_name}], "remoteAccessSecurityGroupId": ""}],
+            "status": "ACTIVE",
+        }
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, node_group_id, state)
+        response.object.update(
+            {"nodeGroup": {SPECIAL_SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
+        )
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
+        self.plan.outputs[request.urn] = _plain_struct(request.outputs)[0]
+        return super().RegisterResourceOutputs(request)
+
+
+@contextmanager
+def _environment(config: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")}
+    os.environ["PULUMI_CONFIG"] = json.dumps(dict(config))
+    os.environ["PULUMI_CONFIG_SECRET_KEYS"] = "[]"
+    added_path = str(ROOT) not in sys.path
+    if added_path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if added_path:
+            sys.path.remove(str(ROOT))
+
+
+def record_plan(
+    stack: str,
+    config: Mapping[str, str],
+    *,
+    region: str,
+    program: Path = ROOT / "__main__.py",
+    into: Plan | None = None,
+    on_record: Callable[[PlannedResource], None] | None = None,
+) -> Plan:
+    """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
+
+    Resources are recorded into ``into`` when given, so a caller can see what was registered
+    before the program failed; ``on_record`` is called with each resource as it is registered.
+    """
+    plan = into if into is not None else Plan(project=PROJECT, stack=stack)
+    mocks = PlatformMocks(region)
+    with _environment(config):
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            pulumi.runtime.set_mocks(
+                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan, on_record)
+            )
+            loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+        finally:
+            loop.close()
+            asyncio.set_event_loop(None)
+    return plan

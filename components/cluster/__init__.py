@@ -1,0 +1,1 @@
+"""Network, EKS control plane, worker node IAM and node types outside AWS."""

@@ -1,0 +1,292 @@
+"""Managed node groups: the untainted system pool and tainted GPU pools.
+
+Both are EKS managed node groups (pulumi-eks) with their own node role and a launch template that
+enforces IMDSv2 and an encrypted gp3 root volume. Cluster Autoscaler owns both groups' desired size
+after creation (``ignore_scaling_changes``): ``desired_size`` is only the size a new group starts at. What differs is decided by the scheduling
+contract: the system pool carries no taint; a GPU pool carries the GPU taint and pool labels.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+
+from components import contract, versions
+from components.catalog import load_catalog
+from components.cluster.node_role import NodeRole, NodeRoleArgs
+from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Node counts; ``min_size <= desired_size <= max_size`` (checked in settings)."""
+
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """Secure node defaults. ``metadata_hop_limit`` 1 keeps pods off IMDS (they use Pod Identity);
+    raise it to 2 only for an agent that must read IMDS from a pod network namespace."""
+
+    disk_size_gib: int
+    disk_throughput_mibps: int = 125
+    disk_iops: int = 3000
+    metadata_hop_limit: int = 1
+    #: Stripe the instance's NVMe drives as RAID0 and put kubelet/containerd on them (AL2023 nodeadm),
+    #: so ``emptyDir`` model caches live on local NVMe.
+    nvme_ephemeral_storage: bool = False
+
+
+def nodeadm_user_data(launch: LaunchSettings) -> str | None:
+    """MIME multipart user data that EKS merges with its own bootstrap for AL2023 nodes."""
+    if not launch.nvme_ephemeral_storage:
+        return None
+    document = "\n".join(
+        [
+            'MIME-Version: 1.0',
+            'Content-Type: multipart/mixed; boundary="==LLMPLATFORM=="',
+            "",
+            "--==LLMPLATFORM==",
+            "Content-Type: application/node.eks.aws",
+            "",
+            "apiVersion: node.eks.aws/v1alpha1",
+            "kind: NodeConfig",
+            "spec:",
+            "  instance:",
+            "    localStorage:",
+            "      strategy: RAID0",
+            "",
+            "--==LLMPLATFORM==--",
+            "",
+        ]
+    )
+    return base64.b64encode(document.encode()).decode()
+
+
+class _ManagedNodePool(pulumi.ComponentResource):
+    """Shared build of role, launch template and node group; subclasses decide labels and taints."""
+
+    node_role_arn: pulumi.Output[str]
+    #: The Auto Scaling group EKS created for the group (pulumi-eks ``nodeGroup.resources``).
+    autoscaling_group_name: pulumi.Output[str]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    instance_types: list[str]
+    capacity_type: str
+    scaling: Scaling
+
+    def _build(
+        self,
+        name: str,
+        *,
+        cluster: eks.Cluster,
+        kubernetes_version: str,
+        subnet_ids: pulumi.Input[list[str]],
+        ami_type: str,
+        instance_types: list[str],
+        capacity_type: str,
+        scaling: Scaling,
+        labels: dict[str, str],
+        taints: list[dict[str, str]],
+        launch: LaunchSettings,
+        role_description: str,
+        tags: dict[str, str],
+        node_group_tags: dict[str, str],
+        gpus_per_node: int = 0,
+    ) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        role = NodeRole(f"{name}-node", NodeRoleArgs(description=role_description, tags=tags), opts=child)
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"Node settings for pool {name}",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=launch.metadata_hop_limit,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=launch.disk_size_gib,
+                        volume_type="gp3",
+                        iops=launch.disk_iops,
+                        throughput=launch.disk_throughput_mibps,
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            user_data=nodeadm_user_data(launch),
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": name})
+                for kind in ("instance", "volume")
+            ],
+            tags=tags,
+            opts=child,
+        )
+        group = eks.ManagedNodeGroup(
+            name,
+            cluster=cluster,
+            # With a launch template and no ``version`` a group would never follow a cluster upgrade.
+            version=kubernetes_version,
+            node_role_arn=role.arn,
+            ami_type=ami_type,
+            instance_types=instance_types,
+            capacity_type=capacity_type,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=scaling.min_size, desired_size=scaling.desired_size, max_size=scaling.max_size
+            ),
+            # Cluster Autoscaler grows and shrinks the group by the ASG's desired size; pulumi-eks then
+            # ignores drift in ``scalingConfig.desiredSize`` so a refresh or any change to the group
+            # never sends the declared size (0 for GPU pools) back and terminates nodes serving models.
+            ignore_scaling_changes=True,
+            subnet_ids=subnet_ids,
+            labels=labels,
+            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in taints],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            tags={**tags, **node_group_tags},
+            opts=child,
+        )
+        self.autoscaling_group_name = group.node_group.apply(lambda ng: ng.resources).apply(
+            lambda resources: resources[0].autoscaling_groups[0].name
+        )
+        if scaling.min_size == 0:
+            # EKS does not copy node group tags to the Auto Scaling group, and Cluster Autoscaler's
+            # DescribeNodegroup fallback covers only a group that never had a node: tag the ASG itself.
+            for key, value in node_template_tags(labels, taints, gpus_per_node).items():
+                aws.autoscaling.Tag(
+                    f"{name}-ca-{key[len(NODE_TEMPLATE_PREFIX):].replace('/', '-')}",
+                    autoscaling_group_name=self.autoscaling_group_name,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                    opts=child,
+                )
+        self.node_role_arn = role.arn
+        self.labels = labels
+        self.taints = taints
+        self.instance_types = instance_types
+        self.capacity_type = capacity_type
+        self.scaling = scaling
+        self.register_outputs(
+            {
+                "node_role_arn": self.node_role_arn,
+                "labels": labels,
+                "taints": taints,
+                "instance_types": instance_types,
+                "capacity_type": capacity_type,
+                "autoscaling_group_name": self.autoscaling_group_name,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class SystemNodePoolArgs:
+    """Inputs of :class:`SystemNodePool`: CPU instance types, on-demand, ``min_size >= 2``."""
+
+    cluster: eks.Cluster
+    kubernetes_version: str
+    subnet_ids: pulumi.Input[list[str]]
+    instance_types: list[str]
+    scaling: Scaling
+    launch: LaunchSettings
+    labels: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class SystemNodePool(_ManagedNodePool):
+    """On-demand CPU nodes with no taint: controllers, add-ons and the gateway run here."""
+
+    def __init__(self, name: str, args: SystemNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("llm-platform:index:SystemNodePool", name, None, opts)
+        self._build(
+            name,
+            cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
+            subnet_ids=args.subnet_ids,
+            ami_type=versions.SYSTEM_AMI_TYPE,
+            instance_types=args.instance_types,
+            capacity_type="ON_DEMAND",
+            scaling=args.scaling,
+            labels={**args.labels, **contract.system_pool_labels(name)},
+            taints=[],
+            launch=args.launch,
+            role_description="EKS system node pool",
+            tags=args.tags,
+            node_group_tags={},
+        )
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    """Inputs of :class:`GpuNodePool`.
+
+    ``instance_types`` share one GPU model (the pool's accelerator label); SPOT pools list at least
+    two. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
+    discovery tags; ``kubernetes_version`` is the cluster's minor, so the group follows upgrades.
+    """
+
+    cluster: eks.Cluster
+    cluster_name: str
+    kubernetes_version: str
+    subnet_ids: pulumi.Input[list[str]]
+    instance_types: list[str]
+    capacity_type: str
+    scaling: Scaling
+    launch: LaunchSettings
+    purpose: str = contract.GPU_INFERENCE_PURPOSE
+    labels: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class GpuNodePool(_ManagedNodePool):
+    """NVIDIA GPU nodes on the AL2023 NVIDIA AMI, tainted and labelled per the scheduling contract."""
+
+    accelerator: str
+    gpu_memory_mib: int
+    gpus_per_node: list[int]
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("llm-platform:index:GpuNodePool", name, None, opts)
+        catalog = load_catalog()
+        types = [catalog.instances[t] for t in args.instance_types]
+        self.accelerator = types[0].gpu_name or ""
+        self.gpu_memory_mib = types[0].gpu_memory_mib or 0
+        self.gpus_per_node = [t.gpus for t in types]
+        labels = {
+            **args.labels,
+            **contract.managed_gpu_pool_labels(
+                name,
+                purpose=args.purpose,
+                accelerator=self.accelerator,
+                gpu_memory_mib=self.gpu_memory_mib,
+                capacity_type=args.capacity_type,
+            ),
+        }
+        taints = contract.gpu_pool_taints_eks(args.purpose)
+        self._build(
+            name,
+            cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
+            subnet_ids=args.subnet_ids,
+            ami_type=versions.GPU_AMI_TYPE,
+            instance_types=args.instance_types,
+            capacity_type=args.capacity_type,
+            scaling=args.scaling,
+            labels=labels,
+            taints=taints,
+            launch=args.launch,
+            role_description=f"EKS GPU node pool {name}",
+            tags=args.tags,
+            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, min(self.gpus_per_node)),
+            gpus_per_node=min(self.gpus_per_node),
+        )

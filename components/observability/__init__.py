@@ -1,0 +1,1 @@
+"""Prometheus, alert rules and routes, Alertmanager receivers and Grafana dashboards."""

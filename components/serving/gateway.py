@@ -1,0 +1,369 @@
+"""Gateway: an OpenAI-compatible router (LiteLLM) in front of the self-hosted models.
+
+Each self-hosted model falls back to Amazon Bedrock when it answers 5xx, times out, is rate
+limited or has no ready replica (scaled to zero, cold start), so callers see one endpoint that
+degrades to a managed model instead of failing. The gateway runs on the system pool and may invoke
+only the Bedrock models its settings list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import contract, versions
+from components.iam import pod_identity_trust
+from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, gateway_policies
+
+TYPE = "llm-platform:index:Gateway"
+NAMESPACE = "llm-gateway"
+NAME = "llm-gateway"
+PORT = 4000
+#: Labels that select the gateway's pods (NetworkPolicies of the serving tiers name them).
+POD_LABELS = {"app.kubernetes.io/instance": NAME}
+#: The proxy runs as this unprivileged user, with a read-only root and writable /tmp and home.
+RUN_AS_USER = 1000
+HOME_DIR = "/home/litellm"
+_PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
+
+
+#: The gateway's per-request counter. LiteLLM 1.109 counts a request that fell back under the model the
+#: caller asked for (``requested_model``), so a cold model's demand shows even while Bedrock serves it.
+DEMAND_METRIC = "litellm_proxy_total_requests_metric_total"
+#: Scrape target labels Prometheus gives the gateway (ServiceMonitor on the Service of that name).
+SCRAPE_SELECTOR = f'namespace="{NAMESPACE}",service="{NAME}"'
+#: Key of the Secret that holds the scraper's bearer token (the proxy's ``/metrics`` requires auth).
+METRICS_SECRET = f"{NAME}-metrics"
+
+
+def demand_query(model: str, window: str = "2m") -> str:
+    """Requests per second the gateway received for ``model``, fallbacks included.
+
+    Reads 0 while the gateway is scraped but the model had no request, and returns nothing when no
+    gateway target is up (a broken scrape): KEDA then reports an error and its ``fallback`` holds
+    replicas instead of reading a silent 0 as "no demand".
+    """
+    return (
+        f'sum(rate({DEMAND_METRIC}{{requested_model="{model}"}}[{window}]))'
+        f" or on() (0 * count(up{{{SCRAPE_SELECTOR}}} == 1))"
+    )
+
+
+def api_key_env(tier: str) -> str:
+    """Environment variable of the gateway that holds ``tier``'s model API key."""
+    return "MODEL_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", tier.upper())
+
+
+@dataclass(frozen=True)
+class Route:
+    """One model behind the gateway: its served name, OpenAI base URL, kind (chat or embedding) and
+    the environment variable holding the API key its server requires (None: no key)."""
+
+    name: str
+    url: str
+    kind: str = "chat"
+    api_key_env: str | None = None
+
+
+def gateway_config(
+    routes: list[Route],
+    bedrock: dict[str, list[str]],
+    region: str | None,
+    timeout: int,
+    retries: int,
+) -> dict[str, Any]:
+    """LiteLLM proxy config: one route per self-hosted model, each falling back, in order, to the
+    Bedrock models of the same kind (``bedrock`` maps kind to model ids): an embedding request never
+    reaches a chat model."""
+    model_list: list[dict[str, Any]] = [
+        {
+            "model_name": route.name,
+            "litellm_params": {
+                "model": f"hosted_vllm/{route.name}",
+                "api_base": route.url,
+                **({"api_key": f"os.environ/{route.api_key_env}"} if route.api_key_env else {}),
+                "timeout": timeout,
+                "stream_timeout": timeout,
+            },
+            "model_info": {"mode": route.kind},
+        }
+        for route in sorted(routes, key=lambda r: r.name)
+    ]
+    bedrock_ids = [(kind, model_id) for kind in sorted(bedrock) for model_id in bedrock[kind]]
+    model_list += [
+        {
+            "model_name": model_id,
+            "litellm_params": {"model": f"bedrock/{model_id}", "aws_region_name": region},
+            "model_info": {"mode": kind},
+        }
+        for kind, model_id in bedrock_ids
+    ]
+    fallbacks = [
+        {route.name: list(bedrock[route.kind])}
+        for route in sorted(routes, key=lambda r: r.name)
+        if bedrock.get(route.kind)
+    ]
+    return {
+        "model_list": model_list,
+        "router_settings": {
+            "num_retries": retries,
+            "timeout": timeout,
+            "allowed_fails": 3,
+            "cooldown_time": 30,
+            "fallbacks": fallbacks,
+        },
+        "litellm_settings": {
+            "request_timeout": timeout,
+            "drop_params": True,
+            "callbacks": ["prometheus"],
+            # The scraper authenticates with a bearer token from a Secret; never open /metrics.
+            "require_auth_for_metrics_endpoint": True,
+        },
+        "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
+    }
+
+
+def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: list[str]) -> str:
+    """Invoke only the listed models: a cross-region profile id also needs its foundation model
+    in every region the profile routes to."""
+    resources: list[str] = []
+    for model_id in model_ids:
+        base = _PROFILE_PREFIX.sub("", model_id)
+        if base != model_id:
+            resources.append(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}")
+            resources.append(f"arn:{partition}:bedrock:*::foundation-model/{base}")
+        else:
+            resources.append(f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}")
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "InvokeConfiguredModels",
+                    "Effect": "Allow",
+                    "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                    "Resource": resources,
+                }
+            ],
+        }
+    )
+
+
+def scrape_endpoint() -> dict[str, Any]:
+    """How Prometheus scrapes the gateway: the bearer token from :data:`METRICS_SECRET`."""
+    return {
+        "port": "http",
+        "path": "/metrics/",
+        "interval": "15s",
+        "authorization": {"type": "Bearer", "credentials": {"name": METRICS_SECRET, "key": "token"}},
+    }
+
+
+def _digest(data: dict[str, str]) -> str:
+    """Rolls the pods when the config changes (LiteLLM reads it only at start)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
+    URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
+    models of that kind fall back to, in order. ``model_api_keys`` maps each route's ``api_key_env`` to
+    the key (a Pulumi secret). ``client_cidrs`` may reach the gateway besides in-cluster pods (the VPC)."""
+
+    routes: list[Route]
+    bedrock_models: dict[str, list[str]]
+    bedrock_region: str | None
+    cluster_name: str
+    model_api_keys: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    client_cidrs: list[str] = field(default_factory=list)
+    replicas: int = 2
+    timeout_seconds: int = 60
+    num_retries: int = 1
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class Gateway(pulumi.ComponentResource):
+    """LiteLLM Deployment, config, generated master key, Service, PDB, metrics and Bedrock role."""
+
+    url: str
+    master_key: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
+        import pulumi_random as random  # only stacks that run the gateway load the random provider's SDK
+
+        super().__init__(TYPE, name, None, opts)
+        labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": NAME, "app.kubernetes.io/part-of": "llm-platform"}
+        pod_security = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": NAMESPACE, "labels": {**labels, **pod_security}}, opts=pulumi.ResourceOptions(parent=self)
+        )
+        child = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
+        metadata = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
+
+        master_key = random.RandomPassword(f"{name}-master-key", length=48, special=False, opts=pulumi.ResourceOptions(parent=self))
+        secret = k8s.core.v1.Secret(
+            f"{name}-master-key",
+            metadata=metadata,
+            type="Opaque",
+            string_data={
+                "LITELLM_MASTER_KEY": master_key.result.apply(lambda key: f"sk-{key}"),
+                **{env: pulumi.Output.secret(key) for env, key in sorted(args.model_api_keys.items())},
+            },
+            opts=child,
+        )
+        from components.serving import model_server  # model_server imports this module (demand_query)
+
+        NetworkIsolation(
+            f"{name}-isolation",
+            NetworkIsolationArgs(
+                namespace=NAMESPACE,
+                policies=gateway_policies(POD_LABELS, PORT, args.client_cidrs, model_server.POD_LABELS, model_server.PORT),
+                labels=labels,
+            ),
+            opts=child,
+        )
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=metadata,
+            data={
+                "config.yaml": yaml.safe_dump(
+                    gateway_config(args.routes, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries),
+                    sort_keys=False,
+                )
+            },
+            opts=child,
+        )
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
+        bedrock_ids = [model_id for ids in args.bedrock_models.values() for model_id in ids]
+        if bedrock_ids:
+            identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+            role = aws.iam.Role(
+                f"{name}-bedrock",
+                description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
+                assume_role_policy=pod_identity_trust(),
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.iam.RolePolicy(
+                f"{name}-bedrock",
+                role=role.name,
+                policy=pulumi.Output.all(partition, identity.account_id).apply(
+                    lambda a: bedrock_invoke_policy(a[0], args.bedrock_region or "", a[1], bedrock_ids)
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-bedrock",
+                cluster_name=args.cluster_name,
+                namespace=NAMESPACE,
+                service_account=NAME,
+                role_arn=role.arn,
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+        selector = {"app.kubernetes.io/instance": NAME}
+        k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=metadata,
+            spec={
+                "replicas": args.replicas,
+                "selector": {"matchLabels": selector},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"llm-platform.io/config-hash": config.data.apply(_digest)},
+                    },
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        # No Kubernetes API access; Pod Identity (Bedrock) injects its own token.
+                        "automountServiceAccountToken": False,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": RUN_AS_USER,
+                            "runAsGroup": RUN_AS_USER,
+                            "fsGroup": RUN_AS_USER,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "nodeSelector": contract.system_node_selector(),
+                        "topologySpreadConstraints": [
+                            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector}}
+                        ],
+                        "containers": [
+                            {
+                                "name": "litellm",
+                                "image": str(versions.LITELLM_IMAGE),
+                                "args": ["--config", "/etc/litellm/config.yaml", "--port", str(PORT)],
+                                "env": [
+                                    {"name": "AWS_REGION", "value": args.bedrock_region or ""},
+                                    {"name": "HOME", "value": HOME_DIR},
+                                    {"name": "TMPDIR", "value": "/tmp"},
+                                ],
+                                "envFrom": [{"secretRef": {"name": NAME}}],
+                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                                "readinessProbe": {"httpGet": {"path": "/health/readiness", "port": "http"}, "periodSeconds": 10},
+                                "livenessProbe": {"httpGet": {"path": "/health/liveliness", "port": "http"}, "periodSeconds": 20, "failureThreshold": 3},
+                                "volumeMounts": [
+                                    {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
+                                    {"name": "home", "mountPath": HOME_DIR},
+                                    {"name": "tmp", "mountPath": "/tmp"},
+                                ],
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "runAsNonRoot": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"},
+                                },
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": NAME}},
+                            {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=metadata,
+            spec={"selector": selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]},
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=metadata, spec={"minAvailable": 1, "selector": {"matchLabels": selector}}, opts=child
+        )
+        # The proxy's /metrics answers 401 without a key (and the demand signal KEDA wakes cold models on
+        # would never exist): Prometheus scrapes with a bearer token read from its own Secret.
+        scrape_token = k8s.core.v1.Secret(
+            f"{name}-metrics-token",
+            metadata={**metadata, "name": METRICS_SECRET},
+            type="Opaque",
+            string_data={"token": master_key.result.apply(lambda key: f"sk-{key}")},
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-metrics",
+            api_version="monitoring.coreos.com/v1",
+            kind="ServiceMonitor",
+            metadata=metadata,
+            spec={"selector": {"matchLabels": labels}, "endpoints": [scrape_endpoint()]},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, scrape_token]),
+        )
+        self.url = f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{PORT}/v1"
+        self.master_key = pulumi.Output.secret(master_key.result.apply(lambda key: f"sk-{key}"))
+        self.register_outputs({"url": self.url, "master_key": self.master_key})

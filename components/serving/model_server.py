@@ -1,0 +1,435 @@
+"""ModelServer: one model served by vLLM on GPU nodes, scaled by KEDA on vLLM's own metrics.
+
+Placement (selector, tolerations, GPU limits) comes from the scheduling contract, never from the
+model's settings. Weights are copied from S3 to the node's NVMe-backed ``emptyDir`` by an init
+container that skips a complete cache and verifies what it copied; the pod's role may read only
+that model's prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
+
+from components import contract, versions
+from components.serving.gateway import demand_query
+from components.iam import pod_identity_trust
+from components.settings import PoolFacts, ServedModel, TierScaling
+
+TYPE = "llm-platform:index:ModelServer"
+PORT = 8000
+MODEL_DIR = "/models"
+#: Marker the init container writes after a verified copy; its content is the object manifest.
+COMPLETE_MARKER = ".llm-platform-complete"
+#: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
+FALLBACK_FAILURE_THRESHOLD = 3
+#: Unprivileged user and group every serving container runs as (neither image needs root).
+RUN_AS_USER = 1000
+#: Writable home of the non-root user (vLLM, Triton and torch.compile caches; the AWS CLI's config).
+HOME_DIR = "/home/llm"
+#: Secret key holding the tier's model API key (vLLM reads ``VLLM_API_KEY``; it guards ``/v1`` only).
+API_KEY_SECRET_KEY = "api-key"
+#: Labels every vLLM pod carries (NetworkPolicies select on them).
+POD_LABELS = {"app.kubernetes.io/name": "vllm"}
+
+
+def pod_security_context() -> dict[str, Any]:
+    """Pod Security ``restricted``: non-root, RuntimeDefault seccomp; ``fsGroup`` makes the
+    emptyDirs writable by the unprivileged user."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """Every capability dropped, no privilege escalation, read-only root (writes go to emptyDirs)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
+    """Copy ``s3://bucket/prefix`` to ``target`` unless a verified copy is already there.
+
+    The listing (key and size of every object) is the manifest: a cache is warm only if its marker
+    holds the same listing, and a fresh copy is accepted only if every listed file exists locally
+    with the listed size. Calls go to the bucket's own region (asked from S3, not assumed from the
+    pod's); folder markers (zero-byte keys ending in ``/``) are not files and are left out; keys may
+    contain spaces (the listing is split on tabs only).
+    """
+    return f"""set -eu
+bucket={shlex.quote(bucket)}
+prefix={shlex.quote(prefix)}
+dst={shlex.quote(target)}
+tab=$(printf '\t')
+mkdir -p "$dst"
+region=$(aws s3api get-bucket-location --bucket "$bucket" --query LocationConstraint --output text)
+case "$region" in ""|None|null) region=us-east-1 ;; EU) region=eu-west-1 ;; esac
+export AWS_REGION="$region" AWS_DEFAULT_REGION="$region"
+manifest=$(aws s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" --region "$region" \
+  --query 'Contents[].[Key,Size]' --output text \
+  | awk -F '\t' -v p="$prefix" 'NF == 2 && substr($1, length($1)) != "/" && index($1, p) == 1 {{ print substr($1, length(p) + 1) "\t" $2 }}' \
+  | LC_ALL=C sort)
+[ -n "$manifest" ] || {{ echo "no objects under s3://$bucket/$prefix" >&2; exit 1; }}
+if [ -f "$dst/{COMPLETE_MARKER}" ] && [ "$(cat "$dst/{COMPLETE_MARKER}")" = "$manifest" ]; then
+  echo "cache warm: $dst matches s3://$bucket/$prefix"; exit 0
+fi
+rm -f "$dst/{COMPLETE_MARKER}"
+aws s3 sync "s3://$bucket/$prefix" "$dst" --region "$region" --only-show-errors --no-progress
+printf '%s\n' "$manifest" | while IFS="$tab" read -r key size; do
+  actual=$(stat -c %s "$dst/$key" 2>/dev/null || echo missing)
+  [ "$actual" = "$size" ] || {{ echo "incomplete copy: $key is $actual, expected $size bytes" >&2; exit 1; }}
+done
+printf '%s\n' "$manifest" > "$dst/{COMPLETE_MARKER}"
+echo "copied and verified $(printf '%s\n' "$manifest" | wc -l) objects from s3://$bucket/$prefix ($region)"
+"""
+
+
+def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
+    """Read-only access to one model's prefix: list it, get its objects, nothing else."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ListModelPrefix",
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                    "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                },
+                {
+                    "Sid": "FindBucketRegion",
+                    "Effect": "Allow",
+                    "Action": "s3:GetBucketLocation",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                },
+                {
+                    "Sid": "ReadModelObjects",
+                    "Effect": "Allow",
+                    "Action": "s3:GetObject",
+                    "Resource": f"arn:{partition}:s3:::{bucket}/{prefix}*",
+                },
+            ],
+        }
+    )
+
+
+def vllm_args(model: ServedModel) -> list[str]:
+    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica."""
+    source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    # The image's entrypoint is `vllm serve`, which takes the model as its positional argument
+    # (--model is deprecated there); embedding models run vLLM's pooling runner.
+    runner = ["--runner", "pooling"] if model.kind == "embedding" else []
+    return [
+        str(source),
+        *runner,
+        "--served-model-name", model.name,
+        "--tensor-parallel-size", str(model.gpus_per_replica),
+        "--gpu-memory-utilization", str(model.gpu_memory_utilization),
+        "--max-model-len", str(model.max_model_len),
+        "--download-dir", MODEL_DIR,
+        "--port", str(PORT),
+        *(["--quantization", model.quantization] if model.quantization else []),
+    ]
+
+
+def metric_selector(namespace: str, model: str) -> str:
+    return f'namespace="{namespace}",model_name="{model}"'
+
+
+def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
+    """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
+    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
+
+    The gateway trigger does not ignore an empty answer: an empty answer means the gateway is not
+    scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
+    replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
+    model's histogram_quantile is NaN). Only demand (gateway requests, waiting requests) activates a
+    model from zero or keeps it from returning there.
+    """
+    sel = metric_selector(namespace, model.name)
+    triggers = [
+        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
+        # Cache use and latency size a running model; they never keep an idle one from zero.
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
+        (
+            "ttft-p95",
+            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",
+            scaling.ttft_p95_seconds,
+            "Value",
+            True,
+            scaling.ttft_p95_seconds,
+        ),
+    ]
+    result = []
+    for name, query, threshold, metric_type, ignore_null, activation in triggers:
+        result.append(
+            {
+                "type": "prometheus",
+                "name": name,
+                "metricType": metric_type,
+                "metadata": {
+                    "serverAddress": prometheus_url,
+                    "query": query,
+                    "threshold": str(threshold),
+                    "activationThreshold": str(activation),
+                    "ignoreNullValues": "true" if ignore_null else "false",
+                },
+            }
+        )
+    return result
+
+
+def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> dict[str, Any]:
+    """ScaledObject spec: bounds from the model, pace from the tier.
+
+    ``cooldownPeriod`` only governs the step to zero; above the minimum the HPA's scale-down
+    stabilization window (the tier's cooldown) keeps replicas through short lulls. When Prometheus
+    cannot answer (down, or the gateway unscraped) for ``failureThreshold`` polls, KEDA holds the
+    current replicas, or at least one (``currentReplicasIfHigher``), instead of scaling on no data.
+    """
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+        "minReplicaCount": model.replicas.min,
+        "maxReplicaCount": model.replicas.max,
+        "cooldownPeriod": scaling.cooldown_seconds,
+        "pollingInterval": scaling.polling_seconds,
+        "fallback": {
+            "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+            "replicas": max(model.replicas.min, 1),
+            "behavior": "currentReplicasIfHigher",
+        },
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": scaling.cooldown_seconds,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    },
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 0,
+                        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+                    },
+                }
+            }
+        },
+        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url),
+    }
+
+
+@dataclass(frozen=True)
+class ModelServerArgs:
+    """Inputs of :class:`ModelServer`. ``pool`` is the target GPU pool's name and facts (purpose
+    decides tolerations). ``hf_token_secret`` names the Secret with key ``token`` for Hugging Face
+    sources. ``api_key_secret`` names the Secret whose key ``api-key`` vLLM requires on ``/v1`` (none:
+no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledObject."""
+
+    model: ServedModel
+    namespace: pulumi.Input[str]
+    namespace_name: str
+    tier: str
+    priority_class: pulumi.Input[str]
+    pool: str
+    pool_facts: PoolFacts
+    scaling: TierScaling
+    prometheus_url: str
+    cluster_name: str
+    hf_token_secret: pulumi.Input[str] | None = None
+    api_key_secret: pulumi.Input[str] | None = None
+    tags: dict[str, str] | None = None
+
+
+class ModelServer(pulumi.ComponentResource):
+    """ServiceAccount with a Pod Identity role, vLLM Deployment, Service, PDB and ScaledObject."""
+
+    service_url: str
+    deployment_name: str
+
+    def __init__(self, name: str, args: ModelServerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        model = args.model
+        child = pulumi.ResourceOptions(parent=self)
+        labels = {
+            **POD_LABELS,
+            "app.kubernetes.io/instance": model.name,
+            "app.kubernetes.io/part-of": "llm-platform",
+            "llm-platform.io/tier": args.tier,
+        }
+        metadata = {"name": model.name, "namespace": args.namespace, "labels": labels}
+
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
+        if model.source.s3:
+            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+            role = aws.iam.Role(
+                f"{name}-weights",
+                description=f"Reads weights of model {model.name} ({args.tier}) from S3",
+                assume_role_policy=pod_identity_trust(),
+                tags=args.tags or {},
+                opts=child,
+            )
+            aws.iam.RolePolicy(
+                f"{name}-weights",
+                role=role.name,
+                policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
+                opts=child,
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-weights",
+                cluster_name=args.cluster_name,
+                namespace=args.namespace_name,
+                service_account=model.name,
+                role_arn=role.arn,
+                tags=args.tags or {},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+
+        placement = contract.gpu_workload_placement(args.pool, args.pool_facts.purpose, model.gpus_per_replica)
+        resources = {
+            "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
+            "limits": {"memory": model.memory, **placement["limits"]},
+        }
+        # Non-root with a read-only root: every cache goes to the writable home or the model volume.
+        env = [
+            {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+            {"name": "HOME", "value": HOME_DIR},
+            {"name": "USER", "value": "llm"},
+            {"name": "XDG_CACHE_HOME", "value": f"{HOME_DIR}/.cache"},
+            {"name": "TMPDIR", "value": "/tmp"},
+        ]
+        if args.api_key_secret is not None:
+            env.append(
+                {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": API_KEY_SECRET_KEY}}}
+            )
+        if model.source.hugging_face:
+            env += [
+                {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
+                {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
+            ]
+        init_containers = []
+        if model.source.s3:
+            init_containers.append(
+                {
+                    "name": "fetch-weights",
+                    "image": str(versions.AWS_CLI_IMAGE),
+                    "command": ["/bin/sh", "-c", fetch_weights_script(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}")],
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                    "env": [{"name": "HOME", "value": HOME_DIR}, {"name": "TMPDIR", "value": "/tmp"}],
+                    "volumeMounts": [
+                        {"name": "model-cache", "mountPath": MODEL_DIR},
+                        {"name": "home", "mountPath": HOME_DIR},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                    "securityContext": container_security_context(),
+                }
+            )
+        http = {"path": "/health", "port": "http"}
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=metadata,
+            spec={
+                "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {
+                            contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu),
+                            MODEL_ARCHITECTURE_ANNOTATION: json.dumps(model.resolved_architecture().to_json()),
+                        },
+                    },
+                    "spec": {
+                        "serviceAccountName": model.name,
+                        # No Kubernetes API access; Pod Identity injects its own projected token.
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_security_context(),
+                        "priorityClassName": args.priority_class,
+                        "nodeSelector": placement["nodeSelector"],
+                        "tolerations": placement["tolerations"],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+                            }
+                        ],
+                        "terminationGracePeriodSeconds": 120,
+                        "initContainers": init_containers,
+                        "containers": [
+                            {
+                                "name": "vllm",
+                                "image": str(versions.VLLM_IMAGE),
+                                "args": vllm_args(model),
+                                "env": env,
+                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                                "resources": resources,
+                                "startupProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 180},
+                                "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
+                                "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
+                                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
+                                "volumeMounts": [
+                                    {"name": "model-cache", "mountPath": MODEL_DIR},
+                                    {"name": "dshm", "mountPath": "/dev/shm"},
+                                    {"name": "home", "mountPath": HOME_DIR},
+                                    {"name": "tmp", "mountPath": "/tmp"},
+                                ],
+                                "securityContext": container_security_context(),
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
+                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+                            {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=metadata,
+            spec={
+                "selector": {"app.kubernetes.io/instance": model.name},
+                "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}],
+                "trafficDistribution": "PreferClose",
+            },
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata=metadata,
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}}},
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-scaler",
+            api_version="keda.sh/v1alpha1",
+            kind="ScaledObject",
+            metadata=metadata,
+            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        )
+        self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"
+        self.deployment_name = model.name
+        self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})

@@ -1,0 +1,168 @@
+"""NetworkIsolation: default-deny NetworkPolicies for one namespace, with explicit allows.
+
+The VPC CNI enforces them (``enableNetworkPolicy`` on its add-on, see :mod:`components.cluster.control_plane`);
+the kubelet's probes from the node's own IP are allowed by the CNI's policy agent. Each namespace
+gets a default deny (ingress and egress), DNS to CoreDNS, and only the flows its pods need:
+
+* serving tiers: ingress from the gateway and from Prometheus on the vLLM port; egress to the EKS
+  Pod Identity agent (credentials) and HTTPS to public addresses (S3 for weights, the Hugging Face
+  Hub for Hub sources).
+* gateway: ingress from in-cluster pods and the VPC on its port (its clients, Prometheus too);
+  egress to the model servers of every tier, the Pod Identity agent and public HTTPS (Bedrock).
+
+Public HTTPS excludes private, link-local (instance metadata) and carrier-grade NAT ranges: pods
+reach AWS APIs through the NAT gateway, never another in-VPC address on 443. AWS publishes no
+stable per-service prefixes a NetworkPolicy could name, so the allow is by port, not by service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+TYPE = "llm-platform:index:NetworkIsolation"
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: CoreDNS pods (the EKS add-on keeps the kube-dns label).
+DNS_PEER = {
+    "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
+#: EKS Pod Identity agent: a host-network DaemonSet listening on this link-local address, port 80.
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+POD_IDENTITY_AGENT_PORT = 80
+#: Never reached by the public-HTTPS allow: RFC 1918, link-local (IMDS), CGNAT, loopback.
+NON_PUBLIC_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8"]
+#: Prometheus pods of kube-prometheus-stack (labelled by the Prometheus operator).
+PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
+#: Label every serving-tier namespace carries (the gateway's egress selects by it).
+TIER_LABEL = "llm-platform.io/tier"
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
+
+
+def _tcp(*ports: int) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": port} for port in ports]
+
+
+def default_deny() -> dict[str, Any]:
+    return {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def allow_dns() -> dict[str, Any]:
+    return {
+        "podSelector": {},
+        "policyTypes": ["Egress"],
+        "egress": [{"to": [DNS_PEER], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+    }
+
+
+def allow_aws_apis(pods: dict[str, str]) -> dict[str, Any]:
+    """Credentials from the Pod Identity agent, then HTTPS to public addresses (AWS APIs via NAT)."""
+    return {
+        "podSelector": {"matchLabels": pods},
+        "policyTypes": ["Egress"],
+        "egress": [
+            {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": _tcp(POD_IDENTITY_AGENT_PORT)},
+            {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": NON_PUBLIC_CIDRS}}], "ports": _tcp(443)},
+        ],
+    }
+
+
+def serving_policies(
+    model_pods: dict[str, str], port: int, gateway_namespace: str, gateway_pods: dict[str, str], monitoring_namespace: str
+) -> dict[str, dict[str, Any]]:
+    """A serving tier's policies by name: only the gateway and Prometheus reach the models."""
+    return {
+        "default-deny": default_deny(),
+        "allow-dns": allow_dns(),
+        "allow-gateway-to-models": {
+            "podSelector": {"matchLabels": model_pods},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"namespaceSelector": _namespace(gateway_namespace), "podSelector": {"matchLabels": gateway_pods}}],
+                    "ports": _tcp(port),
+                }
+            ],
+        },
+        "allow-prometheus-scrape": {
+            "podSelector": {"matchLabels": model_pods},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {"namespaceSelector": _namespace(monitoring_namespace), "podSelector": {"matchLabels": PROMETHEUS_POD_LABELS}}
+                    ],
+                    "ports": _tcp(port),
+                }
+            ],
+        },
+        "allow-aws-apis": allow_aws_apis(model_pods),
+    }
+
+
+def gateway_policies(
+    gateway_pods: dict[str, str], port: int, client_cidrs: list[str], model_pods: dict[str, str], model_port: int
+) -> dict[str, dict[str, Any]]:
+    """The gateway's policies by name: clients in the cluster or the VPC in, models and AWS out."""
+    return {
+        "default-deny": default_deny(),
+        "allow-dns": allow_dns(),
+        "allow-clients": {
+            "podSelector": {"matchLabels": gateway_pods},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"namespaceSelector": {}}, *({"ipBlock": {"cidr": cidr}} for cidr in client_cidrs)],
+                    "ports": _tcp(port),
+                }
+            ],
+        },
+        "allow-models": {
+            "podSelector": {"matchLabels": gateway_pods},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchExpressions": [{"key": TIER_LABEL, "operator": "Exists"}]},
+                            "podSelector": {"matchLabels": model_pods},
+                        }
+                    ],
+                    "ports": _tcp(model_port),
+                }
+            ],
+        },
+        "allow-aws-apis": allow_aws_apis(gateway_pods),
+    }
+
+
+@dataclass(frozen=True)
+class NetworkIsolationArgs:
+    """Inputs of :class:`NetworkIsolation`: the namespace and its policies by name (see
+    :func:`serving_policies`, :func:`gateway_policies`)."""
+
+    namespace: str
+    policies: dict[str, dict[str, Any]]
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class NetworkIsolation(pulumi.ComponentResource):
+    """One NetworkPolicy per entry of ``policies`` in ``namespace``."""
+
+    def __init__(self, name: str, args: NetworkIsolationArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(TYPE, name, None, opts)
+        for policy, spec in args.policies.items():
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy}",
+                metadata={"name": policy, "namespace": args.namespace, "labels": args.labels},
+                spec=spec,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.register_outputs({"policies": sorted(args.policies)})

@@ -1,0 +1,1 @@
+"""The pack's policies, one module per family; ``policies/__main__.py`` assembles them."""

@@ -1,0 +1,109 @@
+"""Every workload lands, fits, loads and scales: the capacity simulation as stack policies.
+
+The stack's resources go through :mod:`capacity.engine` into the neutral model and
+:func:`capacity.simulate` judges them (see that package for the rules and where each figure comes
+from). ``capacity-simulation`` reports the blocking findings; ``capacity-overcommit`` reports, as
+advice, shared pools whose workloads cannot all peak at once. Stacks that declare no pools
+(workloads for a cluster owned elsewhere) are not judged; a stack whose deciding fields are not
+known yet (preview) is not judged either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from capacity import simulate
+from capacity.engine import (
+    ASG_TAG,
+    AWS_NODE_GROUP,
+    EC2NODECLASS,
+    HELM_TYPES,
+    MANAGED_NODE_GROUP,
+    NODEPOOL,
+    RESOURCE_QUOTA,
+    SCALED_OBJECT,
+    SELF_METRIC_PREFIXES,
+    WORKLOADS,
+    cluster_from_resources,
+)
+from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
+from lib.shapes import DAEMONSET, contains_unknown
+
+#: Inputs that decide the simulation, per resource type; an unknown there means "can't judge".
+_DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
+    MANAGED_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
+    AWS_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
+    NODEPOOL: (("spec",),),
+    EC2NODECLASS: (("spec", "kubelet"),),
+    ASG_TAG: (("tag",),),
+    SCALED_OBJECT: (("spec",), ("metadata",)),
+    RESOURCE_QUOTA: (("spec",), ("metadata",)),
+    DAEMONSET: (("spec", "template"),),
+    **{t: (("chart",), ("version",), ("values",)) for t in HELM_TYPES},
+    **{t: (("spec",), ("metadata",)) for t in WORKLOADS},
+}
+
+
+def _knowable(stack: Stack) -> bool:
+    for resource in stack.resources:
+        for path in _DECISIVE.get(resource.type, ()):
+            if contains_unknown(resource.get(*path)):
+                return False
+    return True
+
+
+def _findings(stack: Stack, config: dict[str, Any]):
+    if not _knowable(stack):
+        return None
+    prefixes = tuple(config.get("selfMetricPrefixes") or SELF_METRIC_PREFIXES)
+    cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes)
+    if not cluster.pools:
+        return None
+    return simulate(cluster).findings
+
+
+def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    for finding in _findings(stack, config) or []:
+        if finding.blocking:
+            yield finding.message, finding.workload_key or finding.where_key or None
+
+
+def _check_overcommit(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    for finding in _findings(stack, config) or []:
+        if not finding.blocking:
+            yield finding.message, finding.where_key or None
+
+
+_PARAMS = {
+    "selfMetricPrefixes": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "default": list(SELF_METRIC_PREFIXES),
+        "description": "Metric name prefixes a model server emits itself; a scale-to-zero trigger that reads only "
+                       "these never wakes the model.",
+    }
+}
+
+POLICIES = [
+    stack_policy(
+        name="capacity-simulation",
+        description=(
+            "Make every workload land, fit, load and scale: give each pool a capacity source (and Cluster "
+            "Autoscaler node-template tags when it sits at zero), size pods within a node's allocatable after "
+            "DaemonSets, keep min and max replicas within pool maximums and GPU limits, fit model weights plus "
+            "KV cache in GPU memory, cover max replicas plus surge in quotas, and wake scale-to-zero models "
+            "from outside their pods."
+        ),
+        check=_check,
+        enforcement=MANDATORY,
+        params=_PARAMS,
+    ),
+    stack_policy(
+        name="capacity-overcommit",
+        description="Know which shared pools cannot hold every workload at max replicas at once (reported, not refused).",
+        check=_check_overcommit,
+        enforcement=ADVISORY,
+        params=_PARAMS,
+    ),
+]

@@ -1,0 +1,209 @@
+"""GPU capacity is bounded: per pool, per stack (GPU count and monthly spend) and per namespace.
+
+Worst case means every pool at its ceiling at on-demand prices (Spot is cheaper, so this is an
+upper bound):
+
+- managed/self-managed node group: ``maxSize`` x the largest GPU count among its instance types,
+  and ``maxSize`` x the most expensive of its instance types x ``hoursPerMonth``;
+- dynamic Karpenter NodePool: its ``limits["nvidia.com/gpu"]`` (capped by ``limits.nodes`` x GPUs
+  per node when both are set), priced at the highest per-GPU hourly price among the catalog types
+  its requirements admit (all catalog GPU types if the catalog cannot tell);
+- static NodePool (``replicas``): replicas x GPUs per node, at the most expensive admitted type.
+
+Prices and GPU counts come only from ``instance_catalog.json``; a GPU instance type missing from it
+is reported, because its cost cannot be bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from capacity.cost import node_group_worst_case, nodepool_worst_case
+from lib.catalog import load_catalog
+from checks.gpu_workloads import asks_for_gpu
+from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
+from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
+from lib.shapes import (
+    NODEPOOL,
+    RESOURCE_QUOTA,
+    UNKNOWN,
+    Resource,
+    as_dict,
+    as_int,
+    contains_unknown,
+    fmt,
+    quantity,
+)
+
+
+def _check_nodepool_limit(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    gpu = config["gpuResource"]
+    if nodepool_is_gpu(resource, gpu) is not True or resource.get("spec", "replicas") is not None:
+        return
+    limit = gpu_limit(resource, gpu)
+    if limit is None:
+        yield (
+            f"{resource.label} selects GPU capacity but has no spec.limits['{gpu}'], so Karpenter may buy GPU "
+            f"nodes without bound. Set spec.limits: {{'{gpu}': <max GPUs>}}."
+        )
+
+
+@dataclass
+class Item:
+    """One GPU pool's worst case; ``gpus``/``usd`` are ``None`` when they cannot be bounded."""
+
+    pool: Pool
+    gpus: float | None
+    usd: float | None
+    detail: str
+    problem: str | None = None
+
+
+def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
+    catalog = load_catalog()
+    hours = catalog.hours_per_month
+    items = []
+    for pool in stack_pools(stack):
+        if not pool.is_gpu:
+            continue
+        if pool.uncatalogued:
+            missing = ", ".join(map(str, pool.uncatalogued))
+            items.append(Item(pool, None, None, "", f"instance type(s) {missing} are not in instance_catalog.json"))
+            continue
+        if pool.instance_types is None:
+            continue
+        if not pool.karpenter:
+            max_size = as_int(node_group_scaling(pool.resource).get("maxSize"))
+            if max_size is None:
+                continue
+            worst = node_group_worst_case(pool.label, max_size, pool.instance_types)
+            items.append(Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail))
+            continue
+        items.append(_nodepool_item(pool, gpu_resource, hours))
+    return [i for i in items if i is not None]
+
+
+def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
+    catalog = load_catalog()
+    resource = pool.resource
+    types = pool.instance_types or [t for t in catalog.instances.values() if t.gpus]
+    replicas = resource.get("spec", "replicas")
+    limit = gpu_limit(resource, gpu_resource)
+    limits = resource.get("spec", "limits", default={})
+    if UNKNOWN in (replicas, limit) or limits is UNKNOWN:
+        return None
+    worst = nodepool_worst_case(
+        pool.label, types, static_nodes=None if replicas is None else as_int(replicas) or 0,
+        gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
+    )
+    if worst is None:
+        return Item(pool, None, None, "", f"has no limits['{gpu_resource}'], so its GPU count is unbounded")
+    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
+
+
+def _summary(items: list[Item], value: str) -> str:
+    return "; ".join(i.detail for i in items if getattr(i, value))
+
+
+def _check_gpu_cap(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    items = capacity_items(stack, config["gpuResource"])
+    for item in items:
+        if item.problem:
+            yield (f"{item.pool.label} {item.problem}; the stack's worst-case GPU count cannot be bounded. "
+                   f"Add the type to policies/instance_catalog.json or set a limit.", item.pool.resource.urn)
+    total = sum(i.gpus for i in items if i.gpus is not None)
+    if total > config["maxGpus"]:
+        yield (
+            f"Worst-case GPU count is {total:g}, above the cap of {fmt(config['maxGpus'])} ({_summary(items, 'gpus')}). "
+            f"Lower node group maxSize or NodePool GPU limits, or raise maxGpus for this stack.",
+            None,
+        )
+
+
+def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    items = capacity_items(stack, config["gpuResource"])
+    for item in items:
+        if item.problem:
+            yield (f"{item.pool.label} {item.problem}; its monthly cost cannot be bounded. Add the type to "
+                   f"policies/instance_catalog.json or set a limit.", item.pool.resource.urn)
+    total = sum(i.usd for i in items if i.usd is not None)
+    if total > config["monthlyBudgetUsd"]:
+        yield (
+            f"Worst-case GPU spend is ${total:,.0f}/month at on-demand prices, above the budget of "
+            f"${config['monthlyBudgetUsd']:,.0f} ({_summary(items, 'usd')}). Lower maxSize or NodePool GPU limits, "
+            f"choose cheaper instance types, or raise monthlyBudgetUsd for this stack.",
+            None,
+        )
+
+
+def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    gpu = config["gpuResource"]
+    quotas: dict[str, list[dict[str, Any]]] = {}
+    for quota in stack.of_type(RESOURCE_QUOTA):
+        namespace = quota.get("metadata", "namespace", default="default")
+        hard = quota.get("spec", "hard", default={})
+        if namespace is UNKNOWN or contains_unknown(hard):
+            return
+        quotas.setdefault(namespace, []).append(as_dict(hard))
+    reported = set()
+    for template in stack_workloads(stack, config):
+        resource = template.resource
+        if not isinstance(template.namespace, str) or template.namespace in reported:
+            continue
+        if asks_for_gpu(template, gpu) is not True:
+            continue
+        namespace = template.namespace
+        hards = quotas.get(namespace, [])
+        if any(f"requests.{gpu}" in hard for hard in hards):
+            continue
+        reported.add(namespace)
+        if any(f"limits.{gpu}" in hard for hard in hards):
+            why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
+                   f"resources (only the requests. prefix is)")
+        else:
+            why = f"it has no ResourceQuota with requests.{gpu}"
+        yield (
+            f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
+            f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
+            resource.urn,
+        )
+
+
+POLICIES = [
+    resource_policy(
+        name="karpenter-gpu-nodepool-limits",
+        description="Give every GPU Karpenter NodePool a spec.limits entry for nvidia.com/gpu.",
+        types={NODEPOOL},
+        check=_check_nodepool_limit,
+        enforcement=MANDATORY,
+        contract=("gpuResource",),
+    ),
+    stack_policy(
+        name="gpu-capacity-cap",
+        description="Keep the stack's worst-case GPU count (pool ceilings x GPUs per node) within maxGpus.",
+        check=_check_gpu_cap,
+        enforcement=MANDATORY,
+        contract=("gpuResource",),
+        params={"maxGpus": {"type": "integer", "minimum": 0, "default": 16,
+                            "description": "Most GPUs the stack may ever run at once."}},
+    ),
+    stack_policy(
+        name="gpu-monthly-budget",
+        description="Keep the stack's worst-case monthly GPU spend at on-demand prices within monthlyBudgetUsd.",
+        check=_check_budget,
+        enforcement=MANDATORY,
+        contract=("gpuResource",),
+        params={"monthlyBudgetUsd": {"type": "number", "minimum": 0, "default": 20000,
+                                     "description": "Monthly GPU budget in USD (on-demand prices, hoursPerMonth)."}},
+    ),
+    stack_policy(
+        name="gpu-namespace-quota",
+        description="Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu.",
+        check=_check_quota,
+        custom_workloads=True,
+        enforcement=ADVISORY,
+        contract=("gpuResource",),
+    ),
+]

@@ -1,0 +1,142 @@
+"""GPU capacity is a separate class: every GPU pool carries the contract's NoSchedule taint.
+
+Without the taint, CPU pods fill GPU nodes and the GPU workloads that need them stay pending (or
+Karpenter buys more GPUs). The check covers both shapes of a managed node group (the pulumi-eks
+component under mocks, the aws NodeGroup in a real preview), pulumi-eks self-managed groups and
+Karpenter NodePools; AL2 AMIs, which are out of support, are a separate policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lib.kit import ADVISORY, MANDATORY, resource_policy
+from lib.pools import nodepool_is_gpu, node_group_instance_types, node_group_is_gpu
+from lib.shapes import (
+    EC2NODECLASS,
+    EKS_SELF_MANAGED_NODE_GROUPS,
+    NODE_GROUP_TYPES,
+    NODEPOOL,
+    UNKNOWN,
+    Resource,
+    as_list,
+    contains_unknown,
+)
+
+EKS_SPELLING = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def _why_gpu(resource: Resource) -> str:
+    ami_type = resource.get("amiType")
+    if isinstance(ami_type, str) and ("NVIDIA" in ami_type or "GPU" in ami_type):
+        return f"amiType {ami_type}"
+    if resource.get("gpu") is True:
+        return "gpu: true"
+    return f"instance types {', '.join(node_group_instance_types(resource) or [])}"
+
+
+def _taint_problem(taints: list[Any], key: str, want_effect: str, spelling: str) -> str | None:
+    """What is wrong with the GPU taint among ``taints``, or ``None`` if it is right or unknowable."""
+    matching = [t for t in taints if isinstance(t, dict) and t.get("key") == key]
+    if any(t.get("effect") == want_effect for t in matching):
+        return None
+    if any(contains_unknown(t) for t in taints) or UNKNOWN in taints:
+        return None
+    if not matching:
+        return f"has no taint with key '{key}'"
+    effects = sorted({str(t.get("effect")) for t in matching})
+    if {"NoSchedule", "NO_SCHEDULE"} & set(effects):
+        return f"spells the effect {effects[0]!r}, which the {spelling} does not accept"
+    return f"taints '{key}' with effect {', '.join(effects)}, which does not keep other pods off"
+
+
+def _check_gpu_taint(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    key = config["gpuTaintKey"]
+    if resource.type == NODEPOOL:
+        if nodepool_is_gpu(resource, config["gpuResource"]) is not True:
+            return
+        taints = resource.get("spec", "template", "spec", "taints", default=[])
+        if taints is UNKNOWN:
+            return
+        problem = _taint_problem(as_list(taints), key, "NoSchedule", "Kubernetes API")
+        if problem:
+            yield (
+                f"{resource.label} selects GPU capacity but {problem}. Add "
+                f"spec.template.spec.taints: [{{key: {key}, value: \"true\", effect: NoSchedule}}] so only pods "
+                f"that tolerate it (GPU workloads and agents) land on its nodes."
+            )
+        return
+    if node_group_is_gpu(resource) is not True:
+        return
+    raw = resource.get("taints", default=[])
+    if raw is UNKNOWN:
+        return
+    if resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
+        taints = [{"key": k, **(v if isinstance(v, dict) else {})} for k, v in (raw or {}).items()]
+        want, spelling, example = "NoSchedule", "Kubernetes API", f'{{"{key}": {{value: "true", effect: NoSchedule}}}}'
+    else:
+        taints = as_list(raw)
+        want, spelling, example = "NO_SCHEDULE", "EKS API", f'[{{key: {key}, value: "true", effect: NO_SCHEDULE}}]'
+    problem = _taint_problem(taints, key, want, spelling)
+    if problem:
+        yield (
+            f"{resource.label} is GPU capacity ({_why_gpu(resource)}) but {problem}. Set taints: {example} "
+            f"so CPU pods cannot take its GPU nodes."
+        )
+
+
+DEFAULT_FORBIDDEN_AMI_TYPES = ["AL2_x86_64_GPU", "AL2_x86_64", "AL2_ARM_64"]
+
+
+def _check_ami(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
+    forbidden = set(config["forbiddenAmiTypes"])
+    if resource.type == EC2NODECLASS:
+        terms = resource.get("spec", "amiSelectorTerms", default=[])
+        for term in as_list(terms) if terms is not UNKNOWN else []:
+            alias = term.get("alias") if isinstance(term, dict) else None
+            if isinstance(alias, str) and alias.split("@", 1)[0].lower() == "al2":
+                yield (
+                    f"{resource.label} selects AMI alias '{alias}': Amazon Linux 2 EKS AMIs reached end of "
+                    f"support on 2025-11-26. Use an 'al2023@<version>' or 'bottlerocket@<version>' alias."
+                )
+        return
+    ami_type = resource.get("amiType")
+    if isinstance(ami_type, str) and ami_type in forbidden:
+        replacement = "AL2023_x86_64_NVIDIA or BOTTLEROCKET_x86_64_NVIDIA" if "GPU" in ami_type else (
+            "AL2023_ARM_64_STANDARD" if "ARM" in ami_type else "AL2023_x86_64_STANDARD"
+        )
+        yield (
+            f"{resource.label} uses amiType {ami_type}: Amazon Linux 2 EKS AMIs reached end of support on "
+            f"2025-11-26 and Kubernetes 1.32 is the last version with them. Use {replacement}."
+        )
+
+
+POLICIES = [
+    resource_policy(
+        name="gpu-pools-tainted",
+        description=(
+            "Give every GPU node group and GPU Karpenter NodePool a NoSchedule taint with the GPU taint key "
+            "(NO_SCHEDULE in the EKS API)."
+        ),
+        types=NODE_GROUP_TYPES | {NODEPOOL},
+        check=_check_gpu_taint,
+        enforcement=MANDATORY,
+        contract=("gpuTaintKey", "gpuResource"),
+    ),
+    resource_policy(
+        name="no-end-of-life-ami",
+        description="Move node groups and EC2NodeClasses off Amazon Linux 2 AMIs to AL2023 or Bottlerocket.",
+        types=NODE_GROUP_TYPES | {EC2NODECLASS},
+        check=_check_ami,
+        enforcement=ADVISORY,
+        params={
+            "forbiddenAmiTypes": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": DEFAULT_FORBIDDEN_AMI_TYPES,
+                "description": "Managed node group AMI types that may not be used.",
+            }
+        },
+    ),
+]

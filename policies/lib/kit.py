@@ -1,0 +1,171 @@
+"""Small builders so every policy module declares only its checks.
+
+A check is a generator: resource checks yield messages, stack checks yield ``(message, urn)``.
+The builders turn inputs into plain data (see :mod:`shapes`), merge config defaults, filter by
+resource type, and attach the config schema, so no policy repeats that plumbing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from lib.contract_config import contract_schema
+from lib.request_cache import plain_once
+from lib.shapes import (
+    CUSTOM_WORKLOADS,
+    CUSTOM_WORKLOADS_SCHEMA,
+    PodTemplate,
+    Resource,
+    contains_unknown,
+    plain,
+    pod_templates,
+    workload_paths,
+)
+
+#: Every stack policy converts every resource; the conversion is shared within a request.
+_stack_plain = plain_once(plain)
+
+#: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
+STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
+
+ResourceCheck = Callable[[Resource, dict[str, Any]], Iterable[str]]
+StackCheck = Callable[["Stack", dict[str, Any]], Iterable[tuple[str, str | None]]]
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+
+@dataclass
+class Stack:
+    """All resources of a stack in plain form, with parent links by URN."""
+
+    resources: list[Resource]
+
+    def __post_init__(self) -> None:
+        self.by_urn = {r.urn: r for r in self.resources}
+
+    def of_type(self, *types: str | Iterable[str]) -> list[Resource]:
+        wanted: set[str] = set()
+        for t in types:
+            wanted.update([t] if isinstance(t, str) else t)
+        return [r for r in self.resources if r.type in wanted]
+
+    def ancestors(self, resource: Resource) -> list[str]:
+        """URNs of the resource's ancestors present in the stack, nearest first."""
+        chain: list[str] = []
+        parent = resource.parent
+        while parent and parent in self.by_urn and parent not in chain:
+            chain.append(parent)
+            parent = self.by_urn[parent].parent
+        return chain
+
+
+def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], report: ReportViolation) -> list[Any]:
+    """Run a check; a crash on inputs with unknowns is "can't judge", any other crash a finding.
+
+    A pack that raises fails the whole preview with a stack trace; a finding names the policy and
+    the error, and never blocks a preview merely because values are not known yet.
+    """
+    try:
+        return produce()
+    except Exception as error:  # noqa: BLE001 - see docstring
+        if os.environ.get(STRICT_ENV) == "1":
+            raise
+        if any(contains_unknown(p) for p in props):
+            return []
+        report(f"Policy {name} could not evaluate this input ({type(error).__name__}: {error}); "
+               f"report it to the platform team with the resource definition.", None)
+        return []
+
+
+def _schema(params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None):
+    properties = {**contract_schema(*contract), **(params or {})}
+    return PolicyConfigSchema(properties=properties, required=required) if properties else None
+
+
+def _config(schema: PolicyConfigSchema | None, given: Any) -> dict[str, Any]:
+    config = {k: v["default"] for k, v in (schema.properties if schema else {}).items() if "default" in v}
+    config.update(plain(given) or {})
+    return config
+
+
+def resource_policy(
+    *,
+    name: str,
+    description: str,
+    types: Iterable[str],
+    check: ResourceCheck,
+    enforcement: EnforcementLevel = MANDATORY,
+    params: dict[str, dict[str, Any]] | None = None,
+    contract: Iterable[str] = (),
+    required: list[str] | None = None,
+    custom_workloads: bool = False,
+) -> ResourceValidationPolicy:
+    """``custom_workloads``: the policy also takes the kinds its config lists under ``customWorkloads``."""
+    wanted = frozenset(types)
+    if custom_workloads:
+        params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
+    schema = _schema(params, contract, required)
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        config = _config(schema, args.get_config())
+        if args.resource_type not in wanted and args.resource_type not in (config.get(CUSTOM_WORKLOADS) or {}):
+            return
+        resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
+        for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
+            report(message, None)
+
+    return ResourceValidationPolicy(
+        name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
+    )
+
+
+def stack_policy(
+    *,
+    name: str,
+    description: str,
+    check: StackCheck,
+    enforcement: EnforcementLevel = MANDATORY,
+    params: dict[str, dict[str, Any]] | None = None,
+    contract: Iterable[str] = (),
+    required: list[str] | None = None,
+    custom_workloads: bool = False,
+) -> StackValidationPolicy:
+    if custom_workloads:
+        params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
+    schema = _schema(params, contract, required)
+
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        stack = Stack(
+            [
+                Resource(r.resource_type, r.name, r.urn, _stack_plain(r.props), r.parent.urn if r.parent else r.opts.parent)
+                for r in args.resources
+            ]
+        )
+        config = _config(schema, args.get_config())
+        props = [r.props for r in stack.resources]
+        for message, urn in _run(name, lambda: list(check(stack, config)), props, report):
+            report(message, urn)
+
+    return StackValidationPolicy(
+        name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
+    )
+
+
+def stack_workloads(stack: Stack, config: dict[str, Any]) -> list[PodTemplate]:
+    """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``."""
+    paths = workload_paths(config)
+    return [t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]

@@ -1,0 +1,437 @@
+"""Node pools of a stack, whatever resource declares them, as one model.
+
+Managed node groups (pulumi-eks component or the aws child it creates), self-managed pulumi-eks
+node groups and Karpenter NodePools all become a :class:`Pool`: which labels its nodes can carry,
+its hard taints, whether it is GPU capacity, and the catalog instance types it may launch. The
+scheduling, DRA, agent and capacity policies reason over pools, never over resource shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lib.catalog import (
+    AUTO_MODE_PREFIX,
+    GPU_INSTANCE_CATEGORIES,
+    KARPENTER_PREFIX,
+    InstanceType,
+    is_gpu_family,
+    is_gpu_instance_type,
+    load_catalog,
+)
+from lib.kit import Stack
+from lib.shapes import (
+    AWS_NODE_GROUP,
+    EKS_EFFECTS,
+    EKS_MANAGED_NODE_GROUP,
+    EKS_SELF_MANAGED_NODE_GROUPS,
+    HARD_EFFECTS,
+    NODEPOOL,
+    UNKNOWN,
+    Constraint,
+    Resource,
+    SelectorTerm,
+    Taint,
+    as_dict,
+    as_int,
+    as_list,
+    contains_unknown,
+    quantity,
+    requirement_constraint,
+    tolerates_all,
+)
+
+NVIDIA_AMI_MARKERS = ("NVIDIA", "GPU")
+DEFAULT_MNG_INSTANCE_TYPE = "t3.medium"
+
+
+@dataclass
+class Pool:
+    resource: Resource
+    kind: str
+    is_gpu: bool | None
+    taints: list[Taint] | None
+    constraint: Callable[[str], Constraint | None]
+    instance_types: list[InstanceType] | None
+    uncatalogued: list[str] = field(default_factory=list)
+    ami_type: Any = None
+    karpenter: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} '{self.resource.display_name}'"
+
+    @property
+    def hard_taints(self) -> list[Taint] | None:
+        if self.taints is None:
+            return None
+        return [t for t in self.taints if t.effect in HARD_EFFECTS]
+
+    @property
+    def max_gpus_per_node(self) -> int | None:
+        if not self.instance_types or self.uncatalogued:
+            return None
+        return max(t.gpus for t in self.instance_types)
+
+    @property
+    def bottlerocket(self) -> bool:
+        return isinstance(self.ami_type, str) and self.ami_type.startswith("BOTTLEROCKET")
+
+
+# --- managed and self-managed node groups -----------------------------------------------------
+
+
+def node_group_instance_types(resource: Resource) -> list[str] | None:
+    if resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
+        value = resource.get("instanceType", default=DEFAULT_MNG_INSTANCE_TYPE)
+        return None if value is UNKNOWN else [value]
+    value = resource.get("instanceTypes", default=[])
+    if contains_unknown(value):
+        return None
+    return list(value) or [DEFAULT_MNG_INSTANCE_TYPE]
+
+
+def node_group_is_gpu(resource: Resource) -> bool | None:
+    """GPU capacity by NVIDIA AMI type, ``gpu: true`` or a GPU instance type."""
+    ami_type = resource.get("amiType")
+    if isinstance(ami_type, str) and any(marker in ami_type for marker in NVIDIA_AMI_MARKERS):
+        return True
+    if resource.get("gpu") is True:
+        return True
+    types = node_group_instance_types(resource)
+    if types and any(is_gpu_instance_type(t) for t in types):
+        return True
+    if types is None or UNKNOWN in (ami_type, resource.get("gpu")):
+        return None
+    return False
+
+
+def node_group_taints(resource: Resource) -> list[Taint] | None:
+    """Taints in Kubernetes spelling; pulumi-eks self-managed groups key them by taint key."""
+    raw = resource.get("taints", default=[])
+    if contains_unknown(raw):
+        return None
+    if isinstance(raw, dict):
+        return [Taint(key, as_dict(t).get("value"), as_dict(t).get("effect")) for key, t in raw.items()]
+    return [
+        Taint(t.get("key"), t.get("value"), EKS_EFFECTS.get(t.get("effect"), t.get("effect")))
+        for t in as_list(raw)
+        if isinstance(t, dict)
+    ]
+
+
+def node_group_scaling(resource: Resource) -> dict[str, Any]:
+    if resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
+        return {"minSize": resource.get("minSize", default=1), "maxSize": resource.get("maxSize", default=2)}
+    scaling = resource.get("scalingConfig", default={})
+    if scaling is UNKNOWN:
+        return {"minSize": UNKNOWN, "maxSize": UNKNOWN}
+    defaults = {"minSize": 1, "maxSize": 2} if resource.type == EKS_MANAGED_NODE_GROUP else {}
+    return {**defaults, **{k: v for k, v in as_dict(scaling).items() if v is not None}}
+
+
+def node_group_capacity_type(resource: Resource) -> Any:
+    if resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
+        spot = resource.get("spotPrice")
+        return UNKNOWN if spot is UNKNOWN else ("SPOT" if spot else "ON_DEMAND")
+    return resource.get("capacityType", default="ON_DEMAND")
+
+
+def _node_group_pool(resource: Resource) -> Pool:
+    catalog = load_catalog()
+    labels = resource.get("labels", default={})
+    types = node_group_instance_types(resource)
+    ami_type = resource.get("amiType")
+    capacity = node_group_capacity_type(resource)
+    group_name = resource.get("nodeGroupName")
+    managed = resource.type not in EKS_SELF_MANAGED_NODE_GROUPS
+
+    def constraint(key: str) -> Constraint | None:
+        if labels is UNKNOWN:
+            return None
+        if isinstance(labels, dict) and key in labels:
+            value = labels[key]
+            return None if value is UNKNOWN else Constraint.fixed(value)
+        if key in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"):
+            return None if types is None else Constraint.one_of(types)
+        if key in ("kubernetes.io/arch", "beta.kubernetes.io/arch"):
+            if not isinstance(ami_type, str):
+                return None if ami_type is UNKNOWN else Constraint.any_value()
+            return Constraint.fixed("arm64" if "ARM_64" in ami_type else "amd64")
+        if key in ("kubernetes.io/os", "beta.kubernetes.io/os"):
+            return Constraint.fixed("linux")
+        if key in ("topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/hostname"):
+            return Constraint.any_value()
+        if managed and key == "eks.amazonaws.com/capacityType":
+            return None if capacity is UNKNOWN else Constraint.fixed(capacity)
+        if managed and key == "eks.amazonaws.com/nodegroup":
+            return Constraint.fixed(group_name) if isinstance(group_name, str) and group_name else Constraint.any_value()
+        if managed and key in ("eks.amazonaws.com/nodegroup-image", "eks.amazonaws.com/sourceLaunchTemplateId"):
+            return Constraint.any_value()
+        return Constraint.missing()
+
+    known = [catalog.get(t) for t in types or []]
+    kind = "managed node group" if managed else "self-managed node group"
+    return Pool(
+        resource=resource,
+        kind=kind,
+        is_gpu=node_group_is_gpu(resource),
+        taints=node_group_taints(resource),
+        constraint=constraint,
+        instance_types=None if types is None else [t for t in known if t is not None],
+        uncatalogued=[t for t in types or [] if catalog.get(t) is None],
+        ami_type=ami_type,
+    )
+
+
+# --- Karpenter NodePools ----------------------------------------------------------------------
+
+#: Instance labels Karpenter sets on every node it launches (under ``karpenter.k8s.aws/``; EKS Auto
+#: Mode nodes carry the same names under ``eks.amazonaws.com/``).
+INSTANCE_LABELS = (
+    "instance-category",
+    "instance-family",
+    "instance-generation",
+    "instance-size",
+    "instance-cpu",
+    "instance-memory",
+    "instance-hypervisor",
+)
+KARPENTER_ALWAYS_PRESENT = (
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "kubernetes.io/hostname",
+    *(KARPENTER_PREFIX + name for name in INSTANCE_LABELS),
+)
+AUTO_MODE_ALWAYS_PRESENT = tuple(k.replace(KARPENTER_PREFIX, AUTO_MODE_PREFIX) for k in KARPENTER_ALWAYS_PRESENT)
+#: What Karpenter assumes when a NodePool has no requirement on these keys.
+KARPENTER_DEFAULTS = {
+    "karpenter.sh/capacity-type": "on-demand",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+}
+
+
+def is_auto_mode(resource: Resource) -> bool:
+    """A NodePool served by EKS Auto Mode: its nodeClassRef names the ``eks.amazonaws.com`` NodeClass."""
+    return resource.get("spec", "template", "spec", "nodeClassRef", "group") == "eks.amazonaws.com"
+
+
+def nodepool_requirements(resource: Resource) -> list[Any] | None:
+    requirements = resource.get("spec", "template", "spec", "requirements", default=[])
+    if contains_unknown(requirements):
+        return None
+    return [r for r in as_list(requirements) if isinstance(r, dict)]
+
+
+def _instance_label(key: Any) -> str | None:
+    """``instance-gpu-count`` for either provisioner's spelling of an instance label, else ``None``."""
+    for prefix in (KARPENTER_PREFIX, AUTO_MODE_PREFIX):
+        if isinstance(key, str) and key.startswith(prefix):
+            return key[len(prefix):]
+    return None
+
+
+def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") -> bool | None:
+    """GPU capacity: a GPU limit, or a requirement that selects GPU instances by type, family, category
+    (g/p), GPU name/manufacturer/memory or a GPU count above zero, under Karpenter's or Auto Mode's keys."""
+    limits = resource.get("spec", "limits", default={})
+    if isinstance(limits, dict) and gpu_resource in limits:
+        return True
+    requirements = nodepool_requirements(resource)
+    if requirements is None:
+        return None
+    for requirement in requirements:
+        key, operator = requirement.get("key"), requirement.get("operator")
+        name = _instance_label(key)
+        values = [str(v) for v in as_list(requirement.get("values", []))]
+        if operator == "In":
+            if name == "instance-category" and GPU_INSTANCE_CATEGORIES & set(values):
+                return True
+            if name == "instance-family" and any(is_gpu_family(v) for v in values):
+                return True
+            if key == "node.kubernetes.io/instance-type" and any(is_gpu_instance_type(v) for v in values):
+                return True
+            if name == "instance-gpu-count" and any((as_int(v) or 0) > 0 for v in values):
+                return True
+        if name in ("instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-memory") and operator in (
+            "In", "Exists", "Gt", "Gte"
+        ):
+            return True
+        if name == "instance-gpu-count" and operator in ("Exists", "Gt", "Gte"):
+            bound = as_int(values[0]) if values else None
+            if operator == "Exists" or (bound is not None and bound >= (0 if operator == "Gt" else 1)):
+                return True
+    return False
+
+
+def _nodepool_pool(resource: Resource) -> Pool:
+    catalog = load_catalog()
+    requirements = nodepool_requirements(resource)
+    labels = resource.get("spec", "template", "metadata", "labels", default={})
+    name = resource.get("metadata", "name")
+    node_class = resource.get("spec", "template", "spec", "nodeClassRef", "name")
+    auto_mode = is_auto_mode(resource)
+
+    def constraint(key: str) -> Constraint | None:
+        if requirements is None or labels is UNKNOWN:
+            return None
+        result: Constraint | None = None
+        if isinstance(labels, dict) and key in labels:
+            if labels[key] is UNKNOWN:
+                return None
+            result = Constraint.fixed(labels[key])
+        for requirement in requirements:
+            if requirement.get("key") == key:
+                c = requirement_constraint(requirement)
+                if c is None:
+                    return None
+                result = c if result is None else result & c
+        if key == "karpenter.sh/nodepool":
+            fixed = Constraint.fixed(name) if isinstance(name, str) and name else Constraint.any_value()
+            return fixed if result is None else result & fixed
+        if key == "karpenter.k8s.aws/ec2nodeclass" and isinstance(node_class, str) and not auto_mode:
+            return Constraint.fixed(node_class)
+        if auto_mode and key == "eks.amazonaws.com/compute-type":
+            return Constraint.fixed("auto") if result is None else result & Constraint.fixed("auto")
+        prefix = AUTO_MODE_PREFIX if auto_mode else KARPENTER_PREFIX
+        well_known = (
+            key in KARPENTER_DEFAULTS
+            or key in (AUTO_MODE_ALWAYS_PRESENT if auto_mode else KARPENTER_ALWAYS_PRESENT)
+            or key.startswith(prefix + "instance-gpu")
+        )
+        if result is not None:
+            if result.exists or result.absent:
+                return result
+            return result & (Constraint.any_value() if well_known else Constraint.missing())
+        if key in KARPENTER_DEFAULTS:
+            return Constraint.fixed(KARPENTER_DEFAULTS[key])
+        return Constraint.any_value() if well_known else Constraint.missing()
+
+    raw_taints = resource.get("spec", "template", "spec", "taints", default=[])
+    taints = (
+        None
+        if contains_unknown(raw_taints)
+        else [Taint(t.get("key"), t.get("value"), t.get("effect")) for t in as_list(raw_taints) if isinstance(t, dict)]
+    )
+    selectable = None if requirements is None else catalog.selectable(requirements)
+    is_gpu = nodepool_is_gpu(resource)
+    if selectable is not None and is_gpu:
+        selectable = [t for t in selectable if t.gpus > 0]
+    return Pool(
+        resource=resource,
+        kind="Auto Mode NodePool" if auto_mode else "Karpenter NodePool",
+        is_gpu=is_gpu,
+        taints=taints,
+        constraint=constraint,
+        instance_types=selectable,
+        karpenter=True,
+    )
+
+
+# --- the stack's pools ------------------------------------------------------------------------
+
+
+def stack_pools(stack: Stack) -> list[Pool]:
+    """Every pool once.
+
+    AnalyzeStack hands the engine's view of each resource: for a remote component such as the
+    pulumi-eks ManagedNodeGroup that is its registered outputs, not its inputs, so when the stack
+    holds the aws NodeGroup child (a real preview) the child describes the pool; under mocks there
+    is no child and the component's recorded inputs do.
+    """
+    covered = {
+        ancestor
+        for resource in stack.of_type(AWS_NODE_GROUP)
+        for ancestor in stack.ancestors(resource)
+        if stack.by_urn[ancestor].type == EKS_MANAGED_NODE_GROUP
+    }
+    pools = []
+    for resource in stack.resources:
+        if resource.urn in covered:
+            continue
+        if resource.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) or resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
+            pools.append(_node_group_pool(resource))
+        elif resource.type == NODEPOOL:
+            pools.append(_nodepool_pool(resource))
+    return pools
+
+
+def node_group_pool(resource: Resource) -> Pool:
+    return _node_group_pool(resource)
+
+
+def nodepool_pool(resource: Resource) -> Pool:
+    return _nodepool_pool(resource)
+
+
+# --- matching pods to pools -------------------------------------------------------------------
+
+
+def labels_match(pool: Pool, alternatives: list[SelectorTerm]) -> tuple[bool | None, str]:
+    """Whether some selector alternative can be met by a node of ``pool``; the reason if not."""
+    reasons = []
+    undecided = False
+    for alternative in alternatives:
+        failed = None
+        for key, wanted in alternative.constraints.items():
+            offered = pool.constraint(key)
+            if offered is None:
+                undecided = True
+                failed = None
+                break
+            if not (offered & wanted).satisfiable():
+                failed = key
+                break
+        else:
+            return True, ""
+        if failed:
+            reasons.append(f"'{failed}'")
+    if undecided:
+        return None, ""
+    keys = list(dict.fromkeys(reasons))
+    return False, f"its nodes cannot satisfy {' nor '.join(keys)}" if keys else "no selector term matches"
+
+
+def untolerated_taints(pool: Pool, tolerations: Any) -> list[Taint] | None:
+    """Hard taints of ``pool`` the tolerations do not cover (``None`` = can't judge)."""
+    taints = pool.hard_taints
+    if taints is None:
+        return None
+    missing = []
+    for taint in taints:
+        verdict = tolerates_all(tolerations, taint)
+        if verdict is None:
+            return None
+        if not verdict:
+            missing.append(taint)
+    return missing
+
+
+def gpu_memory_values(pool: Pool, memory_label: str, alternative: SelectorTerm | None = None) -> set[int] | None:
+    """GPU memory (MiB per GPU) the pool's nodes may have, from the contract label, else the catalog."""
+    offered = pool.constraint(memory_label)
+    if offered is not None and not offered.absent:
+        if alternative is not None and memory_label in alternative.constraints:
+            offered = offered & alternative.constraints[memory_label]
+        candidates = offered.candidates()
+        if candidates is not None:
+            return {n for n in map(as_int, candidates) if n is not None}
+    if pool.instance_types and not pool.uncatalogued:
+        values = {t.gpu_memory_mib for t in pool.instance_types if t.gpu_memory_mib}
+        return values or None
+    return None
+
+
+def gpu_limit(resource: Resource, gpu_resource: str) -> float | None | Any:
+    """A NodePool's GPU limit: a number, ``None`` when absent, :data:`UNKNOWN` when unknown."""
+    limits = resource.get("spec", "limits", default={})
+    if limits is UNKNOWN:
+        return UNKNOWN
+    value = as_dict(limits).get(gpu_resource)
+    if value is UNKNOWN:
+        return UNKNOWN
+    return quantity(value) if value is not None else None

@@ -1,0 +1,135 @@
+"""The offline check end to end, as a user runs it: a real process, files on disk, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from automation import exit_codes
+from automation.offline.plan import ROOT
+
+EXPECTED = {
+    # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
+    "dev": (178, 15, "$23,107/month"),
+    "prod": (230, 50, "$81,389/month"),
+}
+
+
+def run_check(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "automation", "check", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def checked(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    return request.param, out, run_check("--stack", request.param, "--out", str(out))
+
+
+def test_check_passes(checked):
+    _, _, done = checked
+    assert done.returncode == exit_codes.OK, done.stdout[-3000:]
+
+
+def test_check_reports(checked):
+    stack, _, done = checked
+    resources, gpus, monthly = EXPECTED[stack]
+    assert f"llm-platform stack {stack}: {resources} resources" in done.stdout
+    assert "Node pools" in done.stdout and "Resources by type" in done.stdout
+    assert f"GPU capacity (worst case): {gpus} GPUs" in done.stdout
+    assert "Capacity (simulated)" in done.stdout and "headroom min/max" in done.stdout
+    assert monthly in done.stdout
+    assert "nvidia.com/gpu=true:NO_SCHEDULE" in done.stdout
+
+
+def test_plan_json_is_engine_form(checked):
+    stack, out, _ = checked
+    plan = json.loads((out / "plan.json").read_text())
+    assert (plan["project"], plan["stack"]) == ("llm-platform", stack)
+    assert len(plan["resources"]) == EXPECTED[stack][0]
+    for resource in plan["resources"]:
+        assert set(resource) >= {"urn", "type", "name", "parent", "custom", "inputs"}
+        assert resource["urn"].startswith(f"urn:pulumi:{stack}::llm-platform::")
+    assert "[secret]" in json.dumps(plan) and "sk-" not in json.dumps(plan), "secret values are redacted on disk"
+    (cluster,) = [r for r in plan["resources"] if r["type"] == "eks:index:Cluster"]
+    assert cluster["custom"] is False and "encryptionConfigKeyArn" in cluster["inputs"]
+    assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
+
+
+def test_manifests_are_written(checked):
+    _, out, _ = checked
+    documents = [yaml.safe_load(p.read_text()) for p in (out / "manifests").glob("*.yaml")]
+    charts = {d["chart"]: d["version"] for d in documents if "helmRelease" in d}
+    assert charts["oci://public.ecr.aws/karpenter/karpenter"] == "1.14.1"
+    kinds = {d["kind"] for d in documents if "kind" in d}
+    assert {"EC2NodeClass", "NodePool", "Deployment", "ScaledObject", "ResourceQuota", "PrometheusRule"} <= kinds
+
+
+def test_json_output_for_scripts(tmp_path):
+    done = run_check("--stack", "dev", "--out", str(tmp_path), "--output", "json")
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["worst_case_gpus"] == 3 + 8 + 4
+    # managed pool: 3 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour (g5.48xlarge, g6e.12xlarge)
+    assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(3 * 1.624 + 8 * 16.288 / 8 + 4 * 10.493 / 4)
+    assert {p["name"] for p in summary["pools"]} == {"system", "inference", "gpu-inference", "gpu-training"}
+    capacity = {row["pool"]: row for row in summary["capacity"]}
+    assert capacity["gpu-inference"]["source"] == "Karpenter"
+    assert capacity["gpu-inference"]["workloads"] == ["Deployment serving-batch/qwen2-5-7b-instruct"]
+    assert (capacity["inference"]["gpus_at_min"], capacity["inference"]["gpus_at_max"]) == (0, 3)
+    assert capacity["inference"]["headroom_at_max"] == 0
+
+
+def test_infeasible_settings_exit_2_naming_each_key(tmp_path):
+    text = (ROOT / "Pulumi.prod.yaml").read_text()
+    broken = text.replace("catalog: qwen2.5-32b-instruct-awq", "catalog: qwen2.5-32b-instruct")
+    broken = broken.replace("quota: {gpus: 20, cpu: \"200\", memory: 800Gi}", "quota: {gpus: 16, cpu: \"128\", memory: 768Gi}")
+    assert broken != text
+    stack_file = tmp_path / "Pulumi.prod.yaml"
+    stack_file.write_text(broken)
+    done = run_check("--stack", "prod", "--stack-file", str(stack_file), "--out", str(tmp_path / "out"))
+    assert done.returncode == exit_codes.USAGE
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("error: stack 'prod' has")
+    assert any(line.startswith("  llm-platform:serving.tiers[batch].models[qwen2-5-32b-instruct].catalog: ")
+               and "65.0 GiB per GPU" in line and "41.1 GiB" in line for line in lines)
+    assert any(line.startswith("  llm-platform:serving.tiers[interactive].quota.gpus: got 16") and "need 20" in line
+               for line in lines)
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists(), "nothing recorded or written"
+
+
+def test_unknown_stack_is_a_usage_error():
+    done = run_check("--stack", "staging")
+    assert done.returncode == exit_codes.USAGE
+    assert "no stack file Pulumi.staging.yaml" in done.stderr and "dev, prod" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_runs_the_pack_and_writes_its_report(checked):
+    stack, out, done = checked
+    assert "Policy pack llm-platform-gpu" in done.stdout and "no violations" in done.stdout
+    report = json.loads((out / "policy-report.json").read_text())
+    assert report["violations"] == []
+
+
+def test_mandatory_violation_fails_the_check_with_the_fix(tmp_path):
+    config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
+    config["gpu-capacity-cap"] = {**config["gpu-capacity-cap"], "enforcementLevel": "mandatory", "maxGpus": 4}
+    policy_config = tmp_path / "tight.json"
+    policy_config.write_text(json.dumps(config))
+    done = run_check("--stack", "dev", "--out", str(tmp_path / "out"), "--policy-config", str(policy_config))
+    assert done.returncode == exit_codes.FAILED, done.stdout + done.stderr
+    assert "[mandatory] gpu-capacity-cap" in done.stdout
+    finding = done.stdout.split("[mandatory] gpu-capacity-cap: (stack)", 1)[1]
+    assert "Worst-case GPU count is 15, above the cap of 4" in finding
+    assert "raise maxGpus" in finding
+
+
+def test_missing_policy_config_is_a_usage_error(tmp_path):
+    done = run_check("--stack", "dev", "--out", str(tmp_path), "--policy-config", str(tmp_path / "none.json"))
+    assert done.returncode == exit_codes.USAGE
+    assert "no policy config" in done.stderr and "Traceback" not in done.stderr

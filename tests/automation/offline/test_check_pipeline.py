@@ -1,0 +1,142 @@
+"""The check's faster pipeline reports exactly what the one-call-at-a-time pipeline reported.
+
+The pack starts before the program records and is fed resources as they register (StreamingAnalysis),
+Analyze calls are pipelined, and the pack converts each request once instead of once per policy
+(policies/lib/request_cache.py). Each is compared here with the plain sequential protocol on plans that
+produce findings, so the order and content of every finding is covered, not only "no violations".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from automation.offline.pack_runner import PolicyConfigError, PolicyPackError, PolicyPackRunner, StreamingAnalysis, _provider_urn
+from automation.offline.plan import ROOT, PlannedResource
+
+CONFIG_DIR = ROOT / "policies" / "config"
+
+
+def _strict(stack: str) -> dict:
+    """The stack's config with every policy mandatory and caps low enough to produce findings."""
+    config = json.loads((CONFIG_DIR / f"{stack}.json").read_text())
+    config["all"] = "mandatory"
+    config["gpu-capacity-cap"] = {**config["gpu-capacity-cap"], "maxGpus": 1}
+    config["gpu-monthly-budget"] = {**config["gpu-monthly-budget"], "monthlyBudgetUsd": 1}
+    return config
+
+
+def _broken(plan) -> list[PlannedResource]:
+    """The plan with GPU groups untainted and workloads stripped of tolerations: findings per resource."""
+    resources = []
+    for r in plan.resources:
+        inputs = r.inputs
+        if r.type == "eks:index:ManagedNodeGroup" and inputs.get("taints"):
+            inputs = {**inputs, "taints": []}
+        if r.type == "kubernetes:apps/v1:Deployment":
+            spec = json.loads(json.dumps(inputs))
+            spec.get("spec", {}).get("template", {}).get("spec", {}).pop("tolerations", None)
+            inputs = spec
+        resources.append(PlannedResource(**{**r.__dict__, "inputs": inputs}))
+    return resources
+
+
+def _sequential(runner: PolicyPackRunner, resources) -> list:
+    """The protocol as the CLI drives it: one Analyze at a time, in order, then AnalyzeStack."""
+    by_urn = {r.urn: r for r in resources}
+    violations = []
+    for r in resources:
+        violations += runner.analyze(r, by_urn.get(_provider_urn(r.__dict__)))
+    return violations + runner.analyze_stack(resources, by_urn)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_streaming_and_pipelined_equal_sequential(stack, dev_plan, prod_plan):
+    plan = {"dev": dev_plan, "prod": prod_plan}[stack]
+    resources = _broken(plan)
+    in_order = sorted(resources, key=lambda r: r.urn)
+    with PolicyPackRunner() as runner:
+        runner.configure(_strict(stack))
+        expected = _sequential(runner, in_order)
+        pipelined = runner.analyze_plan(in_order, in_flight=8)
+    assert len({v.policy_name for v in expected}) >= 4, "the comparison needs findings of several policies"
+    assert any(v.urn for v in expected) and any(not v.urn for v in expected)
+    assert pipelined == expected
+    with StreamingAnalysis(_strict(stack), in_flight=4) as streaming:
+        for r in resources:  # registration order, not the report's order
+            streaming.submit(r)
+        report = streaming.finish(in_order)
+    assert report.violations == expected
+    assert report.pack.startswith("llm-platform-gpu@")
+
+
+def test_pack_without_request_cache_reports_the_same(tmp_path, dev_plan):
+    """The pack as pulumi_policy serves it out of the box, against the pack with request_cache installed."""
+    plain_pack = tmp_path / "policies"
+    shutil.copytree(ROOT / "policies", plain_pack, ignore=shutil.ignore_patterns("__pycache__"))
+    main = plain_pack / "__main__.py"
+    assert "request_cache.install()" in main.read_text()
+    main.write_text(main.read_text().replace("request_cache.install()", ""))
+    resources = sorted(_broken(dev_plan), key=lambda r: r.urn)
+    reports = []
+    for pack_dir in (ROOT / "policies", plain_pack):
+        with PolicyPackRunner(pack_dir, python=sys.executable) as runner:
+            runner.configure(_strict("dev"))
+            reports.append(_sequential(runner, resources))
+    assert reports[0] == reports[1] and len(reports[0]) >= 5
+
+
+def test_streaming_raises_start_up_errors_at_finish_and_stops(tmp_path):
+    (tmp_path / "__main__.py").write_text("raise SystemExit('broken pack')\n")
+    with StreamingAnalysis(None, tmp_path) as streaming:
+        streaming.submit({"urn": "urn:pulumi:s::p::t::n", "type": "t", "inputs": {}})
+        with pytest.raises(PolicyPackError, match="broken pack"):
+            streaming.finish([])
+
+
+def test_streaming_raises_config_errors_at_finish_and_stops_the_pack(dev_plan):
+    with StreamingAnalysis({"no-such-policy": "mandatory"}) as streaming:
+        for r in dev_plan.resources[:5]:
+            streaming.submit(r)
+        with pytest.raises(PolicyConfigError, match="no-such-policy"):
+            streaming.finish(dev_plan.resources[:5])
+        pid = streaming._runner.pid
+    assert streaming._runner.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def _modules_after(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code + "\nimport json, sys, types\n"
+                           "print(json.dumps([m for m, v in sys.modules.items() if type(v) is types.ModuleType]))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_cli_start_up_does_not_load_the_pack_client():
+    """Verbs other than check (env, preview, ...) do not pay for gRPC stubs, jsonschema or the check."""
+    loaded = _modules_after("from automation.cli import build_parser; build_parser()")
+    assert not loaded & {"automation.offline.pack_runner", "automation.offline.check", "jsonschema", "orjson"}
+
+
+def test_sdk_modules_follow_the_settings():
+    """A stack that serves nothing never loads pulumi_random (model API keys and the gateway's master
+    key are its only users); one that serves models does."""
+    code = """
+import copy, sys
+from automation.offline.plan import record_plan
+from automation.stacks import read_stack_config
+from components.settings import config_strings, parse_settings
+config = copy.deepcopy(read_stack_config("dev"))
+config["llm-platform:serving"]["enabled"] = {enabled}
+settings = parse_settings(config)
+record_plan("dev", config_strings(config), region=settings.region)
+"""
+    assert "pulumi_random" not in _modules_after(code.format(enabled=False))
+    assert "pulumi_random" in _modules_after(code.format(enabled=True))

@@ -1,0 +1,96 @@
+"""The check's files come out of the C emitters byte-for-byte as the pure-Python emitters write them."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+import yaml
+
+from automation.offline import emit
+from automation.offline.check import run_check
+from automation.offline.manifests import kubernetes_documents, redact_secrets
+from automation.offline.plan import ROOT
+
+
+@pytest.fixture(scope="module", params=["dev", "prod"])
+def checked(request, tmp_path_factory):
+    return run_check(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def test_c_emitters_are_available():
+    """Otherwise every file silently takes the slow path."""
+    assert emit.orjson is not None and emit._YAML_CSAFE is not None
+
+
+def test_plan_and_report_json_identical(checked):
+    plan = redact_secrets(checked.plan.to_json())
+    assert emit.dumps_json(plan) == json.dumps(plan, indent=2)
+    assert checked.plan_path.read_text() == json.dumps(plan, indent=2) + "\n"
+    report = checked.policies.to_json()
+    assert (checked.plan_path.parent / "policy-report.json").read_text() == json.dumps(report, indent=2) + "\n"
+
+
+def test_manifests_yaml_identical(checked):
+    documents = kubernetes_documents(checked.plan)
+    assert any(emit._needs_python_emitter(d) for d in documents.values()), "no document exercises the fallback"
+    assert any(not emit._needs_python_emitter(d) for d in documents.values()), "no document exercises libyaml"
+    for name, document in documents.items():
+        expected = yaml.safe_dump(document, sort_keys=False)
+        assert emit.dumps_yaml(document) == expected, name
+        assert (checked.plan_path.parent / "manifests" / name).read_text() == expected, name
+
+
+AWKWARD_SCALARS = [
+    1e-5, -1e-5, 1.5e-7, 0.0001, 0.00011, 1e16, 1e22, 123456789012345680.0, -0.0, 3.0, 0.92,
+    math.nan, math.inf, -math.inf, 2**63, 2**70, -(2**64),
+    "é", "\x7f", "\x01", "\t", "\u2028", "a/b", "</script>", "line\nbreak", " lead", "trail ", "'q'", '"dq"',
+    "- dash", "key: value", "#hash", "yes", "null", "~", "0x1F", "1e3", "", " ", "a" * 200,
+    "word " * 40, "a\nb " * 60, True, False, None,
+]
+
+
+@pytest.mark.parametrize("value", AWKWARD_SCALARS, ids=repr)
+def test_awkward_scalars_identical(value):
+    for document in (value, [value], {"key": value}, {"outer": {"inner": [value, {"k": value}]}}):
+        assert emit.dumps_json(document) == json.dumps(document, indent=2)
+        if not (isinstance(value, float) and not math.isfinite(value)):
+            assert emit.dumps_yaml(document) == yaml.safe_dump(document, sort_keys=False)
+
+
+def test_non_string_keys_and_containers_identical():
+    for document in ({1: "a", 2: [{}]}, {"a": {}, "b": [], "c": [{}, []]}, [], {}, (1, 2)):
+        assert emit.dumps_json(document) == json.dumps(document, indent=2)
+
+
+def test_random_documents_identical():
+    rng = random.Random(15)
+    alphabet = "abc -:#'\"\\/\n\tz0123é"
+
+    def value(depth: int):
+        kind = rng.randrange(7 if depth < 4 else 4)
+        if kind == 0:
+            return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 120)))
+        if kind == 1:
+            return rng.choice([rng.randint(-(10**20), 10**20), rng.randint(-5, 5)])
+        if kind == 2:
+            return rng.choice([rng.uniform(-1e6, 1e6), rng.uniform(-1e-4, 1e-4), 10.0 ** rng.randint(-30, 30)])
+        if kind == 3:
+            return rng.choice([True, False, None])
+        if kind in (4, 5):
+            return {f"k{i}-{rng.choice(alphabet)}": value(depth + 1) for i in range(rng.randrange(0, 5))}
+        return [value(depth + 1) for _ in range(rng.randrange(0, 5))]
+
+    for _ in range(300):
+        document = value(0)
+        assert emit.dumps_json(document) == json.dumps(document, indent=2)
+        assert emit.dumps_yaml(document) == yaml.safe_dump(document, sort_keys=False)
+
+
+def test_stack_files_read_back_as_written():
+    """The bench and the tests rely on manifests parsing back to the same objects."""
+    for stack in ("dev", "prod"):
+        document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+        assert yaml.safe_load(emit.dumps_yaml(document)) == document

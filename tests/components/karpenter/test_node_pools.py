@@ -1,0 +1,94 @@
+"""NodePools and EC2NodeClasses: the contract, limits, disruption, and what the upstream CRDs accept."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import contract, versions
+from tests.support import crd_schema
+
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+
+
+def pools(plan):
+    return {r.inputs["metadata"]["name"]: r.inputs for r in plan.of_type(NODE_POOL)}
+
+
+def test_inference_pool(dev_plan):
+    spec = pools(dev_plan)["gpu-inference"]["spec"]
+    template = spec["template"]
+    assert template["spec"]["taints"] == [contract.gpu_taint_k8s()]
+    assert template["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+    labels = template["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["llm-platform.io/accelerator"] == "a10g"
+    assert "llm-platform.io/capacity-type" not in labels, "mixed capacity: karpenter.sh/capacity-type says it"
+    requirements = {r["key"]: r for r in template["spec"]["requirements"]}
+    assert requirements["karpenter.k8s.aws/instance-gpu-count"] == {
+        "key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]
+    }
+    assert requirements["karpenter.sh/capacity-type"]["values"] == ["spot", "on-demand"]
+    assert spec["limits"] == {"nvidia.com/gpu": "8"}
+    assert spec["disruption"] == {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "5m",
+        "budgets": [{"nodes": "10%", "schedule": "0 8 * * mon-fri", "duration": "10h"}, {"nodes": "50%"}],
+    }
+    assert (template["spec"]["expireAfter"], spec["weight"]) == ("720h", 50)
+
+
+def test_training_pool_has_its_own_taint_and_refuses_disruption_in_working_hours(dev_plan):
+    spec = pools(dev_plan)["gpu-training"]["spec"]
+    assert {"key": "llm-platform.io/workload", "value": "training", "effect": "NoSchedule"} in spec["template"]["spec"]["taints"]
+    assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert spec["disruption"]["budgets"][0]["nodes"] == "0"
+    assert spec["template"]["metadata"]["labels"]["llm-platform.io/capacity-type"] == "on-demand"
+
+
+def test_node_class(stack_plan):
+    (node_class,) = stack_plan.of_type(NODE_CLASS)
+    spec = node_class.inputs["spec"]
+    assert spec["amiSelectorTerms"] == [{"alias": versions.KARPENTER_AMI_ALIAS}]
+    assert spec["role"] == "karpenter-node-role"
+    discovery = {"tags": {"karpenter.sh/discovery": f"llm-platform-{stack_plan.stack}"}}
+    assert spec["subnetSelectorTerms"] == spec["securityGroupSelectorTerms"] == [discovery]
+    assert spec["metadataOptions"]["httpTokens"] == "required"
+    (volume,) = spec["blockDeviceMappings"]
+    assert volume["ebs"]["encrypted"] is True and volume["ebs"]["volumeType"] == "gp3"
+    # No maxPods: Karpenter derives it per instance type from ENI limits (what the VPC CNI can give).
+    assert set(spec["kubelet"]) == {"evictionHard", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent"}
+
+
+@pytest.mark.skipif(not crd_schema.available(), reason=crd_schema.SKIP_REASON)
+def test_every_karpenter_object_passes_the_upstream_crd(stack_plan):
+    objects = stack_plan.of_type(NODE_POOL) + stack_plan.of_type(NODE_CLASS)
+    assert objects
+    evaluated = 0
+    for resource in objects:
+        outcome = crd_schema.validate(resource.inputs)
+        assert outcome.ok, (resource.urn, outcome.schema_errors, outcome.rule_failures)
+        assert not outcome.rules_not_evaluated, outcome.rules_not_evaluated
+        evaluated += outcome.rules_evaluated
+    assert evaluated > 20
+
+
+@pytest.mark.skipif(not crd_schema.available(), reason=crd_schema.SKIP_REASON)
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda s: s["disruption"].update(consolidationPolicy="WhenUnderutilized"), "consolidationPolicy"),
+        (lambda s: s["disruption"]["budgets"][0].pop("duration"), "'schedule' must be set with 'duration'"),
+        (lambda s: s["disruption"]["budgets"].append({"nodes": "ten"}), "nodes"),
+        (lambda s: s["template"]["spec"]["requirements"][1].update(values=["0", "1"]), "requirements"),
+    ],
+    ids=["v1beta1-policy", "schedule-without-duration", "bad-nodes", "gt-two-values"],
+)
+def test_crd_validation_catches_what_the_api_server_would(dev_plan, mutate, expected):
+    import copy
+
+    document = copy.deepcopy(pools(dev_plan)["gpu-inference"])
+    mutate(document["spec"])
+    outcome = crd_schema.validate(document)
+    assert not outcome.ok
+    assert any(expected in e for e in outcome.schema_errors + outcome.rule_failures), outcome

@@ -1,0 +1,277 @@
+"""The capacity model: its figures against upstream formulas, and its two adapters agreeing.
+
+The settings adapter (``components/capacity_input.py``) judges a configuration before anything is
+registered; the engine adapter (``policies/capacity/engine.py``, the pack's view) judges what the
+program then emits. They must reach the same findings, shipped stacks and broken variants alike.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+
+import components.settings.stack as settings_stack
+from automation.offline.plan import record_plan
+from automation.stacks import read_stack_config
+from components.capacity_input import settings_simulation
+from components.settings import config_strings, parse_settings
+from policies.capacity.charts import release_daemonsets
+from policies.capacity.engine import cluster_from_resources, query_metrics, wake_signal
+from policies.capacity.instances import allocatable, load_instances, reserved_cpu_m, reserved_memory_mib
+from policies.capacity.llm import GIB, model_catalog
+from policies.capacity.model import surge_pods
+from policies.capacity.simulate import simulate
+
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vcpu, reserved", [(2, 70), (4, 80), (8, 90), (48, 190), (192, 550)])
+def test_eks_reserved_cpu(vcpu, reserved):
+    """nodeadm: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of the rest."""
+    assert reserved_cpu_m(vcpu) == pytest.approx(reserved)
+
+
+def test_eks_reserved_memory_and_max_pods():
+    catalog = load_instances()
+    assert {n: catalog.instances[n].max_pods for n in ("m7i.xlarge", "g5.4xlarge", "g5.12xlarge", "g6e.12xlarge", "p5.48xlarge")} \
+        == {"m7i.xlarge": 58, "g5.4xlarge": 234, "g5.12xlarge": 737, "g6e.12xlarge": 292, "p5.48xlarge": 100}
+    assert reserved_memory_mib(58) == 11 * 58 + 255
+    g5 = allocatable(catalog.instances["g5.2xlarge"])
+    assert g5.cpu_m == 7910 and g5.pods == 58
+    assert g5.memory_mib == pytest.approx(32768 * 0.925 - 893 - 100)
+    assert allocatable(catalog.instances["g5.2xlarge"], max_pods=110).memory_mib == pytest.approx(32768 * 0.925 - 1465 - 100)
+
+
+@pytest.mark.parametrize(
+    "model, weights_gb",
+    [
+        ("llama-3.1-8b-instruct", 16.06),       # published safetensors: 16.1 GB
+        ("qwen2.5-7b-instruct", 15.23),         # 15.2 GB
+        ("qwen2.5-32b-instruct", 65.53),        # 65.5 GB
+        ("qwen2.5-32b-instruct-awq", 19.34),    # 19.3 GB
+        ("llama-3.1-70b-instruct-awq", 39.80),  # 39.8 GB
+    ],
+)
+def test_weights_match_published_checkpoint_sizes(model, weights_gb):
+    assert model_catalog()[model].weight_bytes() / 1e9 == pytest.approx(weights_gb, abs=0.05)
+
+
+def test_kv_cache_of_one_sequence():
+    llama = model_catalog()["llama-3.1-70b-instruct-awq"]
+    # 2 (K and V) x 80 layers x 8 KV heads x 128 x 2 bytes per token
+    assert llama.kv_bytes_per_gpu(8192, 1) == 2 * 80 * 8 * 128 * 2 * 8192
+    assert llama.kv_bytes_per_gpu(8192, 4) == llama.kv_bytes_per_gpu(8192, 1) / 4
+    assert llama.kv_bytes_per_gpu(8192, 16) == llama.kv_bytes_per_gpu(8192, 8)  # heads replicate beyond 8 GPUs
+    assert llama.kv_bytes_per_gpu(8192, 1) / GIB == pytest.approx(2.5)
+
+
+def test_chart_table_applies_the_programs_values():
+    from components.gpu.operator import GpuOperatorArgs, gpu_operator_values
+
+    rendered = release_daemonsets("gpu-operator", "v26.7.0", gpu_operator_values(GpuOperatorArgs(install_driver=False)))
+    names = {d.name for d in rendered}
+    assert "nvidia-driver-daemonset" not in names and "nvidia-container-toolkit-daemonset" not in names
+    assert {"nvidia-device-plugin-daemonset", "nvidia-dcgm-exporter", "node-feature-discovery-worker"} <= names
+    nfd = next(d for d in rendered if d.name == "node-feature-discovery-worker")
+    assert (nfd.requests.cpu_m, nfd.requests.memory_mib) == (5, 64)
+    assert any(t.get("key") == "nvidia.com/gpu" for t in nfd.tolerations), "the program's tolerations replace the chart's"
+    assert "v0.19.0" in nfd.source
+    assert release_daemonsets("gpu-operator", "v25.3.0", {}) is None, "unknown versions are not guessed"
+
+
+@pytest.mark.parametrize(
+    "query, metrics",
+    [
+        ('sum(rate(litellm_proxy_total_requests_metric_total{requested_model="m"}[2m]))',
+         {"litellm_proxy_total_requests_metric_total"}),
+        ("histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{a=\"b\"}[2m])))",
+         {"vllm:time_to_first_token_seconds_bucket"}),
+        ("avg(vllm:kv_cache_usage_perc) / on(pod) group_left max(up)", {"vllm:kv_cache_usage_perc", "up"}),
+    ],
+)
+def test_query_metrics(query, metrics):
+    assert query_metrics(query) == metrics
+
+
+def test_wake_signal_and_surge():
+    assert wake_signal([{"type": "prometheus", "metadata": {"query": "sum(vllm:num_requests_waiting)"}}])[0] is False
+    assert wake_signal([{"type": "cron", "metadata": {}}])[0] is True
+    assert [surge_pods(None, 4), surge_pods("50%", 3), surge_pods(0, 4), surge_pods(1, 4, "Recreate")] == [1, 2, 0, 0]
+
+
+# --- the adapters agree -----------------------------------------------------------------------
+
+
+def _config(stack: str, **changes) -> dict:
+    config = copy.deepcopy(read_stack_config(stack))
+    for path, value in changes.items():
+        key, *rest = path.split("__")
+        if not rest:
+            config[f"llm-platform:{key}"] = value
+            continue
+        node = config[f"llm-platform:{key}"]
+        for step in rest[:-1]:
+            node = node[int(step)] if step.isdigit() else node[step]
+        node[int(rest[-1]) if rest[-1].isdigit() else rest[-1]] = value
+    return config
+
+
+def without_cluster_autoscaler(resources: list) -> list:
+    """The plan minus the Cluster Autoscaler release and the node-template tags on the ASGs."""
+    def is_autoscaler(r) -> bool:
+        chart = str((r.inputs or {}).get("chart", ""))
+        return r.type == "aws:autoscaling/tag:Tag" or (r.type == "kubernetes:helm.sh/v3:Release"
+                                                       and chart.endswith("cluster-autoscaler"))
+    return [r for r in resources if not is_autoscaler(r)]
+
+
+def _without_capacity_check(monkeypatch) -> None:
+    monkeypatch.setattr(settings_stack, "capacity_problems", lambda settings: [])
+
+
+VARIANTS = {
+    "dev": ("dev", {}),
+    "prod": ("prod", {}),
+    "dev-infeasible": ("dev", {
+        "serving__tiers__0__models__0__cpu": "8",
+        "serving__tiers__0__models__0__replicas": {"min": 1, "max": 4},
+        "serving__tiers__1__models__0__catalog": "qwen2.5-32b-instruct",
+        "serving__tiers__1__quota": {"gpus": 4, "cpu": "16", "memory": "64Gi"},
+        "karpenter__nodePools__0__gpuLimit": 2,
+    }),
+    "dev-auto-mode": ("dev", {
+        "autoMode": {"enabled": True, "gpuNodePools": [
+            {"name": "auto-l40s", "purpose": "gpu-inference", "instanceFamilies": ["g6e"], "gpuLimit": 4}]},
+        "serving__tiers__1__models__0__pool": "auto-l40s",
+    }),
+    "prod-infeasible": ("prod", {
+        "serving__tiers__2__models__0__catalog": "qwen2.5-32b-instruct",
+        "serving__tiers__2__models__0__cpu": "8",
+        "serving__tiers__2__models__0__memory": "64Gi",
+        "serving__tiers__0__quota": {"gpus": 16, "cpu": "128", "memory": "768Gi"},
+        "serving__tiers__1__models__0__replicas": {"min": 7, "max": 8},
+    }),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_settings_and_engine_adapters_agree(variant, monkeypatch):
+    stack, changes = VARIANTS[variant]
+    config = _config(stack, **changes)
+    _without_capacity_check(monkeypatch)
+    settings = parse_settings(config)
+    plan = record_plan(stack, config_strings(config), region=settings.region)
+
+    from_settings = settings_simulation(settings)
+    from_engine = simulate(cluster_from_resources(plan.resources))
+    seen = {f.identity() for f in from_settings.findings}
+    emitted = {f.identity() for f in from_engine.findings}
+    assert seen == emitted
+    # and they describe the same cluster: every pod's requests, bounds, surge and model; every node's room
+    def workloads(sim):
+        return {w.name: (w.requests, w.limits, w.min_replicas, w.max_replicas, w.surge, w.model, w.wake_signal)
+                for plan in sim.plans for w in plan.workloads}
+
+    def shapes(sim):
+        return {(p.pool.name, s.instance.name): (s.free, tuple(sorted(s.daemonsets))) for p in sim.plans for s in p.shapes}
+
+    assert workloads(from_settings) == workloads(from_engine)
+    assert shapes(from_settings) == shapes(from_engine)
+    # without Cluster Autoscaler the pack names exactly the managed groups that can grow
+    bare = simulate(cluster_from_resources(without_cluster_autoscaler(plan.resources))).findings
+    grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size} | {"system"}
+    assert {f.where for f in bare if f.check == "capacity-source"} == grows
+    assert from_settings.placements == from_engine.placements
+    if variant.endswith("infeasible"):
+        checks = {f[0] for f in seen}
+        assert {"fit", "model-memory", "quota"} <= checks or {"pool-max", "model-memory", "quota"} <= checks, seen
+    else:
+        assert seen == set()
+
+
+def test_infeasible_settings_exit_before_registration_with_one_line_per_problem():
+    config = _config(*VARIANTS["prod-infeasible"][:1], **VARIANTS["prod-infeasible"][1])
+    with pytest.raises(settings_stack.SettingsError) as caught:
+        parse_settings(config)
+    keys = {p.key for p in caught.value.problems}
+    model = "llm-platform:serving.tiers[batch].models[qwen2-5-32b-instruct]"
+    assert {f"{model}.catalog", f"{model}.cpu", f"{model}.memory", "llm-platform:serving.tiers[interactive].quota.gpus",
+            "llm-platform:gpuPools[0].scaling.maxSize"} <= keys, keys
+    for problem in caught.value.problems:
+        assert "\n" not in str(problem)
+
+
+def test_dev_with_a_dra_pool_passes():
+    config = _config("dev")
+    config["llm-platform:gpuPools"].append({
+        "name": "dra", "instanceTypes": ["g5.12xlarge"], "capacityType": "ON_DEMAND", "purpose": "gpu-dra",
+        "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}, "diskSizeGib": 200,
+    })
+    settings = parse_settings(config)
+    plan = record_plan("dev", config_strings(config), region=settings.region)
+    assert any(r.inputs.get("chart") == "nvidia-dra-driver-gpu" for r in plan.of_type("kubernetes:helm.sh/v3:Release"))
+    findings = simulate(cluster_from_resources(plan.resources)).findings
+    assert findings == [], findings
+    assert any(p.name == "dra" for p in cluster_from_resources(plan.resources).pools)
+
+
+def test_eks_agents_skip_auto_mode_nodes():
+    from components.capacity_input import settings_simulation
+
+    config = _config("dev", **VARIANTS["dev-auto-mode"][1])
+    plans = {p.pool.name: p for p in settings_simulation(parse_settings(config)).plans}
+    auto = set(plans["auto-l40s"].shapes[0].daemonsets)
+    managed = set(plans["inference"].shapes[0].daemonsets)
+    assert {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"} <= managed
+    assert not auto & {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"}, auto
+    assert "system" in plans and "nvidia-device-plugin" not in plans["system"].shapes[0].daemonsets
+
+
+def test_every_pinned_agent_chart_has_a_daemonset_row():
+    """Moving a pin in versions.py without reading the new chart's DaemonSets fails here."""
+    from components import versions
+    from policies.capacity.charts import CHART_DAEMONSETS
+
+    for chart in (versions.NVIDIA_DEVICE_PLUGIN, versions.DCGM_EXPORTER, versions.NVIDIA_GPU_OPERATOR,
+                  versions.KUBE_PROMETHEUS_STACK):
+        assert (chart.chart, chart.version) in CHART_DAEMONSETS, chart
+
+
+def test_gpu_operator_operands_reach_gpu_nodes_labelled_at_runtime():
+    """A foreign stack's GPU pool without the gpu.present label still gets the operator's agents:
+    NFD labels the PCI vendor and the operator sets nvidia.com/gpu.present."""
+    from types import SimpleNamespace as NS
+
+    group = NS(type="eks:index:ManagedNodeGroup", name="gpu", urn="g", parent="",
+               props={"instanceTypes": ["g5.2xlarge"], "scalingConfig": {"minSize": 1, "maxSize": 1}, "labels": {},
+                      "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]})
+    gpu = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    values = {"node-feature-discovery": {"worker": {"tolerations": gpu}}}
+    operator = NS(type="kubernetes:helm.sh/v3:Release", name="op", urn="o", parent="",
+                  props={"chart": "gpu-operator", "version": "v26.7.0", "values": values})
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    landed = set(plan.shapes[0].daemonsets)
+    assert {"node-feature-discovery-worker", "nvidia-device-plugin-daemonset", "nvidia-operator-validator"} <= landed
+    # the chart's own default NFD tolerations include nvidia.com/gpu (gpu-operator v26.7.0 values.yaml)
+    operator.props["values"] = {}
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    assert "node-feature-discovery-worker" in plan.shapes[0].daemonsets
+    # NFD tolerating only the control plane never reaches the tainted node, so nothing labels it and no
+    # operand lands either
+    control_plane = [{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}]
+    operator.props["values"] = {"node-feature-discovery": {"worker": {"tolerations": control_plane}}}
+    (plan,) = simulate(cluster_from_resources([group, operator])).plans
+    assert plan.shapes[0].daemonsets == [], plan.shapes[0].daemonsets
+
+
+def test_nodepool_problems_name_the_gpu_limit():
+    config = _config("dev", **{"karpenter__nodePools__0__gpuLimit": 2})
+    with pytest.raises(settings_stack.SettingsError) as caught:
+        parse_settings(config)
+    (problem,) = caught.value.problems
+    assert problem.key == "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].replicas.max"
+    assert "limit 2" in problem.reason and problem.value == 4

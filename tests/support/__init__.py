@@ -1,0 +1,1 @@
+"""Test helpers: local Prometheus/LiteLLM/Helm runners, evaluators and stand-ins."""
