@@ -19,7 +19,6 @@ from pydantic import (
 )
 
 from components import contract, versions
-from components.catalog import load_catalog
 from components.settings._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from components.settings.karpenter import AutoMode, Karpenter
@@ -133,21 +132,15 @@ class Settings(_Model):
 
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
-        catalog = load_catalog()
-        candidates = [(pool, [catalog.instances[t] for t in pool.instance_types]) for pool in self.gpu_pools]
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
-        candidates += [
-            (pool, [t for t in catalog.instances.values() if t.is_gpu and t.family in pool.instance_families])
-            for pool in node_pools
-        ]
         return {
             pool.name: PoolFacts(
                 purpose=pool.purpose,
                 accelerator=pool.accelerator,
                 gpu_memory_mib=pool.gpu_memory_mib,
-                max_gpus_per_node=max(t.gpus for t in types),
+                max_gpus_per_node=max(t.gpus for t in pool.instances),
             )
-            for pool, types in candidates
+            for pool in [*self.gpu_pools, *node_pools]
         }
 
     @property
