@@ -210,9 +210,9 @@ class KarpenterNodePool(_Model):
 
     name: str
     node_class: str | None = None
-    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
     instance_families: list[str] = Field(min_length=1)
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+    capacity_types: list[contract.KarpenterCapacityType] = Field(
         default_factory=lambda: ["on-demand"], min_length=1
     )
     gpu_limit: int = Field(ge=1, le=10000)

@@ -33,7 +33,7 @@ class SystemPool(_Model):
     """The untainted CPU pool for controllers and add-ons: on-demand, at least two nodes, two AZs."""
 
     instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: Literal["ON_DEMAND"] = "ON_DEMAND"
+    capacity_type: Literal[contract.ON_DEMAND] = contract.ON_DEMAND  # type: ignore[valid-type]
     scaling: Scaling
     disk_size_gib: int = Field(default=50, ge=20, le=1000)
     labels: dict[str, str] = Field(default_factory=dict)
@@ -62,9 +62,9 @@ class GpuPool(_Model):
 
     name: str
     instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: contract.CapacityType = "ON_DEMAND"
+    capacity_type: contract.CapacityType = contract.ON_DEMAND
     scaling: Scaling
-    purpose: Literal["gpu-inference", "gpu-training", "gpu-dra"] = contract.GPU_INFERENCE_PURPOSE
+    purpose: contract.GpuPurpose = contract.GPU_INFERENCE_PURPOSE
     disk_size_gib: int = Field(default=200, ge=50, le=4000)
     labels: dict[str, str] = Field(default_factory=dict)
 

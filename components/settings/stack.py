@@ -356,10 +356,10 @@ def _gpu_capacity_and_software(s: Settings) -> Iterable[Problem]:
         yield _p("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
                  "or hybridNodes")
     provider = s.gpu_software.provider
-    if provider == "device-plugin" and s.hybrid_nodes.enabled:
+    if provider == contract.DEVICE_PLUGIN and s.hybrid_nodes.enabled:
         yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) need the GPU Operator to install "
                  "their driver; allowed here: gpu-operator")
-    if provider == "device-plugin" and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
+    if provider == contract.DEVICE_PLUGIN and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
         yield _p("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
                  "a device plugin, a second one would fight it; allowed here: none")
 
@@ -419,7 +419,7 @@ def _production_interactive(s: Settings) -> Iterable[Problem]:
         return
     spot_pools = {p.name for p in s.gpu_pools if p.capacity_type == "SPOT"}
     node_pools = (s.karpenter.node_pools if s.karpenter.enabled else []) + s.auto_mode.gpu_node_pools
-    spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
+    spot_pools |= {p.name for p in node_pools if contract.KARPENTER_SPOT in p.capacity_types}
     for where, tier, model in _models(s):
         if tier.name != INTERACTIVE_TIER:
             continue
