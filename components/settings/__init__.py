@@ -24,6 +24,7 @@ from components.settings.karpenter import (
     Kubelet,
     RootVolume,
 )
+from components.settings.gpu_budget import GpuBudget, pack_config_disagreements
 from components.settings.managed_pools import GpuPool, Scaling, SystemPool
 from components.settings.observability import Alerting, Observability, Receiver
 from components.settings.serving import (
@@ -51,6 +52,8 @@ from components.settings.stack import (
 )
 
 __all__ = [
+    "GpuBudget",
+    "pack_config_disagreements",
     "Alerting",
     "Observability",
     "Receiver",

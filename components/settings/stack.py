@@ -20,6 +20,7 @@ from pydantic import (
 
 from components import contract, versions
 from components.settings._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
+from components.settings.gpu_budget import GpuBudget, over_budget
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from components.settings.karpenter import AutoMode, Karpenter
 from components.settings.managed_pools import GpuPool, SystemPool
@@ -53,6 +54,7 @@ class Settings(_Model):
     observability: Observability = Field(default_factory=Observability)
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
+    gpu_budget: GpuBudget | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("environment")
@@ -491,10 +493,11 @@ def _plain_secret_paths(path: str, value: Any) -> Iterable[str]:
 
 
 def capacity_problems(settings: Settings) -> list[Problem]:
-    """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
+    """The stack's worst case against its ``gpuBudget`` and the capacity simulation's blocking findings,
+    each named by the setting to edit and its value."""
     from components.capacity_input import problem_key, settings_simulation  # the adapter imports components
 
-    problems = []
+    problems = [_p(key, value, reason) for key, value, reason in over_budget(settings)]
     for finding in settings_simulation(settings).blocking:
         key, value = problem_key(finding, settings)
         problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
