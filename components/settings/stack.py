@@ -455,6 +455,14 @@ def _observability(s: Settings) -> Iterable[Problem]:
                      f"names unknown tier(s) {', '.join(unknown)}; tiers: {', '.join(sorted(tiers)) or 'none'}")
 
 
+@_rule("gpuBudget", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "serving", "observability",
+       "hybridNodes", "environment")
+def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
+    """The stack's own worst case (the capacity model's, as the pack computes it) within ``gpuBudget``."""
+    for key, value, reason in over_budget(s):
+        yield _p(key, value, reason)
+
+
 def secret_warnings(config: Mapping[str, Any], secret_keys: Iterable[str] = ()) -> list[str]:
     """One line per credential stored in plain text (accepted, but it belongs in ``--secret``).
 
@@ -493,11 +501,10 @@ def _plain_secret_paths(path: str, value: Any) -> Iterable[str]:
 
 
 def capacity_problems(settings: Settings) -> list[Problem]:
-    """The stack's worst case against its ``gpuBudget`` and the capacity simulation's blocking findings,
-    each named by the setting to edit and its value."""
+    """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
     from components.capacity_input import problem_key, settings_simulation  # the adapter imports components
 
-    problems = [_p(key, value, reason) for key, value, reason in over_budget(settings)]
+    problems = []
     for finding in settings_simulation(settings).blocking:
         key, value = problem_key(finding, settings)
         problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
