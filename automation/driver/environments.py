@@ -340,8 +340,8 @@ def parse_override(text: str) -> Override:
     if tokens[0] == "gpuBudget":
         # The environment is checked by the template's policy config, which repeats the template's budget.
         raise EnvRequestError(
-            f"--set {key}: gpuBudget is the template's and its policy config repeats it; an environment cannot "
-            "raise it: lower pool sizes instead, or change the template stack's gpuBudget and policy config"
+            f"{NAMESPACE}:{key}: set by the template stack and repeated in its policy config, so --set cannot "
+            "change it for an environment: lower pool sizes instead, or change the template's gpuBudget and policy config"
         )
     from automation.stacks import load_yaml  # reads YAML as the Pulumi CLI does (a repeated key is an error)
 

@@ -106,7 +106,7 @@ def test_malformed_overrides_are_refused(text):
 
 
 def test_gpu_budget_is_not_an_environment_override():
-    with pytest.raises(EnvRequestError, match=r"--set gpuBudget.maxGpus: gpuBudget is the template's"):
+    with pytest.raises(EnvRequestError, match=r"^llm-platform:gpuBudget.maxGpus: set by the template stack"):
         envs.parse_override("gpuBudget.maxGpus=100")
 
 
