@@ -63,6 +63,9 @@ def stack_config(models: int, base: str = "prod") -> dict[str, Any]:
     for pool in config[f"{NS}:karpenter"]["nodePools"]:
         if pool["name"] == "gpu-inference":
             pool["gpuLimit"] = max(pool["gpuLimit"], models - on_managed)
+    budget, gpus = config[f"{NS}:gpuBudget"], _worst_case_gpus(config)
+    budget["maxGpus"] = max(budget["maxGpus"], gpus)
+    budget["monthlyBudgetUsd"] = max(budget["monthlyBudgetUsd"], int(gpus * 60 * 730) + 1)
     return config
 
 
@@ -72,11 +75,9 @@ def write_stack(models: int, directory: Path, base: str = "prod") -> tuple[Path,
     stack_file = directory / f"Pulumi.bench{models}.yaml"
     stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     policy = json.loads((ROOT / "policies" / "config" / f"{base}.json").read_text())
-    gpus = _worst_case_gpus(config)
-    policy["gpu-capacity-cap"]["maxGpus"] = max(policy["gpu-capacity-cap"]["maxGpus"], gpus)
-    policy["gpu-monthly-budget"]["monthlyBudgetUsd"] = max(
-        policy["gpu-monthly-budget"]["monthlyBudgetUsd"], int(gpus * 60 * 730) + 1
-    )
+    # The pack's cap and budget repeat the stack's gpuBudget (the offline check refuses a mismatch).
+    policy["gpu-capacity-cap"]["maxGpus"] = config[f"{NS}:gpuBudget"]["maxGpus"]
+    policy["gpu-monthly-budget"]["monthlyBudgetUsd"] = config[f"{NS}:gpuBudget"]["monthlyBudgetUsd"]
     policy_file = directory / f"policy-bench{models}.json"
     policy_file.write_text(json.dumps(policy, indent=2) + "\n")
     return stack_file, policy_file

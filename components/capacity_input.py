@@ -106,11 +106,11 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
             extra_labels=operator_node_labels(software, "auto-mode"))))
         keys.pools[pool.name] = f"autoMode.gpuNodePools[{index}]"
 
-    if software == "device-plugin":
+    if software == contract.DEVICE_PLUGIN:
         out.append(_release(versions.NVIDIA_DEVICE_PLUGIN, device_plugin_values()))
         if settings.gpu_software.dcgm_exporter:
             out.append(_release(versions.DCGM_EXPORTER, dcgm_exporter_values()))
-    elif software == "gpu-operator":
+    elif software == contract.GPU_OPERATOR:
         out.append(_release(versions.NVIDIA_GPU_OPERATOR, gpu_operator_values(GpuOperatorArgs(
             install_driver=settings.hybrid_nodes.enabled, dcgm_exporter=settings.gpu_software.dcgm_exporter))))
     if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
@@ -197,7 +197,7 @@ def settings_simulation(settings: Settings) -> Simulation:
     return simulate(settings_cluster(settings)[0])
 
 
-_FIT_FIELD = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpusPerReplica", "pods": "pool",
+_FIT_FIELD = {"cpu": "cpu", "memory": "memory", contract.GPU_RESOURCE: "gpusPerReplica", "pods": "pool",
               "ephemeral-storage": "cacheSizeGib", "placement": "pool"}
 _QUOTA_FIELD = {"requests.cpu": "cpu", "cpu": "cpu", "requests.memory": "memory", "memory": "memory",
                 "limits.memory": "memory", f"requests.{contract.GPU_RESOURCE}": "gpus"}

@@ -38,18 +38,30 @@ GPU_TRAINING_PURPOSE = "gpu-training"
 #: Pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
 GPU_DRA_PURPOSE = "gpu-dra"
 GPU_PURPOSES = (GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE, GPU_DRA_PURPOSE)
+GpuPurpose = Literal[GPU_PURPOSES]  # type: ignore[valid-type]
+#: Karpenter and Auto Mode pools serve every purpose but DRA (Karpenter cannot provision DRA pods).
+NODE_POOL_PURPOSES = tuple(p for p in GPU_PURPOSES if p != GPU_DRA_PURPOSE)
+NodePoolPurpose = Literal[NODE_POOL_PURPOSES]  # type: ignore[valid-type]
+
+#: Who installs the GPU node software: the NVIDIA device plugin, the GPU Operator, or nothing (the AMI).
+DEVICE_PLUGIN, GPU_OPERATOR, NO_GPU_SOFTWARE = "device-plugin", "gpu-operator", "none"
+GPU_SOFTWARE_PROVIDERS = (DEVICE_PLUGIN, GPU_OPERATOR, NO_GPU_SOFTWARE)
+GpuSoftwareProvider = Literal[GPU_SOFTWARE_PROVIDERS]  # type: ignore[valid-type]
 
 #: Second taint that keeps everything but the pool's own workload class off training and DRA pools.
 WORKLOAD_TAINT_KEY = "llm-platform.io/workload"
 _PURPOSE_TAINT_VALUE = {GPU_TRAINING_PURPOSE: "training", GPU_DRA_PURPOSE: "dra"}
 
-CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+#: Capacity types: EKS node group spelling -> Karpenter's (``karpenter.sh/capacity-type``), which the
+#: capacity-type label also uses.
+CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
+CapacityType = Literal[tuple(CAPACITY_TYPES)]  # type: ignore[valid-type]
+ON_DEMAND = "ON_DEMAND"
+KARPENTER_ON_DEMAND, KARPENTER_SPOT = CAPACITY_TYPES["ON_DEMAND"], CAPACITY_TYPES["SPOT"]
+KarpenterCapacityType = Literal[tuple(CAPACITY_TYPES.values())]  # type: ignore[valid-type]
 
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-_CAPACITY_LABEL_VALUE = {
-    "ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved",
-    "on-demand": "on-demand", "spot": "spot", "reserved": "reserved",
-}
+_CAPACITY_LABEL_VALUE = {**CAPACITY_TYPES, **{v: v for v in CAPACITY_TYPES.values()}}
 
 #: Label keys a stack may not override through ``labels`` settings: the contract owns them.
 RESERVED_LABEL_KEYS = frozenset(
@@ -120,7 +132,7 @@ def capacity_label_value(capacity_type: str) -> str:
 
 
 def system_pool_labels(pool: str) -> dict[str, str]:
-    return {PURPOSE_LABEL: SYSTEM_PURPOSE, POOL_LABEL: pool, CAPACITY_TYPE_LABEL: "on-demand"}
+    return {PURPOSE_LABEL: SYSTEM_PURPOSE, POOL_LABEL: pool, CAPACITY_TYPE_LABEL: KARPENTER_ON_DEMAND}
 
 
 def gpu_pool_labels(

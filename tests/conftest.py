@@ -13,6 +13,10 @@ from automation.stacks import read_stack_config
 from components.settings import config_strings, parse_settings
 
 
+#: For variants that add GPU pools to test something else; the gpuBudget rule has its own tests.
+ROOMY_GPU_BUDGET = {"maxGpus": 1000, "monthlyBudgetUsd": 10_000_000}
+
+
 def plan_with(stack: str, **overrides: Any) -> Plan:
     """Record the plan of ``stack`` with ``llm-platform:<key>`` values replaced by ``overrides``."""
     config = copy.deepcopy(read_stack_config(stack))

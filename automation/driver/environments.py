@@ -337,6 +337,12 @@ def parse_override(text: str) -> Override:
         )
     if not sep or not key or position != len(key) or not tokens or not isinstance(tokens[0], str):
         raise EnvRequestError(f"--set {text!r}: use KEY=VALUE with KEY like gpuPools[0].scaling.maxSize")
+    if tokens[0] == "gpuBudget":
+        # The environment is checked by the template's policy config, which repeats the template's budget.
+        raise EnvRequestError(
+            f"{NAMESPACE}:{key}: set by the template stack and repeated in its policy config, so --set cannot "
+            "change it for an environment: lower pool sizes instead, or change the template's gpuBudget and policy config"
+        )
     from automation.stacks import load_yaml  # reads YAML as the Pulumi CLI does (a repeated key is an error)
 
     try:

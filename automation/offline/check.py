@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.settings import config_strings
+from components.settings import config_strings, pack_config_disagreements
 
-from automation.offline.pack_runner import PackReport, StreamingAnalysis
+from automation.offline.pack_runner import PackReport, PolicyConfigError, StreamingAnalysis
 from automation.offline.emit import dumps_json
 from automation.offline.manifests import redact_secrets, write_manifests
 from automation.offline.plan import ROOT, Plan, record_plan
@@ -80,6 +80,10 @@ def run_check(
     """
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
+    # The stack's own pack config must repeat its gpuBudget; an explicit --policy-config is an override.
+    disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
+    if disagreements:
+        raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     # The pack starts now and analyzes each resource as the program registers it.
     with fewer_collections(), StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)

@@ -1,7 +1,8 @@
 """The offline check's summary: what a plan builds, its GPU capacity and its worst-case GPU cost.
 
-Figures come from the plan (what the engine would receive), priced from the shared instance
-catalog. Worst case means every pool at its max size on on-demand prices, Spot included.
+What the plan declares (names, sizes, taints) is read from the plan; every GPU count and price
+comes from the capacity model (``policies.capacity``), the one calculator the pack's cap and budget
+also use. Worst case means every pool at its ceiling at on-demand prices, Spot included.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from components.catalog import load_catalog
 from components.contract import GPU_RESOURCE, POOL_LABEL
+from policies.capacity.cost import per_gpu_hourly_usd
 from policies.capacity.engine import cluster_from_resources
+from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import simulate
-from policies.capacity.table import CapacityRow, capacity_rows, worst_case
+from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
 from automation.offline.pack_runner import PackReport
 from automation.offline.plan import Plan
@@ -37,10 +39,10 @@ class PoolSummary:
     desired_size: int
     max_size: int
     taints: list[str]
-    gpu_model: str
-    max_gpus_per_node: int
-    worst_case_gpus: int
-    worst_case_hourly_usd: float
+    gpu_model: str = ""
+    max_gpus_per_node: int = 0
+    worst_case_gpus: int = 0
+    worst_case_hourly_usd: float = 0.0
     max_usd_per_gpu_hour: float = 0.0
     label: str = ""
 
@@ -76,65 +78,63 @@ class Summary:
         return asdict(self)
 
 
-def _pool(resource_name: str, kind: str, inputs: dict[str, Any]) -> PoolSummary:
-    catalog = load_catalog()
-    types = list(inputs.get("instanceTypes") or [])
-    known = [catalog.instances[t] for t in types if t in catalog.instances]
-    gpu_types = [t for t in known if t.is_gpu]
+def _taints(taints: list[Any]) -> list[str]:
+    return [f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in taints or []]
+
+
+def _figures(summary: PoolSummary, pool: Pool | None) -> PoolSummary:
+    """GPU model, GPUs per node, prices and worst case: all from the capacity model's view of the pool."""
+    if pool is None:
+        return summary
+    gpu_types = [i for i in pool.instances if i.gpus]
+    worst = worst_case(pool) if pool.is_gpu else None
+    summary.gpu_model = ", ".join(sorted({i.gpu_name or "" for i in gpu_types}))
+    summary.max_gpus_per_node = pool.gpus_per_node
+    summary.max_usd_per_gpu_hour = per_gpu_hourly_usd(gpu_types)
+    summary.worst_case_gpus = int(worst.gpus) if worst else 0
+    summary.worst_case_hourly_usd = round(worst.hourly_usd, 4) if worst else 0.0
+    return summary
+
+
+def _node_group(resource_name: str, inputs: dict[str, Any], pool: Pool | None) -> PoolSummary:
+    """A managed node group as the plan declares it, figures from the capacity model."""
     scaling = inputs.get("scalingConfig") or {}
-    max_size = int(scaling.get("maxSize", 0))
-    max_gpus = max((t.gpus for t in gpu_types), default=0)
-    max_price = max((t.on_demand_hourly_usd for t in gpu_types), default=0.0)
-    return PoolSummary(
+    return _figures(PoolSummary(
         name=inputs.get("nodeGroupName") or resource_name,
-        kind=kind,
-        instance_types=types,
+        kind="managed node group",
+        instance_types=list(inputs.get("instanceTypes") or []),
         capacity_type=inputs.get("capacityType") or "ON_DEMAND",
         min_size=int(scaling.get("minSize", 0)),
         desired_size=int(scaling.get("desiredSize", 0)),
-        max_size=max_size,
-        taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in inputs.get("taints") or []],
-        gpu_model=", ".join(sorted({t.gpu_name or "" for t in gpu_types})),
-        max_gpus_per_node=max_gpus,
-        worst_case_gpus=max_size * max_gpus,
-        worst_case_hourly_usd=round(max_size * max_price, 4),
-        max_usd_per_gpu_hour=max((t.on_demand_hourly_usd / t.gpus for t in gpu_types), default=0.0),
+        max_size=int(scaling.get("maxSize", 0)),
+        taints=_taints(inputs.get("taints")),
         label=(inputs.get("labels") or {}).get(POOL_LABEL, ""),
-    )
+    ), pool)
 
 
-def _node_pool(resource_name: str, inputs: dict[str, Any]) -> PoolSummary:
-    """A Karpenter NodePool, bounded by its GPU limit and priced at its dearest GPU per hour."""
-    catalog = load_catalog()
+def _node_pool(resource_name: str, inputs: dict[str, Any], pool: Pool | None) -> PoolSummary:
+    """A Karpenter NodePool as the plan declares it, figures from the capacity model."""
     spec = inputs.get("spec") or {}
     template = (spec.get("template") or {}).get("spec") or {}
     requirements = {r.get("key", "").rsplit("/", 1)[-1]: r.get("values", []) for r in template.get("requirements") or []}
-    families = requirements.get("instance-family", [])
-    gpu_types = [t for t in catalog.instances.values() if t.is_gpu and t.family in families]
-    gpu_limit = int(str((spec.get("limits") or {}).get("nvidia.com/gpu", 0)))
-    per_gpu = max((t.on_demand_hourly_usd / t.gpus for t in gpu_types), default=0.0)
-    return PoolSummary(
+    return _figures(PoolSummary(
         name=(inputs.get("metadata") or {}).get("name", resource_name),
         kind="karpenter NodePool",
-        instance_types=[f"{f}.*" for f in families],
+        instance_types=[f"{f}.*" for f in requirements.get("instance-family", [])],
         capacity_type=",".join(requirements.get("capacity-type", [])),
         min_size=0,
         desired_size=0,
         max_size=0,
-        taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in template.get("taints") or []],
-        gpu_model=", ".join(sorted({t.gpu_name or "" for t in gpu_types})),
-        max_gpus_per_node=max((t.gpus for t in gpu_types), default=0),
-        worst_case_gpus=gpu_limit,
-        worst_case_hourly_usd=round(gpu_limit * per_gpu, 4),
-        max_usd_per_gpu_hour=per_gpu,
+        taints=_taints(template.get("taints")),
         label=((spec.get("template") or {}).get("metadata") or {}).get("labels", {}).get(POOL_LABEL, ""),
-    )
+    ), pool)
 
 
-def _models(plan: Plan, pools: list[PoolSummary], hours: int) -> list[ModelSummary]:
-    """Each served model: replica bounds from its ScaledObject, GPUs and pool from its Deployment,
-    worst case = max replicas x GPUs per replica x the pool's dearest GPU-hour."""
-    price = {p.label: p.max_usd_per_gpu_hour for p in pools if p.label}
+def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
+    """Each served model (a ScaledObject's target): replica bounds and GPUs per replica as the capacity
+    model reads them; worst case = max replicas x GPUs per replica x its pool's dearest GPU-hour."""
+    price = {p.labels[POOL_LABEL]: per_gpu_hourly_usd(p.instances) for p in cluster.pools if POOL_LABEL in p.labels}
+    workloads = {w.name: w for w in cluster.workloads}
     deployments = {
         (r.inputs["metadata"].get("namespace"), r.inputs["metadata"].get("name")): r.inputs
         for r in plan.of_type("kubernetes:apps/v1:Deployment")
@@ -142,45 +142,40 @@ def _models(plan: Plan, pools: list[PoolSummary], hours: int) -> list[ModelSumma
     models = []
     for scaler in plan.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
         meta, spec = scaler.inputs["metadata"], scaler.inputs["spec"]
-        deployment = deployments.get((meta.get("namespace"), spec["scaleTargetRef"]["name"]), {})
-        pod = deployment.get("spec", {}).get("template", {})
-        pool = pod.get("spec", {}).get("nodeSelector", {}).get(POOL_LABEL, "")
-        limits = [c.get("resources", {}).get("limits", {}) for c in pod.get("spec", {}).get("containers", [])]
-        gpus = sum(int(lim.get(GPU_RESOURCE, 0)) for lim in limits)
-        high = int(spec.get("maxReplicaCount", 100))
+        namespace, target = meta.get("namespace"), spec["scaleTargetRef"]["name"]
+        workload = workloads.get(f"Deployment {namespace}/{target}")
+        if workload is None:
+            continue
+        pod = deployments.get((namespace, target), {}).get("spec", {}).get("template", {})
+        pool = dict(workload.selection.node_selector).get(POOL_LABEL, "")
+        gpus = int(workload.limits.gpus)
         models.append(
             ModelSummary(
-                tier=pod.get("metadata", {}).get("labels", {}).get("llm-platform.io/tier", meta.get("namespace", "")),
+                tier=pod.get("metadata", {}).get("labels", {}).get("llm-platform.io/tier", namespace or ""),
                 model=meta["name"],
                 pool=pool,
-                min_replicas=int(spec.get("minReplicaCount", 0)),
-                max_replicas=high,
+                min_replicas=workload.min_replicas,
+                max_replicas=workload.max_replicas,
                 gpus_per_replica=gpus,
-                worst_case_gpus=high * gpus,
-                worst_case_monthly_usd=round(high * gpus * price.get(pool, 0.0) * hours, 2),
+                worst_case_gpus=workload.max_replicas * gpus,
+                worst_case_monthly_usd=round(workload.max_replicas * gpus * price.get(pool, 0.0) * hours, 2),
             )
         )
     return sorted(models, key=lambda m: (m.tier, m.model))
 
 
 def summarize(plan: Plan) -> Summary:
-    catalog = load_catalog()
+    """The plan's summary; every GPU count and price comes from the capacity model (``policies.capacity``),
+    the calculator the pack's cap and budget use."""
     by_type = Counter(r.type for r in plan.resources)
-    pools = [
-        _pool(r.name, "managed node group", r.inputs) for r in plan.resources if r.type in NODE_GROUP_TYPES
-    ] + [_node_pool(r.name, r.inputs) for r in plan.resources if r.type == NODE_POOL_TYPE]
-    # Worst-case GPUs and cost come from the capacity model, the calculator the pack's cap and budget use.
     cluster = cluster_from_resources(plan.resources)
-    modelled = {p.name: p for p in cluster.pools}
-    for summary in pools:
-        pool = modelled.get(summary.name)
-        worst = worst_case(pool) if pool is not None else None
-        if worst is not None:
-            summary.worst_case_gpus = int(worst.gpus)
-            summary.worst_case_hourly_usd = round(worst.hourly_usd, 4)
+    modelled = {p.key: p for p in cluster.pools}
+    pools = [
+        _node_group(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type in NODE_GROUP_TYPES
+    ] + [_node_pool(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type == NODE_POOL_TYPE]
     capacity = capacity_rows(cluster, simulate(cluster))
-    gpus = sum(p.worst_case_gpus for p in pools)
-    hourly = round(sum(p.worst_case_hourly_usd for p in pools), 4)
+    worst = stack_worst_case(cluster.pools)
+    hours = cluster.hours_per_month
     quotas = {
         r.inputs["metadata"]["namespace"]: int(str(r.inputs["spec"]["hard"].get(f"requests.{GPU_RESOURCE}", 0)))
         for r in plan.of_type("kubernetes:core/v1:ResourceQuota")
@@ -191,12 +186,12 @@ def summarize(plan: Plan) -> Summary:
         resource_count=len(plan.resources),
         resources_by_type=dict(sorted(by_type.items())),
         pools=sorted(pools, key=lambda p: p.name),
-        models=_models(plan, pools, catalog.hours_per_month),
+        models=_models(plan, cluster, hours),
         tier_gpu_quotas=quotas,
-        worst_case_gpus=gpus,
-        worst_case_gpu_hourly_usd=hourly,
-        worst_case_gpu_monthly_usd=round(hourly * catalog.hours_per_month, 2),
-        hours_per_month=catalog.hours_per_month,
+        worst_case_gpus=int(worst.gpus),
+        worst_case_gpu_hourly_usd=round(worst.hourly_usd, 4),
+        worst_case_gpu_monthly_usd=round(worst.hourly_usd * hours, 2),
+        hours_per_month=int(hours),
         capacity=capacity,
     )
 

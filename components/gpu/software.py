@@ -14,7 +14,7 @@ from typing import Literal
 from components import contract
 
 NodeType = Literal["managed", "karpenter", "auto-mode", "hybrid"]
-Provider = Literal["device-plugin", "gpu-operator", "none"]
+Provider = contract.GpuSoftwareProvider
 
 #: Label EKS puts on Auto Mode nodes.
 AUTO_MODE_COMPUTE_LABEL = "eks.amazonaws.com/compute-type"

@@ -16,7 +16,6 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from components import contract, versions
-from components.catalog import load_catalog
 from components.cluster.node_role import NodeRole, NodeRoleArgs
 from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
@@ -231,7 +230,8 @@ class GpuNodePoolArgs:
     """Inputs of :class:`GpuNodePool`.
 
     ``instance_types`` share one GPU model (the pool's accelerator label); SPOT pools list at least
-    two. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
+    two. ``accelerator``, ``gpu_memory_mib`` and ``gpus_per_node`` (the smallest type's GPU count)
+    are what the settings resolved from the catalog for this pool. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
     discovery tags; ``kubernetes_version`` is the cluster's minor, so the group follows upgrades.
     """
 
@@ -243,6 +243,9 @@ class GpuNodePoolArgs:
     capacity_type: str
     scaling: Scaling
     launch: LaunchSettings
+    accelerator: str
+    gpu_memory_mib: int
+    gpus_per_node: int
     purpose: str = contract.GPU_INFERENCE_PURPOSE
     labels: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
@@ -253,15 +256,13 @@ class GpuNodePool(_ManagedNodePool):
 
     accelerator: str
     gpu_memory_mib: int
-    gpus_per_node: list[int]
+    gpus_per_node: int
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("llm-platform:index:GpuNodePool", name, None, opts)
-        catalog = load_catalog()
-        types = [catalog.instances[t] for t in args.instance_types]
-        self.accelerator = types[0].gpu_name or ""
-        self.gpu_memory_mib = types[0].gpu_memory_mib or 0
-        self.gpus_per_node = [t.gpus for t in types]
+        self.accelerator = args.accelerator
+        self.gpu_memory_mib = args.gpu_memory_mib
+        self.gpus_per_node = args.gpus_per_node
         labels = {
             **args.labels,
             **contract.managed_gpu_pool_labels(
@@ -287,6 +288,6 @@ class GpuNodePool(_ManagedNodePool):
             launch=args.launch,
             role_description=f"EKS GPU node pool {name}",
             tags=args.tags,
-            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, min(self.gpus_per_node)),
-            gpus_per_node=min(self.gpus_per_node),
+            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, self.gpus_per_node),
+            gpus_per_node=self.gpus_per_node,
         )

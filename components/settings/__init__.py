@@ -6,8 +6,8 @@ until settings have passed, so bad input never leaves a half-built platform.
 
 One module per concern, validation next to each field: ``managed_pools`` (system and GPU node
 groups), ``karpenter`` (EC2NodeClasses, NodePools, Auto Mode), ``cluster`` (network, endpoint,
-hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), and ``stack`` (the whole stack,
-its cross-field rules and the parser).
+hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), ``gpu_budget`` (the stack's GPU cap
+and monthly budget), and ``stack`` (the whole stack, its cross-field rules and the parser).
 """
 
 from components.settings._base import NAMESPACE
@@ -24,6 +24,7 @@ from components.settings.karpenter import (
     Kubelet,
     RootVolume,
 )
+from components.settings.gpu_budget import GpuBudget, pack_config_disagreements
 from components.settings.managed_pools import GpuPool, Scaling, SystemPool
 from components.settings.observability import Alerting, Observability, Receiver
 from components.settings.serving import (
@@ -51,6 +52,8 @@ from components.settings.stack import (
 )
 
 __all__ = [
+    "GpuBudget",
+    "pack_config_disagreements",
     "Alerting",
     "Observability",
     "Receiver",

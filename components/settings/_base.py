@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 from pydantic.alias_generators import to_camel
 
 from components import contract
-from components.catalog import load_catalog
+from policies.capacity.instances import load_instances
 
 NAMESPACE = "llm-platform"
 _REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -46,10 +46,10 @@ def _dns_name(name: str) -> str:
 
 
 def _check_known_types(types: list[str]) -> list[str]:
-    catalog = load_catalog()
+    catalog = load_instances()
     unknown = [t for t in types if catalog.get(t) is None]
     if unknown:
-        raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; allowed: {', '.join(catalog.known())}")
+        raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; allowed: {', '.join(catalog.names())}")
     if len(set(types)) != len(types):
         raise ValueError("instance types must not repeat")
     return types

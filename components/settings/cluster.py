@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from components import contract
 from components.settings._base import _Model
 
 
@@ -135,5 +136,5 @@ class GpuSoftware(_Model):
     """What makes GPUs schedulable: ``device-plugin`` (NVIDIA device plugin, for AMIs that ship the
     driver), ``gpu-operator`` (NVIDIA GPU Operator with per-node-type operands), or ``none``."""
 
-    provider: Literal["device-plugin", "gpu-operator", "none"] = "device-plugin"
+    provider: contract.GpuSoftwareProvider = contract.DEVICE_PLUGIN
     dcgm_exporter: bool = True

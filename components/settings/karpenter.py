@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from components import contract, versions
-from components.catalog import load_catalog
+from policies.capacity.instances import Instance, load_instances
 from components.settings._base import _dns_name, _Model, keyed, repeated
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
@@ -79,7 +79,7 @@ def _cron_in_range(schedule: str) -> bool:
 
 def _gpu_families() -> dict[str, str]:
     """GPU instance family -> GPU model, from the catalog."""
-    return {t.family: t.gpu_name or "" for t in load_catalog().instances.values() if t.is_gpu}
+    return {t.family: t.gpu_name or "" for t in load_instances().gpu_types()}
 
 
 class DisruptionBudget(_Model):
@@ -210,9 +210,9 @@ class KarpenterNodePool(_Model):
 
     name: str
     node_class: str | None = None
-    purpose: Literal["gpu-inference", "gpu-training"] = contract.GPU_INFERENCE_PURPOSE
+    purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
     instance_families: list[str] = Field(min_length=1)
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+    capacity_types: list[contract.KarpenterCapacityType] = Field(
         default_factory=lambda: ["on-demand"], min_length=1
     )
     gpu_limit: int = Field(ge=1, le=10000)
@@ -261,9 +261,12 @@ class KarpenterNodePool(_Model):
 
     @property
     def gpu_memory_mib(self) -> int:
-        return next(
-            t.gpu_memory_mib or 0 for t in load_catalog().instances.values() if t.family == self.instance_families[0]
-        )
+        return next(t.gpu_memory_mib or 0 for t in self.instances if t.family == self.instance_families[0])
+
+    @property
+    def instances(self) -> list[Instance]:
+        """The catalog's GPU types in ``instance_families``: what the pool may launch."""
+        return [t for t in load_instances().gpu_types() if t.family in self.instance_families]
 
 
 class Karpenter(_Model):
@@ -297,8 +300,7 @@ class Karpenter(_Model):
             if max_pods is None:
                 continue
             fitting = [
-                t for t in load_catalog().instances.values()
-                if t.family in pool.instance_families and t.max_pods is not None
+                t for t in load_instances().instances.values() if t.family in pool.instance_families
             ]
             smallest = min(fitting, key=lambda t: t.max_pods, default=None)
             if smallest is not None and max_pods > smallest.max_pods:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from components import contract
-from components.catalog import load_catalog
+from policies.capacity.instances import Instance, load_instances
 from components.settings._base import _check_known_types, _check_labels, _dns_name, _Model, keyed
 
 
@@ -33,7 +33,7 @@ class SystemPool(_Model):
     """The untainted CPU pool for controllers and add-ons: on-demand, at least two nodes, two AZs."""
 
     instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: Literal["ON_DEMAND"] = "ON_DEMAND"
+    capacity_type: Literal[contract.ON_DEMAND] = contract.ON_DEMAND  # type: ignore[valid-type]
     scaling: Scaling
     disk_size_gib: int = Field(default=50, ge=20, le=1000)
     labels: dict[str, str] = Field(default_factory=dict)
@@ -44,7 +44,7 @@ class SystemPool(_Model):
     @classmethod
     def _cpu_types(cls, types: list[str]) -> list[str]:
         _check_known_types(types)
-        gpu = [t for t in types if load_catalog().instances[t].is_gpu]
+        gpu = [t for t in types if load_instances().instances[t].gpus]
         if gpu:
             raise ValueError(f"{', '.join(gpu)} carry GPUs; the system pool takes CPU types only")
         return types
@@ -62,9 +62,9 @@ class GpuPool(_Model):
 
     name: str
     instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: contract.CapacityType = "ON_DEMAND"
+    capacity_type: contract.CapacityType = contract.ON_DEMAND
     scaling: Scaling
-    purpose: Literal["gpu-inference", "gpu-training", "gpu-dra"] = contract.GPU_INFERENCE_PURPOSE
+    purpose: contract.GpuPurpose = contract.GPU_INFERENCE_PURPOSE
     disk_size_gib: int = Field(default=200, ge=50, le=4000)
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -75,11 +75,11 @@ class GpuPool(_Model):
     @field_validator("instance_types")
     @classmethod
     def _gpu_types_of_one_model(cls, types: list[str]) -> list[str]:
-        catalog = load_catalog()
+        catalog = load_instances()
         _check_known_types(types)
-        cpu = [t for t in types if not catalog.instances[t].is_gpu]
+        cpu = [t for t in types if not catalog.instances[t].gpus]
         if cpu:
-            raise ValueError(f"{', '.join(cpu)} have no GPU; allowed: {', '.join(catalog.gpu_types())}")
+            raise ValueError(f"{', '.join(cpu)} have no GPU; allowed: {', '.join(catalog.gpu_names())}")
         models = sorted({catalog.instances[t].gpu_name or "" for t in types})
         if len(models) > 1:
             raise ValueError(
@@ -111,9 +111,20 @@ class GpuPool(_Model):
         return self
 
     @property
+    def instances(self) -> list[Instance]:
+        """The catalog entries of ``instance_types`` (one GPU model, validated above)."""
+        catalog = load_instances()
+        return [catalog.instances[t] for t in self.instance_types]
+
+    @property
     def accelerator(self) -> str:
-        return load_catalog().instances[self.instance_types[0]].gpu_name or ""
+        return self.instances[0].gpu_name or ""
 
     @property
     def gpu_memory_mib(self) -> int:
-        return load_catalog().instances[self.instance_types[0]].gpu_memory_mib or 0
+        return self.instances[0].gpu_memory_mib or 0
+
+    @property
+    def min_gpus_per_node(self) -> int:
+        """GPUs on the smallest node the group may launch (what Cluster Autoscaler's template promises)."""
+        return min(t.gpus for t in self.instances)

@@ -19,8 +19,8 @@ from pydantic import (
 )
 
 from components import contract, versions
-from components.catalog import load_catalog
 from components.settings._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
+from components.settings.gpu_budget import GpuBudget, over_budget
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network, service_cidr
 from components.settings.karpenter import AutoMode, Karpenter
 from components.settings.managed_pools import GpuPool, SystemPool
@@ -54,6 +54,7 @@ class Settings(_Model):
     observability: Observability = Field(default_factory=Observability)
     hugging_face_token: SecretStr | None = None
     gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
+    gpu_budget: GpuBudget | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("environment")
@@ -133,21 +134,15 @@ class Settings(_Model):
 
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
-        catalog = load_catalog()
-        candidates = [(pool, [catalog.instances[t] for t in pool.instance_types]) for pool in self.gpu_pools]
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
-        candidates += [
-            (pool, [t for t in catalog.instances.values() if t.is_gpu and t.family in pool.instance_families])
-            for pool in node_pools
-        ]
         return {
             pool.name: PoolFacts(
                 purpose=pool.purpose,
                 accelerator=pool.accelerator,
                 gpu_memory_mib=pool.gpu_memory_mib,
-                max_gpus_per_node=max(t.gpus for t in types),
+                max_gpus_per_node=max(t.gpus for t in pool.instances),
             )
-            for pool, types in candidates
+            for pool in [*self.gpu_pools, *node_pools]
         }
 
     @property
@@ -363,10 +358,10 @@ def _gpu_capacity_and_software(s: Settings) -> Iterable[Problem]:
         yield _p("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
                  "or hybridNodes")
     provider = s.gpu_software.provider
-    if provider == "device-plugin" and s.hybrid_nodes.enabled:
+    if provider == contract.DEVICE_PLUGIN and s.hybrid_nodes.enabled:
         yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) need the GPU Operator to install "
                  "their driver; allowed here: gpu-operator")
-    if provider == "device-plugin" and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
+    if provider == contract.DEVICE_PLUGIN and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
         yield _p("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
                  "a device plugin, a second one would fight it; allowed here: none")
 
@@ -426,7 +421,7 @@ def _production_interactive(s: Settings) -> Iterable[Problem]:
         return
     spot_pools = {p.name for p in s.gpu_pools if p.capacity_type == "SPOT"}
     node_pools = (s.karpenter.node_pools if s.karpenter.enabled else []) + s.auto_mode.gpu_node_pools
-    spot_pools |= {p.name for p in node_pools if "spot" in p.capacity_types}
+    spot_pools |= {p.name for p in node_pools if contract.KARPENTER_SPOT in p.capacity_types}
     for where, tier, model in _models(s):
         if tier.name != INTERACTIVE_TIER:
             continue
@@ -458,6 +453,14 @@ def _observability(s: Settings) -> Iterable[Problem]:
         if unknown:
             yield _p(f"observability.alerting.routes[{i}].tiers", route.tiers,
                      f"names unknown tier(s) {', '.join(unknown)}; tiers: {', '.join(sorted(tiers)) or 'none'}")
+
+
+@_rule("gpuBudget", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "serving", "observability",
+       "hybridNodes", "environment")
+def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
+    """The stack's own worst case (the capacity model's, as the pack computes it) within ``gpuBudget``."""
+    for key, value, reason in over_budget(s):
+        yield _p(key, value, reason)
 
 
 def secret_warnings(config: Mapping[str, Any], secret_keys: Iterable[str] = ()) -> list[str]:

@@ -29,6 +29,11 @@ class WorstCase:
     detail: str
 
 
+def per_gpu_hourly_usd(types: Sequence[PricedType]) -> float:
+    """The dearest GPU-hour among ``types`` (0 without GPUs): what a GPU of the pool costs at worst."""
+    return max((t.hourly_usd / t.gpus for t in types if t.gpus), default=0.0)
+
+
 def node_group_worst_case(label: str, max_size: int, types: Sequence[PricedType]) -> WorstCase:
     per_node = max((t.gpus for t in types), default=0)
     price = max((t.hourly_usd for t in types), default=0.0) if per_node else 0.0
@@ -51,5 +56,5 @@ def nodepool_worst_case(label: str, types: Sequence[PricedType], *, static_nodes
         limit = min(limit, node_limit * per_node)
     if limit is None:
         return None
-    per_gpu = max((t.hourly_usd / t.gpus for t in types if t.gpus), default=0.0)
+    per_gpu = per_gpu_hourly_usd(types)
     return WorstCase(limit, limit * per_gpu, f"{label}: limit {limit:g} GPUs at up to ${per_gpu:.3f}/GPU-h")

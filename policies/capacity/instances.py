@@ -152,6 +152,12 @@ class InstanceCatalog:
     def gpu_types(self) -> list[Instance]:
         return [i for i in self.instances.values() if i.gpus]
 
+    def names(self) -> list[str]:
+        return sorted(self.instances)
+
+    def gpu_names(self) -> list[str]:
+        return sorted(i.name for i in self.gpu_types())
+
 
 @lru_cache(maxsize=4)
 def load_instances(path: Path = CATALOG_PATH) -> InstanceCatalog:

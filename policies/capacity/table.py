@@ -44,6 +44,14 @@ def worst_case(pool: Pool) -> WorstCase | None:
                                gpu_limit=pool.gpu_limit, node_limit=pool.node_limit)
 
 
+def stack_worst_case(pools: list[Pool]) -> WorstCase:
+    """The stack's worst case: the sum over its GPU pools (an unbounded pool adds nothing here; the
+    pack reports it apart)."""
+    cases = [c for c in (worst_case(p) for p in pools if p.is_gpu) if c is not None]
+    return WorstCase(sum(c.gpus for c in cases), sum(c.hourly_usd for c in cases),
+                     "; ".join(c.detail for c in cases if c.gpus))
+
+
 def capacity_rows(cluster: Cluster, simulation: Simulation) -> list[CapacityRow]:
     rows = []
     for plan in simulation.plans:

@@ -38,13 +38,22 @@ def create(rig: Rig, name: str, *extra: str):
     return rig.run("env", "create", name, "--from", "dev", *extra)
 
 
+def test_create_over_the_templates_gpu_budget_is_refused_before_anything_exists(rig: Rig):
+    result = create(rig, "alice-big", "--set", "gpuPools[0].scaling.maxSize=5")
+
+    assert result.code == exit_codes.USAGE
+    assert "llm-platform:gpuBudget.maxGpus: got 16: the stack's worst-case GPU count is 17" in result.err
+    assert "Traceback" not in result.err
+    assert not [a for a in rig.calls.argvs() if a[:2] == ["stack", "init"]], "no stack is created"
+
+
 def config_pairs(argv: list[str]) -> dict[str, str]:
     return dict(value.split("=", 1) for value in flag_values(argv, "--plaintext"))
 
 
 def test_create_tags_configures_and_deploys_the_environment(rig: Rig):
     result = create(rig, "alice-exp", "--ttl", "4h", "--purpose", "try vllm 0.11",
-                    "--set", "gpuPools[0].scaling.maxSize=5", "--set", "kmsDeletionWindowDays=10")
+                    "--set", "gpuPools[0].scaling.maxSize=4", "--set", "kmsDeletionWindowDays=10")
 
     assert result.code == exit_codes.OK, result.err
     argvs = rig.calls.argvs()
@@ -66,7 +75,7 @@ def test_create_tags_configures_and_deploys_the_environment(rig: Rig):
     assert config["llm-platform:environment"] == "alice-exp"
     assert config["llm-platform:kmsDeletionWindowDays"] == "10"
     pools = json.loads(config["llm-platform:gpuPools"])
-    assert pools[0]["scaling"] == {"minSize": 0, "desiredSize": 0, "maxSize": 5}
+    assert pools[0]["scaling"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
     resource_tags = json.loads(config["llm-platform:tags"])
     assert resource_tags["llm-platform/owner"] == "alice" and resource_tags["llm-platform/stack"] == "env-alice-exp"
 
@@ -287,7 +296,7 @@ def test_via_operator_writes_a_stack_manifest_and_runs_nothing(rig: Rig, tmp_pat
     out = tmp_path / "env-alice-exp.yaml"
     result = create(rig, "alice-exp", "--via", "operator", "--out", str(out), "--ttl", "2d", "--purpose", "demo",
                     "--repo", "https://github.com/example/llm-platform.git", "--commit", "0123abc",
-                    "--set", "gpuPools[0].scaling.maxSize=5")
+                    "--set", "gpuPools[0].scaling.maxSize=4")
 
     assert result.code == exit_codes.OK, result.err
     assert rig.calls.entries() == []
@@ -304,7 +313,7 @@ def test_via_operator_writes_a_stack_manifest_and_runs_nothing(rig: Rig, tmp_pat
     assert spec["destroyOnFinalize"] is True
     assert spec["serviceAccountName"] == "pulumi"
     assert spec["config"]["llm-platform:environment"] == "alice-exp"
-    assert spec["config"]["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 5
+    assert spec["config"]["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 4
     annotations = manifest["metadata"]["annotations"]
     assert annotations["llm-platform.io/owner"] == "alice"
     assert parse_time(annotations["llm-platform.io/expires-at"]) - parse_time(

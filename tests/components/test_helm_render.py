@@ -15,7 +15,7 @@ import pytest
 
 from components import contract, versions
 from tests.support import helm_render
-from tests.conftest import plan_with, read_stack_config
+from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 
 RENDERED = [
     versions.CLUSTER_AUTOSCALER,
@@ -37,7 +37,7 @@ def dra_plan():
     inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
     dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
            "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
-    return plan_with("dev", gpuPools=[inference, dra])
+    return plan_with("dev", gpuPools=[inference, dra], gpuBudget=ROOMY_GPU_BUDGET)
 
 
 @pytest.fixture(params=["dev", "prod", "dev+dra"])

@@ -17,7 +17,7 @@ import pytest
 from components import contract, versions
 from components.observability.dashboards import DASHBOARD_LABEL
 from tests.support import helm_render
-from tests.conftest import plan_with, read_stack_config
+from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 from tests.components.test_helm_render import CUSTOM_KINDS, landing, nodes, purpose_of, rendered
 
 #: The ClusterPolicy fields of the operands that must reach GPU nodes, with the
@@ -47,7 +47,8 @@ def operator_dra_plan():
     inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
     dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
            "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
-    return plan_with("dev", gpuPools=[inference, dra], gpuSoftware={"provider": "gpu-operator", "dcgmExporter": True})
+    return plan_with("dev", gpuPools=[inference, dra], gpuSoftware={"provider": "gpu-operator", "dcgmExporter": True},
+                     gpuBudget=ROOMY_GPU_BUDGET)
 
 
 @pytest.fixture(params=["prod", "dev+gpu-operator+dra"])

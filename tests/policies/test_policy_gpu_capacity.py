@@ -203,3 +203,47 @@ def test_namespaces_with_gpu_quota(pack, resources):
 )
 def test_namespaces_without_gpu_quota(pack, resources, fragment):
     one(pack.stack_messages(resources, QUOTA), "Namespace 'serving' runs GPU workloads", fragment)
+
+
+# --- the pack and the offline check's report quote one worst case ---------------------------------
+
+WORST = {"all": "mandatory", CAP: {"maxGpus": 0}, BUDGET: {"monthlyBudgetUsd": 0}}
+
+
+def pack_worst_case(pack, resources) -> tuple[float, int]:
+    """The pack's worst-case GPUs and monthly USD, read from its cap and budget findings at zero."""
+    pack.configure(WORST)
+    findings = [line for policy in (CAP, BUDGET) for m in pack.stack_messages(resources, policy)
+                for line in m.splitlines() if line.startswith("Worst-case GPU")]
+    (gpus,), (usd,) = ([f for f in findings if kind in f] for kind in ("GPU count", "GPU spend"))
+    return (float(gpus.split(" is ", 1)[1].split(",", 1)[0]),
+            int(usd.split("$", 1)[1].split("/month", 1)[0].replace(",", "")))
+
+
+def report_worst_case(plan) -> tuple[float, int]:
+    from automation.offline.report import summarize
+
+    summary = summarize(plan)
+    return summary.worst_case_gpus, round(summary.worst_case_gpu_monthly_usd)
+
+
+def test_pack_and_report_agree_on_the_recorded_plans(pack, stack_plan):
+    figures = pack_worst_case(pack, stack_plan.resources)
+    assert figures == report_worst_case(stack_plan)
+    assert figures == {"dev": (15, 23107), "prod": (50, 81389)}[stack_plan.stack]
+
+
+def test_pack_and_report_agree_where_node_limits_and_static_replicas_bound_a_pool(pack):
+    """``limits.nodes`` caps a GPU limit, static replicas fix the count: both sides honour them."""
+    from automation.offline.plan import Plan, PlannedResource
+
+    resources = [
+        sized(3),
+        patch(nodepool("capped"), {"spec.limits": {GPU: "64", "nodes": "5"}}),
+        patch(family_pool(["g6e"], None, name="fixed"), {"spec.replicas": 2, "spec.limits": {"nodes": "2"}}),
+    ]
+    plan = Plan("llm-platform", "synthetic", [PlannedResource(**r) for r in resources])
+    figures = pack_worst_case(pack, resources)
+    assert figures == report_worst_case(plan)
+    g6e_largest = max(i["gpus"] for n, i in CATALOG["instances"].items() if n.startswith("g6e."))
+    assert figures[0] == 3 * 1 + 5 * 1 + 2 * g6e_largest

@@ -105,6 +105,11 @@ def test_malformed_overrides_are_refused(text):
         envs.parse_override(text)
 
 
+def test_gpu_budget_is_not_an_environment_override():
+    with pytest.raises(EnvRequestError, match=r"^llm-platform:gpuBudget.maxGpus: set by the template stack"):
+        envs.parse_override("gpuBudget.maxGpus=100")
+
+
 def test_override_into_a_scalar_is_refused():
     with pytest.raises(EnvRequestError, match="not inside an object"):
         envs.apply_override({"llm-platform:region": "x"}, envs.parse_override("region.name=y"))
@@ -112,9 +117,9 @@ def test_override_into_a_scalar_is_refused():
 
 def test_merged_config_is_the_template_plus_environment_plus_overrides():
     template = read_stack_config("dev")
-    merged = envs.merged_config(template, [envs.parse_override("gpuPools[0].scaling.maxSize=5")], environment="bob")
+    merged = envs.merged_config(template, [envs.parse_override("gpuPools[0].scaling.maxSize=4")], environment="bob")
     assert merged["llm-platform:environment"] == "bob"
-    assert merged["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 5
+    assert merged["llm-platform:gpuPools"][0]["scaling"]["maxSize"] == 4
     assert template["llm-platform:gpuPools"][0]["scaling"]["maxSize"] != 1, "the template is not modified"
     assert set(merged) == set(template)
     settings = parse_settings(merged)

@@ -6,7 +6,7 @@ import pytest
 
 from components.cluster.hybrid_nodes import remote_network_transform
 from components.settings import SettingsError, parse_settings
-from tests.conftest import gpu_node_groups, plan_with, read_stack_config
+from tests.conftest import ROOMY_GPU_BUDGET, gpu_node_groups, plan_with, read_stack_config
 
 AUTO_POOL = {
     "name": "auto-gpu", "instanceFamilies": ["g6e"], "capacityTypes": ["on-demand"], "gpuLimit": 4,
@@ -21,7 +21,7 @@ def dev_config(**overrides):
 
 
 def test_auto_mode_cluster_and_gpu_node_pool():
-    plan = plan_with("dev", autoMode={"enabled": True, "gpuNodePools": [AUTO_POOL]})
+    plan = plan_with("dev", autoMode={"enabled": True, "gpuNodePools": [AUTO_POOL]}, gpuBudget=ROOMY_GPU_BUDGET)
     (cluster,) = plan.of_type("eks:index:Cluster")
     assert cluster.inputs["autoMode"]["enabled"] is True
     assert cluster.inputs["autoMode"]["computeConfig"] == {"nodePools": ["system"]}
@@ -36,6 +36,7 @@ def test_auto_mode_pools_turn_off_the_operators_device_plugin():
         "dev",
         autoMode={"enabled": True, "gpuNodePools": [AUTO_POOL]},
         gpuSoftware={"provider": "gpu-operator", "dcgmExporter": True},
+        gpuBudget=ROOMY_GPU_BUDGET,
     )
     (pool,) = [p for p in plan.of_type("kubernetes:karpenter.sh/v1:NodePool") if p.inputs["metadata"]["name"] == "auto-gpu"]
     assert pool.inputs["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
@@ -107,7 +108,7 @@ def test_dra_pool_is_reserved_by_label_and_taint():
         **read_stack_config("dev")["llm-platform:gpuPools"][0], "name": "dra", "purpose": "gpu-dra",
         "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2},
     }
-    plan = plan_with("dev", gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool])
+    plan = plan_with("dev", gpuPools=[read_stack_config("dev")["llm-platform:gpuPools"][0], pool], gpuBudget=ROOMY_GPU_BUDGET)
     (group,) = [g for g in gpu_node_groups(plan) if g.name == "dra"]
     assert group.inputs["labels"]["node.kubernetes.io/purpose"] == "gpu-dra"
     assert {"key": "llm-platform.io/workload", "value": "dra", "effect": "NO_SCHEDULE"} in group.inputs["taints"]

@@ -6,7 +6,7 @@ import pytest
 
 from components import contract, versions
 from components.gpu.dra_driver import GPU_DEVICE_CLASS
-from tests.conftest import plan_with, read_stack_config
+from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +14,7 @@ def dra_plan():
     inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
     dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
            "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
-    return plan_with("dev", gpuPools=[inference, dra])
+    return plan_with("dev", gpuPools=[inference, dra], gpuBudget=ROOMY_GPU_BUDGET)
 
 
 def release(plan, chart):

@@ -23,6 +23,7 @@ from policies.capacity.instances import allocatable, load_instances, reserved_cp
 from policies.capacity.llm import GIB, model_catalog
 from policies.capacity.model import surge_pods
 from policies.capacity.simulate import simulate
+from tests.conftest import ROOMY_GPU_BUDGET
 
 
 
@@ -107,7 +108,9 @@ def test_wake_signal_and_surge():
 
 
 def _config(stack: str, **changes) -> dict:
+    """The stack's config with ``changes``; the variants add GPU pools, so the GPU budget is lifted."""
     config = copy.deepcopy(read_stack_config(stack))
+    config["llm-platform:gpuBudget"] = ROOMY_GPU_BUDGET
     for path, value in changes.items():
         key, *rest = path.split("__")
         if not rest:

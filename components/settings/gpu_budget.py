@@ -1,0 +1,82 @@
+"""The stack's GPU ceilings (``gpuBudget``): the worst-case GPU count and monthly spend it may reach.
+
+They sit in the stack file next to ``gpuHoursMonthlyBudget``; the policy pack enforces the same two
+numbers (``gpu-capacity-cap.maxGpus``, ``gpu-monthly-budget.monthlyBudgetUsd`` in
+``policies/config/<stack>.json``), and the offline check refuses a pack config that disagrees. The
+worst case is the capacity model's (``policies.capacity``), the calculator the pack and report use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from components.settings._base import NAMESPACE, _Model
+
+if TYPE_CHECKING:
+    from components.settings.stack import Settings
+
+#: Stack-file field -> (pack policy, its parameter).
+PACK_PARAMS = {
+    "maxGpus": ("gpu-capacity-cap", "maxGpus"),
+    "monthlyBudgetUsd": ("gpu-monthly-budget", "monthlyBudgetUsd"),
+}
+
+
+class GpuBudget(_Model):
+    """Most GPUs the stack may ever run at once, and its monthly GPU budget in USD at on-demand prices."""
+
+    max_gpus: int = Field(ge=0, le=100_000)
+    monthly_budget_usd: float = Field(ge=0, le=1_000_000_000)
+
+    def by_key(self) -> dict[str, float]:
+        return {"maxGpus": self.max_gpus, "monthlyBudgetUsd": self.monthly_budget_usd}
+
+
+def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
+    """``(key, value, reason)`` for each ceiling the stack's own worst case exceeds."""
+    from components.capacity_input import settings_cluster  # the adapter imports components
+    from policies.capacity.table import stack_worst_case
+
+    budget = settings.gpu_budget
+    if budget is None:
+        return
+    cluster, _ = settings_cluster(settings)
+    worst = stack_worst_case(cluster.pools)
+    if worst.gpus > budget.max_gpus:
+        yield ("gpuBudget.maxGpus", budget.max_gpus,
+               f"the stack's worst-case GPU count is {worst.gpus:g} ({worst.detail}); lower node group maxSize or "
+               "NodePool gpuLimit, or raise gpuBudget.maxGpus")
+    monthly = worst.hourly_usd * cluster.hours_per_month
+    if monthly > budget.monthly_budget_usd:
+        yield ("gpuBudget.monthlyBudgetUsd", budget.monthly_budget_usd,
+               f"the stack's worst-case GPU spend is ${monthly:,.0f}/month at on-demand prices ({worst.detail}); "
+               "lower maxSize or gpuLimit, choose cheaper instance types, or raise gpuBudget.monthlyBudgetUsd")
+
+
+def pack_config_disagreements(budget: GpuBudget | None, pack_config: Mapping[str, Any] | Path) -> list[str]:
+    """One line per ``gpuBudget`` number the pack config (``policies/config/<stack>.json``, parsed or its
+    path) does not repeat; an unreadable file is left to the pack runner, which names what is wrong."""
+    if budget is None:
+        return []
+    if isinstance(pack_config, Path):
+        try:
+            pack_config = json.loads(pack_config.read_text())
+        except (OSError, ValueError):
+            return []
+    if not isinstance(pack_config, Mapping):
+        return []
+    lines = []
+    for key, want in budget.by_key().items():
+        policy, param = PACK_PARAMS[key]
+        entry = pack_config.get(policy)
+        have = entry.get(param) if isinstance(entry, Mapping) else None
+        if have is None or float(have) != float(want):
+            shown = "does not set it" if have is None else f"sets {have:g}"
+            lines.append(f"{NAMESPACE}:gpuBudget.{key} is {want:g} but the policy config's {policy}.{param} {shown}; "
+                         f"make them agree")
+    return lines
