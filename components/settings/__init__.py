@@ -6,8 +6,10 @@ until settings have passed, so bad input never leaves a half-built platform.
 
 One module per concern, validation next to each field: ``managed_pools`` (system and GPU node
 groups), ``karpenter`` (EC2NodeClasses, NodePools, Auto Mode), ``cluster`` (network, endpoint,
-hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), ``gpu_budget`` (the stack's GPU cap
-and monthly budget), and ``stack`` (the whole stack, its cross-field rules and the parser).
+hybrid nodes, GPU software), ``serving`` (tiers, models, gateway), ``observability``, ``gpu_budget``
+(the stack's GPU cap and monthly budget), ``stack`` (the whole stack and the parser), ``rules`` (rules
+between keys, each reported at the key to edit) and ``problems`` (how a problem is shown: key, shortened
+value, secrets never).
 """
 
 from components.settings._base import NAMESPACE
