@@ -7,6 +7,7 @@ so sibling modules import by their plain names.
 from pulumi_policy import EnforcementLevel, PolicyPack
 
 from checks import (
+    amis,
     autoscaling,
     capacity_simulation,
     dra,
@@ -30,6 +31,7 @@ PolicyPack(
     enforcement_level=EnforcementLevel.ADVISORY,
     policies=[
         *gpu_taints.POLICIES,
+        *amis.POLICIES,
         *gpu_labels.POLICIES,
         *gpu_workloads.POLICIES,
         *gpu_agents.POLICIES,

@@ -22,6 +22,25 @@ from typing import Any
 
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
 from .instances import InstanceCatalog, load_instances
+from .kinds import (
+    ASG_TAG,
+    AWS_NODE_GROUP,
+    CLUSTER_TYPES,
+    CRONJOB,
+    DAEMONSET,
+    DEPLOYMENT,
+    EC2NODECLASS,
+    EKS_ADDON,
+    EKS_MANAGED_NODE_GROUP,
+    HELM_TYPES,
+    JOB,
+    LEADER_WORKER_SET,
+    NODEPOOL,
+    POD_TEMPLATE_PATHS,
+    RESOURCE_QUOTA,
+    SCALED_OBJECT,
+    STATEFULSET,
+)
 from .llm import architecture_from_json, by_hugging_face_id, model_catalog
 from .model import (
     EKS_EFFECTS,
@@ -42,24 +61,11 @@ from .model import (
     surge_pods,
 )
 
-MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
-AWS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
-EC2NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
-ASG_TAG = "aws:autoscaling/tag:Tag"
-HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
-DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-ADDON = "aws:eks/addon:Addon"
-CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
-#: Workload kinds and where their pod template is.
+#: Workload kinds the simulation places (kind, path of the pod template it models): Deployments,
+#: StatefulSets, Jobs, CronJobs and LeaderWorkerSets' workers; paths from the one table in ``kinds``.
 WORKLOADS = {
-    "kubernetes:apps/v1:Deployment": ("Deployment", ("spec", "template")),
-    "kubernetes:apps/v1:StatefulSet": ("StatefulSet", ("spec", "template")),
-    "kubernetes:batch/v1:Job": ("Job", ("spec", "template")),
-    "kubernetes:batch/v1:CronJob": ("CronJob", ("spec", "jobTemplate", "spec", "template")),
-    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("LeaderWorkerSet", ("spec", "leaderWorkerTemplate", "workerTemplate")),
+    token: (token.rsplit(":", 1)[-1], tuple(POD_TEMPLATE_PATHS[token][-1].split(".")))
+    for token in (DEPLOYMENT, STATEFULSET, JOB, CRONJOB, LEADER_WORKER_SET)
 }
 TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 #: Pod template annotation with the served model's architecture (JSON, ``model_catalog.json`` fields).
@@ -167,13 +173,13 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
         if r.type == AWS_NODE_GROUP:
             parent = getattr(r, "parent", None)
             while parent and parent in by_urn:
-                if by_urn[parent].type == MANAGED_NODE_GROUP:
+                if by_urn[parent].type == EKS_MANAGED_NODE_GROUP:
                     covered.add(parent)
                 parent = getattr(by_urn[parent], "parent", None)
     pools = []
     for r in resources:
         props = _props(r)
-        if r.type in (MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
+        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
             types = [t for t in props.get("instanceTypes") or ["t3.medium"] if isinstance(t, str)]
             scaling = props.get("scalingConfig") or {}
             low, high = _int(scaling.get("minSize"), 1), _int(scaling.get("maxSize"), 2)
@@ -252,8 +258,8 @@ def _root_volume_gib(node_class: dict[str, Any]) -> float | None:
 
 def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
     out: list[DaemonSet] = []
-    addons = {_props(r).get("addonName") for r in resources if r.type == ADDON}
-    if any(r.type in CLUSTERS for r in resources):
+    addons = {_props(r).get("addonName") for r in resources if r.type == EKS_ADDON}
+    if any(r.type in CLUSTER_TYPES for r in resources):
         addons |= set(DEFAULT_ADDONS)
     for name in sorted(a for a in addons if isinstance(a, str)):
         ds = addon_daemonset(name)

@@ -14,25 +14,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from capacity import simulate
-from capacity.engine import (
+from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
+from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
+from lib.values import contains_unknown
+from lib.resources import (
     ASG_TAG,
     AWS_NODE_GROUP,
+    DAEMONSET,
     EC2NODECLASS,
+    EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
-    MANAGED_NODE_GROUP,
     NODEPOOL,
     RESOURCE_QUOTA,
     SCALED_OBJECT,
-    SELF_METRIC_PREFIXES,
-    WORKLOADS,
-    cluster_from_resources,
 )
-from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
-from lib.shapes import DAEMONSET, contains_unknown
 
 #: Inputs that decide the simulation, per resource type; an unknown there means "can't judge".
 _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
-    MANAGED_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
+    EKS_MANAGED_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
     AWS_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
     NODEPOOL: (("spec",),),
     EC2NODECLASS: (("spec", "kubelet"),),

@@ -24,7 +24,10 @@ from capacity.charts import CHART_DAEMONSETS
 from lib.helm import chart_name, chart_ref, values
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.pools import Pool, labels_match, stack_pools, untolerated_taints
-from lib.shapes import DAEMONSET, HELM_TYPES, UNKNOWN, Resource, dig, node_selection, pod_template, tolerates_all
+from lib.values import UNKNOWN, dig
+from lib.resources import DAEMONSET, HELM_TYPES, Resource
+from lib.pod_templates import pod_template
+from lib.placement import node_selection, tolerates_all
 
 MASTER_EQUAL = {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
 

@@ -25,17 +25,8 @@ from lib.catalog import load_catalog
 from checks.gpu_workloads import asks_for_gpu
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
-from lib.shapes import (
-    NODEPOOL,
-    RESOURCE_QUOTA,
-    UNKNOWN,
-    Resource,
-    as_dict,
-    as_int,
-    contains_unknown,
-    fmt,
-    quantity,
-)
+from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
+from lib.resources import NODEPOOL, RESOURCE_QUOTA, Resource
 
 
 def _check_nodepool_limit(resource: Resource, config: dict[str, Any]) -> Iterator[str]:

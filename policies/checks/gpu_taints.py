@@ -3,7 +3,7 @@
 Without the taint, CPU pods fill GPU nodes and the GPU workloads that need them stay pending (or
 Karpenter buys more GPUs). The check covers both shapes of a managed node group (the pulumi-eks
 component under mocks, the aws NodeGroup in a real preview), pulumi-eks self-managed groups and
-Karpenter NodePools; AL2 AMIs, which are out of support, are a separate policy.
+Karpenter NodePools. End-of-life AMIs are ``checks/amis.py``.
 """
 
 from __future__ import annotations
@@ -11,21 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lib.kit import ADVISORY, MANDATORY, resource_policy
+from capacity.model import EKS_EFFECTS
+from lib.kit import MANDATORY, resource_policy
 from lib.pools import nodepool_is_gpu, node_group_instance_types, node_group_is_gpu
-from lib.shapes import (
-    EC2NODECLASS,
-    EKS_SELF_MANAGED_NODE_GROUPS,
-    NODE_GROUP_TYPES,
-    NODEPOOL,
-    UNKNOWN,
-    Resource,
-    as_list,
-    contains_unknown,
-)
-
-EKS_SPELLING = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-
+from lib.values import UNKNOWN, as_list, contains_unknown
+from lib.resources import EKS_SELF_MANAGED_NODE_GROUPS, NODE_GROUP_TYPES, NODEPOOL, Resource
 
 def _why_gpu(resource: Resource) -> str:
     ami_type = resource.get("amiType")
@@ -46,7 +36,7 @@ def _taint_problem(taints: list[Any], key: str, want_effect: str, spelling: str)
     if not matching:
         return f"has no taint with key '{key}'"
     effects = sorted({str(t.get("effect")) for t in matching})
-    if {"NoSchedule", "NO_SCHEDULE"} & set(effects):
+    if {EKS_EFFECTS.get(e, e) for e in effects} & {"NoSchedule"}:
         return f"spells the effect {effects[0]!r}, which the {spelling} does not accept"
     return f"taints '{key}' with effect {', '.join(effects)}, which does not keep other pods off"
 
@@ -86,32 +76,6 @@ def _check_gpu_taint(resource: Resource, config: dict[str, Any]) -> Iterator[str
         )
 
 
-DEFAULT_FORBIDDEN_AMI_TYPES = ["AL2_x86_64_GPU", "AL2_x86_64", "AL2_ARM_64"]
-
-
-def _check_ami(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
-    forbidden = set(config["forbiddenAmiTypes"])
-    if resource.type == EC2NODECLASS:
-        terms = resource.get("spec", "amiSelectorTerms", default=[])
-        for term in as_list(terms) if terms is not UNKNOWN else []:
-            alias = term.get("alias") if isinstance(term, dict) else None
-            if isinstance(alias, str) and alias.split("@", 1)[0].lower() == "al2":
-                yield (
-                    f"{resource.label} selects AMI alias '{alias}': Amazon Linux 2 EKS AMIs reached end of "
-                    f"support on 2025-11-26. Use an 'al2023@<version>' or 'bottlerocket@<version>' alias."
-                )
-        return
-    ami_type = resource.get("amiType")
-    if isinstance(ami_type, str) and ami_type in forbidden:
-        replacement = "AL2023_x86_64_NVIDIA or BOTTLEROCKET_x86_64_NVIDIA" if "GPU" in ami_type else (
-            "AL2023_ARM_64_STANDARD" if "ARM" in ami_type else "AL2023_x86_64_STANDARD"
-        )
-        yield (
-            f"{resource.label} uses amiType {ami_type}: Amazon Linux 2 EKS AMIs reached end of support on "
-            f"2025-11-26 and Kubernetes 1.32 is the last version with them. Use {replacement}."
-        )
-
-
 POLICIES = [
     resource_policy(
         name="gpu-pools-tainted",
@@ -124,19 +88,5 @@ POLICIES = [
         enforcement=MANDATORY,
         contract=("gpuTaintKey", "gpuResource"),
     ),
-    resource_policy(
-        name="no-end-of-life-ami",
-        description="Move node groups and EC2NodeClasses off Amazon Linux 2 AMIs to AL2023 or Bottlerocket.",
-        types=NODE_GROUP_TYPES | {EC2NODECLASS},
-        check=_check_ami,
-        enforcement=ADVISORY,
-        params={
-            "forbiddenAmiTypes": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": DEFAULT_FORBIDDEN_AMI_TYPES,
-                "description": "Managed node group AMI types that may not be used.",
-            }
-        },
-    ),
+
 ]

@@ -5,7 +5,7 @@ request lets CPU work occupy a GPU node. DaemonSets are node agents (device plug
 shippers) that must run on GPU nodes without consuming a GPU, so they may tolerate freely.
 
 Every pod template of a workload is judged (LeaderWorkerSet leader and worker, each Ray group...;
-see ``shapes.POD_TEMPLATE_PATHS`` and the ``customWorkloads`` parameter). MIG slices
+see ``lib.pod_templates`` and the ``customWorkloads`` parameter). MIG slices
 (``nvidia.com/mig-1g.10gb`` and the like, the ``extraGpuResources`` patterns) are GPUs too; pods that
 get their GPU through DRA ``resourceClaims`` request no extended resource and may tolerate the taint.
 """
@@ -17,17 +17,9 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
-from lib.shapes import (
-    POD_TEMPLATE_PATHS,
-    UNKNOWN,
-    PodTemplate,
-    Resource,
-    as_dict,
-    contains_unknown,
-    fmt,
-    pod_templates,
-    quantity,
-)
+from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
+from lib.resources import Resource
+from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates
 
 #: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
 MIG_RESOURCES = ["nvidia.com/mig-*"]

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
-from lib.shapes import EC2NODECLASS, LEGACY_KARPENTER_TYPES, NODEPOOL, UNKNOWN, Resource, as_int, as_list, dig, fmt
+from lib.values import UNKNOWN, as_int, as_list, dig, fmt
+from lib.resources import EC2NODECLASS, LEGACY_KARPENTER_TYPES, NODEPOOL, Resource
 
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 REASONS = ("Underutilized", "Empty", "Drifted")

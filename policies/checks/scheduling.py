@@ -17,7 +17,9 @@ from lib.contract_config import GPU_MEMORY_ANNOTATION
 from checks.gpu_workloads import asks_for_gpu, pod_gpus
 from lib.kit import MANDATORY, Stack, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_memory_values, labels_match, stack_pools, untolerated_taints
-from lib.shapes import PodTemplate, SelectorTerm, as_int, node_selection
+from lib.values import as_int
+from lib.pod_templates import PodTemplate
+from lib.placement import SelectorTerm, node_selection
 
 MAX_REASONS = 6
 

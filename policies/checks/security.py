@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import ADVISORY, MANDATORY, resource_policy
-from lib.shapes import (
+from lib.values import UNKNOWN, as_list, dig, is_true
+from lib.resources import (
     AWS_EKS_CLUSTER,
     AWS_NODE_GROUP,
     EC2_INSTANCE,
@@ -23,11 +24,7 @@ from lib.shapes import (
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
     LAUNCH_TEMPLATE,
-    UNKNOWN,
     Resource,
-    as_list,
-    dig,
-    is_true,
 )
 
 OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})

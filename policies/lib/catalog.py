@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from capacity.instances import CATALOG_PATH, load_instances
-from lib.shapes import Constraint, requirement_constraint
+from lib.placement import Constraint, requirement_constraint
 
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})

@@ -24,13 +24,12 @@ from pulumi_policy import (
 
 from lib.contract_config import contract_schema
 from lib.request_cache import plain_once
-from lib.shapes import (
+from lib.values import contains_unknown, plain
+from lib.resources import Resource
+from lib.pod_templates import (
     CUSTOM_WORKLOADS,
     CUSTOM_WORKLOADS_SCHEMA,
     PodTemplate,
-    Resource,
-    contains_unknown,
-    plain,
     pod_templates,
     workload_paths,
 )

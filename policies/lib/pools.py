@@ -22,23 +22,20 @@ from lib.catalog import (
     load_catalog,
 )
 from lib.kit import Stack
-from lib.shapes import (
+from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, quantity
+from lib.resources import (
     AWS_NODE_GROUP,
-    EKS_EFFECTS,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
-    HARD_EFFECTS,
     NODEPOOL,
-    UNKNOWN,
-    Constraint,
     Resource,
+)
+from lib.placement import (
+    EKS_EFFECTS,
+    HARD_EFFECTS,
+    Constraint,
     SelectorTerm,
     Taint,
-    as_dict,
-    as_int,
-    as_list,
-    contains_unknown,
-    quantity,
     requirement_constraint,
     tolerates_all,
 )

@@ -1,0 +1,151 @@
+"""Values in the shape the engine hands them to the pack, made plain.
+
+Inputs arrive camelCase, numbers as doubles, secrets already unwrapped by ``pulumi_policy``, and
+values that are not known during preview as sentinel strings that the SDK's proxy raises on. Every
+policy first turns its inputs into plain Python data with :data:`UNKNOWN` in place of those values,
+so a policy can say "can't judge" per field instead of losing the whole check to an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulumi_policy.proxy import UnknownValueError
+
+#: Sentinels of the engine's unknown values (sdk/go/common/resource/plugin/rpc.go).
+UNKNOWN_SENTINELS = frozenset(
+    {
+        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
+        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
+        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+        "030794c1-ac77-496b-92df-f27374a8bd58",
+        "e48ece36-62e2-4504-bad9-02848725956a",
+        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+    }
+)
+
+
+class _Unknown:
+    """A value the engine does not know yet; policies treat it as "can't judge"."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN: Any = _Unknown()
+
+
+def plain(value: Any) -> Any:
+    """Plain dicts/lists from the SDK's proxies, with :data:`UNKNOWN` for unknown values."""
+    if isinstance(value, str):
+        return UNKNOWN if value in UNKNOWN_SENTINELS else value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key in value:
+            try:
+                out[key] = plain(value[key])
+            except UnknownValueError:
+                out[key] = UNKNOWN
+        return out
+    if isinstance(value, Sequence):
+        items: list[Any] = []
+        for index in range(len(value)):
+            try:
+                items.append(plain(value[index]))
+            except UnknownValueError:
+                items.append(UNKNOWN)
+        return items
+    return value
+
+
+def dig(value: Any, *path: str | int, default: Any = None) -> Any:
+    """``value[path[0]][path[1]]...``; :data:`UNKNOWN` if any hop is unknown, ``default`` if absent."""
+    for step in path:
+        if value is UNKNOWN:
+            return UNKNOWN
+        if isinstance(step, int):
+            if not isinstance(value, list) or not -len(value) <= step < len(value):
+                return default
+            value = value[step]
+        else:
+            if not isinstance(value, dict) or step not in value:
+                return default
+            value = value[step]
+        if value is None:
+            return default
+    return value
+
+
+def as_list(value: Any) -> list[Any]:
+    """A list input, ``[]`` when absent; unknown stays :data:`UNKNOWN`."""
+    if value is UNKNOWN:
+        return UNKNOWN
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    if value is UNKNOWN:
+        return UNKNOWN
+    return value if isinstance(value, dict) else {}
+
+
+def contains_unknown(value: Any) -> bool:
+    if value is UNKNOWN:
+        return True
+    if isinstance(value, dict):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_unknown(v) for v in value)
+    return False
+
+
+def as_int(value: Any) -> int | None:
+    """Integers from engine numbers (doubles) or numeric strings; ``None`` if not an integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if float(value).is_integer() else None
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
+        return int(value)
+    return None
+
+
+def is_true(value: Any) -> bool:
+    """Booleans that some providers type as strings (aws LaunchTemplate ``ebs.encrypted``)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)([a-zA-Z]*)$")
+_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
+def quantity(value: Any) -> float | None:
+    """A Kubernetes quantity as a number (enough for GPU counts: ``1``, ``"8"``, ``"2k"``)."""
+    if isinstance(value, bool) or value is None or value is UNKNOWN:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIX:
+        return None
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def fmt(value: Any) -> str:
+    """Numbers as a user wrote them: engine doubles like ``2.0`` print as ``2``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
