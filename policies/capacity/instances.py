@@ -17,10 +17,12 @@ part of the nominal figure, and Karpenter launches a node only if the pod fits t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+KARPENTER_PREFIX, AUTO_MODE_PREFIX = "karpenter.k8s.aws/", "eks.amazonaws.com/"
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "instance_catalog.json"
 VM_MEMORY_OVERHEAD = 0.075
 EVICTION_MEMORY_MIB = 100
@@ -80,13 +82,13 @@ class Instance:
     hourly_usd: float
     max_pods: int
 
-    @property
-    def per_gpu_hourly_usd(self) -> float:
-        return self.hourly_usd / self.gpus if self.gpus else 0.0
-
     def labels(self) -> dict[str, str]:
-        """Well-known labels a node of this type carries (Karpenter's and Kubernetes')."""
+        """The well-known labels Karpenter puts on a node of this type (its instance-types reference).
+
+        GPU labels exist only on GPU types: a CPU node has no ``instance-gpu-count`` label at all.
+        """
         size = self.name.split(".", 1)[1] if "." in self.name else ""
+        generation = re.sub(r"\D", "", self.family.split("-")[0])[:1]
         labels = {
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",  # every catalog type is x86_64
@@ -94,19 +96,20 @@ class Instance:
             "karpenter.k8s.aws/instance-category": self.category,
             "karpenter.k8s.aws/instance-family": self.family,
             "karpenter.k8s.aws/instance-size": size,
+            "karpenter.k8s.aws/instance-generation": generation,
             "karpenter.k8s.aws/instance-cpu": str(self.vcpu),
             "karpenter.k8s.aws/instance-memory": str(self.memory_mib),
-            "karpenter.k8s.aws/instance-gpu-count": str(self.gpus),
         }
         if self.gpus:
+            labels["karpenter.k8s.aws/instance-gpu-count"] = str(self.gpus)
             labels["karpenter.k8s.aws/instance-gpu-manufacturer"] = "nvidia"
             if self.gpu_name:
                 labels["karpenter.k8s.aws/instance-gpu-name"] = self.gpu_name
             if self.gpu_memory_mib:
                 labels["karpenter.k8s.aws/instance-gpu-memory"] = str(self.gpu_memory_mib)
-        # EKS Auto Mode spells the same facts under its own prefix.
-        labels.update({k.replace("karpenter.k8s.aws/", "eks.amazonaws.com/"): v
-                       for k, v in list(labels.items()) if k.startswith("karpenter.k8s.aws/")})
+        # EKS Auto Mode spells the same facts under its own prefix (Auto Mode "Create a Node Pool": supported labels).
+        labels.update({k.replace(KARPENTER_PREFIX, AUTO_MODE_PREFIX): v
+                       for k, v in list(labels.items()) if k.startswith(KARPENTER_PREFIX)})
         return labels
 
 

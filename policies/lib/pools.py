@@ -16,7 +16,7 @@ from lib.catalog import (
     AUTO_MODE_PREFIX,
     GPU_INSTANCE_CATEGORIES,
     KARPENTER_PREFIX,
-    InstanceType,
+    Instance,
     is_gpu_family,
     is_gpu_instance_type,
     load_catalog,
@@ -51,7 +51,7 @@ class Pool:
     is_gpu: bool | None
     taints: list[Taint] | None
     constraint: Callable[[str], Constraint | None]
-    instance_types: list[InstanceType] | None
+    instance_types: list[Instance] | None
     uncatalogued: list[str] = field(default_factory=list)
     ami_type: Any = None
     karpenter: bool = False
