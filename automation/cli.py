@@ -9,22 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-
-from components.settings import SettingsError
-
-from automation import exit_codes
+from automation import errors, exit_codes
 from automation.commands import env, integration, stack_ops, unlock
-from automation.stacks import StackFileError
-
-#: Error output shows user text (names, paths, values) as given: markup off, so `[/x]` is text.
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
-
-
-def _stdout() -> Console:
-    """Rich console for reports; wide enough for the pool table when stdout is a pipe or a CI log."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=220)
+from automation.console import err, stdout
+from automation.errors import UsageError
 
 
 def _declare_check(verbs: argparse._SubParsersAction) -> None:
@@ -68,11 +56,11 @@ def _run_check(args: argparse.Namespace) -> int:
             indent=2,
         ))
     else:
-        console = _stdout()
+        console = stdout()
         render(result.summary, console)
         render_policies(result.policies, console)
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
-                      f"{result.plan_path.parent / 'manifests'}", markup=False)
+                      f"{result.plan_path.parent / 'manifests'}")
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 
@@ -92,22 +80,9 @@ def _program_log_to_stderr() -> None:
         root.addHandler(handler)
 
 
-class UsageError(Exception):
-    """A bad command line: one line naming the flag, exit 2 (argparse would print the whole usage)."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D102 - argparse hook
         raise UsageError(f"{self.prog}: {message}")
-
-
-def _check_errors() -> tuple[tuple[type[Exception], ...], type[Exception]]:
-    """The check's usage errors and the pack's failure; imported only while an error is handled, so
-    verbs other than ``check`` do not pay for the pack's client (gRPC, jsonschema) at start-up."""
-    from automation.offline.pack_runner import PolicyConfigError, PolicyPackError
-    from automation.offline.check import PolicyConfigMissing
-
-    return (PolicyConfigMissing, PolicyConfigError), PolicyPackError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,41 +100,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run one verb, and end every known failure through the error table (``errors.OUTCOMES``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    args = argparse.Namespace(command_line="python -m automation " + shlex.join(argv))
     try:
-        args = build_parser().parse_args(argv)
-    except UsageError as exc:
-        err.print(f"error: {exc} (see --help)", markup=False)
-        return exit_codes.USAGE
-    args.command_line = "python -m automation " + shlex.join(argv)
-    from automation.driver.interrupts import Interrupted, cancel_grace, guard_signals
+        build_parser().parse_args(argv, namespace=args)
+        from automation.driver.interrupts import cancel_grace, guard_signals
 
-    try:
-        grace = cancel_grace()
-    except ValueError as exc:
-        err.print(f"error: {exc}", markup=False)
-        return exit_codes.USAGE
-    try:
-        with guard_signals(notify=lambda line: err.print(line, markup=False), grace=grace):
+        try:
+            grace = cancel_grace()
+        except ValueError as exc:
+            raise errors.DriverError(str(exc), exit_codes.USAGE) from None
+        with guard_signals(notify=err.print, grace=grace):
             return args.run(args)
-    except SettingsError as exc:
-        stack = getattr(args, "stack", None) or getattr(args, "name", None) or "?"
-        err.print(f"error: stack {stack!r} has {len(exc.problems)} invalid setting(s):")
-        for problem in exc.problems:
-            err.print(f"  {problem}", markup=False)
-        return exit_codes.USAGE
-    except (StackFileError, *_check_errors()[0]) as exc:
-        err.print(f"error: {exc}")
-        return exit_codes.USAGE
-    except _check_errors()[1] as exc:
-        err.print(f"error: the policy pack failed: {exc}")
-        return exit_codes.FAILED
-    except Interrupted as exc:
-        err.print(f"interrupted by {exc.signal_name}", markup=False)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        err.print("interrupted by Ctrl-C (SIGINT)", markup=False)
-        return exit_codes.INTERRUPTED
+    except BaseException as exc:  # noqa: B036 - the table decides; anything it does not know is re-raised
+        code = errors.report(exc, args)
+        if code is None:
+            raise
+        return code
 
 
 if __name__ == "__main__":

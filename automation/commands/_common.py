@@ -1,56 +1,21 @@
-"""What the CLI-driving verbs share: consoles, common flags, and one clear line per domain error."""
+"""What the CLI-driving verbs share: flag types, common flags, settings validation and preflight.
+
+Consoles live in ``automation.console``; errors and their exit codes in ``automation.errors``."""
 
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import re
-import sys
 from pathlib import Path
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
-
-from pulumi.automation.errors import (
-    CommandError,
-    ConcurrentUpdateError,
-    StackAlreadyExistsError,
-    StackNotFoundError,
-)
-from rich.console import Console
 
 from components.settings import Settings, SettingsError, parse_settings, secret_warnings
 
 from automation import exit_codes
-
-from automation.driver import locks
-from automation.driver.environments import EnvRequestError
-from automation.driver.interrupts import Interrupted
-from automation.driver.locks import LockInfo
-from automation.driver.postdeploy import KubectlError
-from automation.stacks import StackFileError
-from automation.driver.workspace import WorkspaceError
-
-#: Error output shows user text (names, values, CLI output) as given: markup off, so `[/x]` is text.
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
-
-
-class DriverError(Exception):
-    """A failure with a one-line explanation and the exit code it maps to."""
-
-    def __init__(self, message: str, code: int = exit_codes.FAILED):
-        super().__init__(message)
-        self.code = code
-
-
-class InvalidStackSettings(Exception):
-    """SettingsError for a stack the driver composed (env or test), named for the message."""
-
-    def __init__(self, stack: str, error: SettingsError):
-        super().__init__(str(error))
-        self.stack = stack
-        self.problems = error.problems
+from automation.console import err
+from automation.errors import DriverError, InvalidStackSettings
 
 
 def validate(stack: str, config: Mapping[str, Any]) -> Settings:
@@ -62,24 +27,6 @@ def validate(stack: str, config: Mapping[str, Any]) -> Settings:
     for line in secret_warnings(config):
         err.print(line)
     return settings
-
-
-def stdout() -> Console:
-    """Rich console for summaries; wide enough for tables when stdout is a pipe or a CI log."""
-    console = Console(highlight=False, soft_wrap=True)
-    return console if console.is_terminal else Console(highlight=False, width=160, soft_wrap=True)
-
-
-def progress_writer(json_mode: bool) -> Callable[[str], None]:
-    """Streams the CLI's progress lines: stdout for people, stderr when stdout carries JSON."""
-    stream = sys.stderr if json_mode else sys.stdout
-
-    def write(line: str) -> None:
-        stream.write(line + "\n")
-        stream.flush()
-
-    write.stream = stream  # type: ignore[attr-defined]  - where live progress draws
-    return write
 
 
 def ttl_flag(text: str):
@@ -222,7 +169,7 @@ def preflight(needs, backend, command, extra=()) -> None:
         lines = "\n".join(f"  FAIL  {r.name}: {r.detail}" for r in failed)
         raise DriverError(f"preflight failed, nothing was changed:\n{lines}", exit_codes.PREFLIGHT)
     passed = ", ".join(r.name for r in results if not r.skipped)
-    err.print(f"preflight: {len(results)} check(s) passed ({passed})", markup=False)
+    err.print(f"preflight: {len(results)} check(s) passed ({passed})")
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -238,96 +185,3 @@ def add_secrets_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_ERROR_LINE = re.compile(r"^\s*(?:(?:stdout|stderr):\s*)?error:\s*(.+)$", re.IGNORECASE)
-
-
-def error_lines(exc: BaseException, limit: int = 3) -> list[str]:
-    """The CLI's ``error:`` lines from a CommandError, without its full stdout dump."""
-    lines: list[str] = []
-    for line in str(exc).splitlines():
-        match = _ERROR_LINE.match(line)
-        if match and match.group(1).strip() not in lines:
-            lines.append(match.group(1).strip())
-    if not lines:
-        tail = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        lines = tail[-1:]
-    return lines[-limit:]
-
-
-def lock_advice(stack: str, held: list[LockInfo]) -> str:
-    """One line: who holds the lock and what to do about it."""
-    if not held:
-        return (f"stack {stack!r} is locked by another update; wait for it to finish, or clear a dead one with "
-                f"`python -m automation unlock --stack {stack}`")
-    lock = held[0]
-    more = f" (and {len(held) - 1} more lock(s))" if len(held) > 1 else ""
-    if lock.stale:
-        action = f"clear it with `python -m automation unlock --stack {stack}`"
-    elif lock.holder_alive():
-        action = "wait for that run to finish"
-    else:
-        action = f"once that run is gone, `python -m automation unlock --stack {stack} --force` clears it"
-    return f"stack {stack!r} is {lock.describe()}{more}; {action}"
-
-
-@contextmanager
-def translate_errors(stack: str, backend: str) -> Iterator[None]:
-    """Distinct outcomes for distinct CLI errors: missing stack, existing stack, a held lock."""
-    try:
-        yield
-    except StackNotFoundError:
-        raise DriverError(f"stack {stack!r} does not exist in {backend}", exit_codes.NOT_FOUND) from None
-    except StackAlreadyExistsError:
-        raise DriverError(f"stack {stack!r} already exists in {backend}; pick another name", exit_codes.USAGE) from None
-    except ConcurrentUpdateError as exc:
-        raise DriverError(lock_advice(stack, locks.from_error(str(exc))), exit_codes.LOCKED) from None
-    except CommandError as exc:
-        raise DriverError(f"pulumi failed on stack {stack!r}: {'; '.join(error_lines(exc))}") from None
-
-
-def report_interruption(exc: Interrupted, command_line: str) -> None:
-    """What an interrupted verb did, and the command that continues or repairs it."""
-    where = f" during {exc.operation} of stack {exc.stack}" if exc.operation else ""
-    err.print(f"interrupted by {exc.signal_name}{where}", markup=False)
-    report = exc.report
-    done = ", ".join(f"{n} {op}" for op, n in sorted((report.changes if report else {}).items()) if n) or "none"
-    if exc.hard:
-        err.print(f"  the Pulumi CLI was stopped at once; changes recorded before it stopped: {done}", markup=False)
-        if exc.stack:
-            err.print(f"  the stack may still be locked and its state may list pending operations. Recover with:\n"
-                      f"    python -m automation unlock --stack {exc.stack}\n"
-                      f"    python -m automation refresh --stack {exc.stack}\n"
-                      f"  then run again: {command_line}", markup=False)
-        return
-    if exc.operation:
-        err.print(f"  the Pulumi CLI cancelled cleanly: in-flight steps finished, state written, lock released; "
-                  f"changes made: {done}", markup=False)
-    err.print(f"  next: {command_line}", markup=False)
-
-
-def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turns domain errors into one line on stderr and a named exit code, never a traceback."""
-
-    @functools.wraps(run)
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except Interrupted as exc:
-            report_interruption(exc, getattr(args, "resume", None) or getattr(args, "command_line", "the same command"))
-            return exc.exit_code
-        except InvalidStackSettings as exc:
-            err.print(f"error: stack {exc.stack!r} has {len(exc.problems)} invalid setting(s):", markup=False)
-            for problem in exc.problems:
-                err.print(f"  {problem}", markup=False)
-            return exit_codes.USAGE
-        except (WorkspaceError, EnvRequestError, StackFileError) as exc:
-            err.print(f"error: {exc}", markup=False)
-            return exit_codes.USAGE
-        except KubectlError as exc:
-            err.print(f"error: {exc}", markup=False)
-            return exit_codes.FAILED
-        except DriverError as exc:
-            err.print(f"error: {exc}", markup=False)
-            return exc.code
-
-    return wrapper

@@ -17,7 +17,6 @@ from typing import Any
 from pulumi.automation import EngineEvent, LocalWorkspace, Stack
 from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackNotFoundError
 from rich.console import Console
-from rich.markup import escape
 
 from automation.driver import interrupts
 
@@ -25,7 +24,8 @@ from automation.driver import locks
 from automation.driver.environments import EnvMetadata
 from automation.driver.progress import OperationProgress
 from automation.driver.teardown import TeardownReport
-from automation.commands._common import err, error_lines
+from automation.console import err
+from automation.errors import error_lines
 
 Progress = Callable[[str], None]
 #: How long cleanup waits for an interrupted update to release the stack lock.
@@ -163,9 +163,9 @@ def render_report(report: OperationReport, console: Console) -> None:
     verdict = "succeeded" if report.ok else "failed"
     if report.succeeded and report.mandatory:
         verdict = f"failed ({len(report.mandatory)} mandatory policy violation(s))"
-    console.print(f"\n{report.operation} {escape(report.stack)}: {verdict}")
+    console.print(f"\n{report.operation} {report.stack}: {verdict}")
     changes = ", ".join(f"{n} {op}" for op, n in sorted(report.changes.items()) if n) or "none"
-    console.print(f"  changes: {escape(changes)}")
+    console.print(f"  changes: {changes}")
     console.print(f"  duration: {report.seconds:.0f}s")
     if not report.violations:
         if report.operation in ("preview", "up"):
@@ -175,11 +175,11 @@ def render_report(report: OperationReport, console: Console) -> None:
         counts = ", ".join(f"{sum(v.level == lv for v in report.violations)} {lv}" for lv in levels)
         console.print(f"  policy violations: {counts}")
         for v in sorted(report.violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn)):
-            console.print(f"    {v.level:<9} {escape(v.pack)}/{escape(v.policy)}  {escape(v.urn)}")
+            console.print(f"    {v.level:<9} {v.pack}/{v.policy}  {v.urn}")
             for line in v.message.splitlines():
-                console.print(f"              {escape(line)}")
+                console.print(f"              {line}")
     for line in report.errors:
-        console.print(f"  error: {escape(line)}")
+        console.print(f"  error: {line}")
     render_summary_table([report], console)
 
 
@@ -251,18 +251,18 @@ def clear_cluster(stack: Stack, kubectl_for: Callable[[Path], Any] | None) -> Te
         report.warnings.append(f"could not delete LoadBalancer Services, Ingresses and Karpenter nodes ({exc}); "
                                "destroying anyway")
     for warning in report.warnings:
-        err.print(f"warning: {warning}", markup=False)
+        err.print(f"warning: {warning}")
     for leftover in report.leftovers:
         err.print(f"warning: still in the cluster before destroy: {leftover} (its AWS resources may block the "
-                  "VPC's deletion)", markup=False)
+                  "VPC's deletion)")
     return report
 
 
 def render_teardown(report: TeardownReport, console: Console) -> None:
     if report.deleted:
-        console.print(f"\nremoved before destroy: {escape(', '.join(report.deleted))}")
+        console.print(f"\nremoved before destroy: {', '.join(report.deleted)}")
     if report.leftovers:
-        console.print(f"could not remove: {escape(', '.join(report.leftovers))}")
+        console.print(f"could not remove: {', '.join(report.leftovers)}")
 
 
 def _resource_count(stack: Stack) -> int | None:

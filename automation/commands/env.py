@@ -49,24 +49,18 @@ from automation.driver.environments import (
 from automation.driver.preflight import PreflightNeeds, endpoint_check
 from automation.stacks import read_stack_config
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.console import err, progress_writer, stdout
+from automation.errors import DriverError, error_lines, lock_advice, translate_errors
 from automation.commands._common import (
     stack_flag,
     namespace_flag,
     object_name_flag,
     owner_flag,
-    DriverError,
     add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
-    err,
-    error_lines,
-    guarded,
-    lock_advice,
     output_file,
     preflight,
-    progress_writer,
-    stdout,
-    translate_errors,
     ttl_flag,
     executable_flag,
     validate,
@@ -137,7 +131,6 @@ def _declare_create(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_create)
 
 
-@guarded
 def _run_create(args: argparse.Namespace) -> int:
     project = Project()
     stack_name = env_stack_name(args.name)
@@ -184,12 +177,11 @@ def _deploy(args: argparse.Namespace, stack: Stack, meta: EnvMetadata, config: d
         err.print(
             f"env {meta.name}: {verb} failed; the stack stays until it expires at {format_time(meta.expires_at)}. "
             f"Retry with `python -m automation env update {meta.name}` (from any machine with this backend), or "
-            f"remove it with `python -m automation env destroy {meta.name}`", markup=False,
+            f"remove it with `python -m automation env destroy {meta.name}`",
         )
         return exit_codes.FAILED
     if not json_mode:
-        stdout().print(f"env {meta.name} is up: owner {meta.owner}, expires {format_time(meta.expires_at)}",
-                       markup=False)
+        stdout().print(f"env {meta.name} is up: owner {meta.owner}, expires {format_time(meta.expires_at)}")
     return exit_codes.OK
 
 
@@ -211,7 +203,7 @@ def _write_operator_stack(args: argparse.Namespace, project: Project, meta: EnvM
         print(json.dumps({"manifest": str(args.out), "stack": meta.stack}, indent=2))
     else:
         stdout().print(f"wrote {args.out}: `kubectl apply -f {args.out}` hands env {args.name} to the operator; "
-                       f"`kubectl delete -f {args.out}` destroys it", markup=False)
+                       f"`kubectl delete -f {args.out}` destroys it")
     return exit_codes.OK
 
 
@@ -249,7 +241,6 @@ def _select_env(ws, stack_name: str, owner_check: bool, force: bool) -> tuple[St
     return stack, meta, tags
 
 
-@guarded
 def _run_update(args: argparse.Namespace) -> int:
     project = Project()
     stack_name = env_stack_name(args.name)
@@ -295,7 +286,6 @@ def _declare_extend(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_extend)
 
 
-@guarded
 def _run_extend(args: argparse.Namespace) -> int:
     project = Project()
     stack_name = env_stack_name(args.name)
@@ -308,8 +298,7 @@ def _run_extend(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(meta.to_json(now, status="active"), indent=2))
     else:
-        stdout().print(f"env {meta.name} now expires {format_time(meta.expires_at)} (in {human(args.ttl)})",
-                       markup=False)
+        stdout().print(f"env {meta.name} now expires {format_time(meta.expires_at)} (in {human(args.ttl)})")
     return exit_codes.OK
 
 
@@ -326,7 +315,6 @@ def _declare_list(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_list)
 
 
-@guarded
 def _run_list(args: argparse.Namespace) -> int:
     project = Project()
     backend = resolve_backend(project, needs_secrets=False)
@@ -346,7 +334,7 @@ def _run_list(args: argparse.Namespace) -> int:
         return exit_codes.OK
     console = stdout()
     if not found:
-        console.print(f"no environments in {backend.url}", markup=False)
+        console.print(f"no environments in {backend.url}")
         return exit_codes.OK
     table = Table("NAME", "KIND", "OWNER", "AGE", "EXPIRES", "STATUS", "PURPOSE", box=None, pad_edge=False)
     for m in found:
@@ -359,7 +347,7 @@ def _run_list(args: argparse.Namespace) -> int:
     console.print(table)
     for stack, stack_locks in held.items():
         if stack_locks:
-            console.print(lock_advice(stack, stack_locks), markup=False)
+            console.print(lock_advice(stack, stack_locks))
     return exit_codes.OK
 
 
@@ -394,7 +382,6 @@ def _declare_destroy(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_destroy)
 
 
-@guarded
 def _run_destroy(args: argparse.Namespace) -> int:
     project = Project()
     stack_name = managed_stack_name(args.name)
@@ -415,10 +402,10 @@ def _run_destroy(args: argparse.Namespace) -> int:
         render_teardown(teardown, console)
         render_report(report, console)
         if report.ok:
-            console.print(f"env {meta.name}: destroyed and removed", markup=False)
+            console.print(f"env {meta.name}: destroyed and removed")
     if not report.ok:
         err.print(f"env {meta.name}: destroy failed, the stack stays; fix the cause and run `env destroy` again "
-                  f"(`env reap` retries it after {format_time(meta.expires_at)})", markup=False)
+                  f"(`env reap` retries it after {format_time(meta.expires_at)})")
     return exit_codes.OK if report.ok else exit_codes.FAILED
 
 
@@ -480,7 +467,6 @@ class ReapResult:
                 "errors": self.details, "teardown": self.teardown}
 
 
-@guarded
 def _run_reap(args: argparse.Namespace) -> int:
     project = Project()
     backend = resolve_backend(project, secrets_provider=args.secrets_provider, needs_secrets=not args.dry_run)
@@ -503,7 +489,7 @@ def _run_reap(args: argparse.Namespace) -> int:
             pending = [r for r in pending if r.outcome == "busy"]
             if not pending or round_ == args.busy_retries:
                 break
-            err.print(f"{len(pending)} stack(s) locked by a running update; retrying in {delay:g}s", markup=False)
+            err.print(f"{len(pending)} stack(s) locked by a running update; retrying in {delay:g}s")
             time.sleep(delay)
             delay *= 2
     if json_mode:
@@ -519,7 +505,7 @@ def _run_reap(args: argparse.Namespace) -> int:
 def _render_reap(results: list[ReapResult], now) -> None:
     console = stdout()
     if not results:
-        console.print("nothing expired", markup=False)
+        console.print("nothing expired")
         return
     table = Table("STACK", "OWNER", "EXPIRED", "OUTCOME", "TRIES", "DETAIL", box=None, pad_edge=False)
     for r in results:
@@ -549,7 +535,7 @@ def _reap_one(ws, result: ReapResult, progress, kubectl_for, clear_stale: tuple[
             if files and all(lock.stale for lock in files):
                 for lock in files:
                     locks.remove(lock)
-                err.print(f"{meta.stack}: cleared {len(files)} stale lock(s) ({files[0].describe()})", markup=False)
+                err.print(f"{meta.stack}: cleared {len(files)} stale lock(s) ({files[0].describe()})")
                 _reap_one(ws, result, progress, kubectl_for)
                 result.details.insert(0, f"cleared {len(files)} stale lock(s)")
                 return

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from pulumi.automation import ConfigValue, LocalWorkspace, Stack
-from rich.markup import escape
 
 from components import contract
 from components.settings import Settings, config_strings
@@ -56,23 +55,18 @@ from automation.driver.preflight import PreflightNeeds, endpoint_check
 from automation.stacks import read_stack_config
 from automation.driver.teardown import TeardownReport
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.console import err, progress_writer, stdout
+from automation.errors import DriverError, error_lines, translate_errors
 from automation.commands._common import (
     owner_flag,
     stack_flag,
-    DriverError,
     add_endpoint_flag,
     executable_flag,
     add_output_flags,
     add_secrets_flag,
     duration_flag,
-    err,
-    error_lines,
-    guarded,
     positive_int,
     preflight,
-    progress_writer,
-    stdout,
-    translate_errors,
     validate,
 )
 from automation.commands._engine import (
@@ -135,7 +129,6 @@ def _declare_verify(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_verify)
 
 
-@guarded
 def _run_verify(args: argparse.Namespace) -> int:
     project = Project()
     backend = resolve_backend(project, secrets_provider=args.secrets_provider)
@@ -183,7 +176,6 @@ def start_gpu_nodes(config: dict[str, Any], settings: Settings, index: int, node
         apply_override(config, Override(text=text, path=("gpuPools", index, "scaling", key), value=value))
 
 
-@guarded
 def _run_test(args: argparse.Namespace) -> int:
     project = Project()
     owner = default_owner(args.owner)
@@ -256,7 +248,7 @@ def render_checks(checks: list[CheckResult], console) -> None:
     console.print(table)
     failed = [c.name for c in checks if not c.ok]
     console.print(f"{len(checks) - len(failed)} of {len(checks)} passed" + (f"; failed: {', '.join(failed)}"
-                                                                              if failed else ""), markup=False)
+                                                                              if failed else ""))
 
 
 @dataclass
@@ -293,9 +285,9 @@ class IntegrationReport:
             render_teardown(self.cleanup.teardown, console)
             if self.cleanup.destroy:
                 render_report(self.cleanup.destroy, console)
-            console.print(f"stack {escape(self.stack)}: " + ("destroyed and removed" if self.cleanup.removed else
+            console.print(f"stack {self.stack}: " + ("destroyed and removed" if self.cleanup.removed else
                           f"NOT removed; it expires at {self.expires_at} and `env reap` will retry"))
-        console.print(f"\ntest {escape(self.stack)}: {'PASSED' if self.passed else 'FAILED'}")
+        console.print(f"\ntest {self.stack}: {'PASSED' if self.passed else 'FAILED'}")
 
 
 class IntegrationRun:
@@ -335,8 +327,7 @@ class IntegrationRun:
             if sys.exc_info()[0] is not None:  # interrupted or crashed: the summary will not be rendered
                 err.print(f"clean-up: stack {self.meta.stack} " + (
                     "destroyed and removed" if self.report.cleanup.removed else
-                    f"NOT removed; it expires at {format_time(self.meta.expires_at)} and `env reap` will retry"),
-                    markup=False)
+                    f"NOT removed; it expires at {format_time(self.meta.expires_at)} and `env reap` will retry"))
         return self.report
 
     def _cleanup_shielded(self, stack: Stack) -> Cleanup:
@@ -347,7 +338,7 @@ class IntegrationRun:
             err.print(f"clean-up abandoned: stack {self.meta.stack} remains until it expires at "
                       f"{format_time(self.meta.expires_at)}; `python -m automation env destroy {self.meta.stack}` "
                       "removes it now (after `python -m automation unlock --stack "
-                      f"{self.meta.stack}` if it is reported locked)", markup=False)
+                      f"{self.meta.stack}` if it is reported locked)")
             raise
 
     def _cleanup(self, stack: Stack) -> Cleanup:
@@ -363,5 +354,5 @@ class IntegrationRun:
         except Exception as exc:  # noqa: BLE001 - report, keep the original outcome
             reason = "; ".join(error_lines(exc))
             cleanup.warnings.append(f"destroy failed: {reason}")
-            err.print(f"error: destroy of {stack.name} failed: {reason}", markup=False)
+            err.print(f"error: destroy of {stack.name} failed: {reason}")
         return cleanup

@@ -16,16 +16,14 @@ from automation import exit_codes
 from automation.stacks import read_stack_config
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from automation.driver.preflight import PreflightNeeds, endpoint_check
+from automation.console import progress_writer, stdout
+from automation.errors import translate_errors
 from automation.commands._common import (
     stack_flag,
     add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
-    guarded,
     preflight,
-    progress_writer,
-    stdout,
-    translate_errors,
     validate,
 )
 from automation.commands._engine import clear_cluster, render_report, render_teardown, run_operation
@@ -66,7 +64,6 @@ def _declare_operation(verbs: argparse._SubParsersAction, operation: str, summar
     parser.set_defaults(run=_run_operation, operation=operation)
 
 
-@guarded
 def _run_operation(args: argparse.Namespace) -> int:
     project = Project()
     settings = validate(args.stack, read_stack_config(args.stack, project.root))

@@ -15,7 +15,9 @@ import json
 from automation import exit_codes
 
 from automation.driver import locks
-from automation.commands._common import DriverError, add_output_flags, err, guarded, stack_flag, stdout, translate_errors
+from automation.console import err, stdout
+from automation.errors import DriverError, translate_errors
+from automation.commands._common import add_output_flags, stack_flag
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:
@@ -34,7 +36,6 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_unlock)
 
 
-@guarded
 def _run_unlock(args: argparse.Namespace) -> int:
     from pulumi.automation import Stack
 
@@ -55,7 +56,7 @@ def _run_unlock(args: argparse.Namespace) -> int:
 
 def _unlock_files(args: argparse.Namespace, held: list[locks.LockInfo]) -> dict:
     if not held:
-        stdout().print(f"stack {args.stack} is not locked", markup=False)
+        stdout().print(f"stack {args.stack} is not locked")
         return {"stack": args.stack, "locks": [], "removed": []}
     for lock in held:
         alive = lock.holder_alive()
@@ -69,9 +70,9 @@ def _unlock_files(args: argparse.Namespace, held: list[locks.LockInfo]) -> dict:
                 exit_codes.LOCKED)
     for lock in held:
         locks.remove(lock)
-        err.print(f"removed {lock.where} ({lock.describe()})", markup=False)
+        err.print(f"removed {lock.where} ({lock.describe()})")
     stdout().print(f"stack {args.stack} unlocked; reconcile its state with the cloud before the next change: "
-                   f"python -m automation refresh --stack {args.stack}", markup=False)
+                   f"python -m automation refresh --stack {args.stack}")
     return {"stack": args.stack, "locks": [lock.to_json() for lock in held], "removed": [lock.where for lock in held]}
 
 
@@ -85,5 +86,5 @@ def _unlock_remote(args: argparse.Namespace, stack, url: str) -> int:
         print(json.dumps({"stack": args.stack, "removed": ["all (pulumi cancel)"]}, indent=2))
     else:
         stdout().print(f"stack {args.stack} unlocked with `pulumi cancel`; then: "
-                       f"python -m automation refresh --stack {args.stack}", markup=False)
+                       f"python -m automation refresh --stack {args.stack}")
     return exit_codes.OK

@@ -71,12 +71,13 @@ class OperationProgress:
 
     def start(self) -> None:
         if self.live:
-            from rich.console import Console
             from rich.live import Live
             from rich.text import Text
 
+            from automation import console
+
             self._text = Text
-            self._live = Live(Text(self.status()), console=Console(file=self.stream, highlight=False),
+            self._live = Live(Text(self.status()), console=console.on(self.stream),
                               refresh_per_second=4, transient=True, get_renderable=lambda: Text(self.status()))
             self._live.start()
         else:

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from components.contract import GPU_RESOURCE, POOL_LABEL
 from policies.capacity.cost import per_gpu_hourly_usd
@@ -197,8 +197,8 @@ def summarize(plan: Plan) -> Summary:
 
 
 def render(summary: Summary, console: Console) -> None:
-    console.print(f"[bold]{escape(summary.project)}[/bold] stack [bold]{escape(summary.stack)}[/bold]: "
-                  f"{summary.resource_count} resources")
+    console.print(Text.assemble((summary.project, "bold"), " stack ", (summary.stack, "bold"),
+                                f": {summary.resource_count} resources"))
 
     types = Table(title="Resources by type", title_justify="left")
     types.add_column("type")
@@ -236,11 +236,11 @@ def render(summary: Summary, console: Console) -> None:
         console.print(tiers)
     if summary.capacity:
         render_capacity(summary, console)
-    console.print(
-        f"GPU capacity (worst case): [bold]{summary.worst_case_gpus}[/bold] GPUs; "
-        f"GPU cost at on-demand prices: [bold]${summary.worst_case_gpu_hourly_usd:,.2f}/h[/bold], "
-        f"[bold]${summary.worst_case_gpu_monthly_usd:,.0f}/month[/bold] ({summary.hours_per_month} h)"
-    )
+    console.print(Text.assemble(
+        "GPU capacity (worst case): ", (str(summary.worst_case_gpus), "bold"), " GPUs; GPU cost at on-demand prices: ",
+        (f"${summary.worst_case_gpu_hourly_usd:,.2f}/h", "bold"), ", ",
+        (f"${summary.worst_case_gpu_monthly_usd:,.0f}/month", "bold"), f" ({summary.hours_per_month} h)",
+    ))
 
 
 def render_capacity(summary: Summary, console: Console) -> None:
@@ -256,9 +256,9 @@ def render_capacity(summary: Summary, console: Console) -> None:
 
     for row in summary.capacity:
         table.add_row(
-            escape(row.pool), escape(row.source), f"{row.min_nodes}/{num(row.max_nodes)}",
+            row.pool, row.source, f"{row.min_nodes}/{num(row.max_nodes)}",
             str(row.gpus_per_node) if row.min_gpus_per_node == row.gpus_per_node else f"{row.min_gpus_per_node}-{row.gpus_per_node}",
-            num(row.max_gpus), escape("\n".join(row.workloads)) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
+            num(row.max_gpus), "\n".join(row.workloads) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
             f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}", f"{row.hourly_usd_at_min * hours:,.0f}",
             "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",
         )
@@ -269,15 +269,15 @@ def render_policies(report: PackReport, console: Console) -> None:
     """Violations grouped by enforcement level, each with the resource and how to fix it."""
     levels = report.by_level
     if not report.violations:
-        console.print(f"Policy pack [bold]{report.pack}[/bold] ({report.config}): no violations")
+        console.print(Text.assemble("Policy pack ", (report.pack, "bold"), f" ({report.config}): no violations"))
         return
-    console.print(f"Policy pack [bold]{report.pack}[/bold] ({report.config}):")
+    console.print(Text.assemble("Policy pack ", (report.pack, "bold"), f" ({report.config}):"))
     for level in ("mandatory", "remediate", "advisory"):
         for violation in levels.get(level, []):
-            console.print(escape(f"  [{level}] {violation.policy_name}: {violation.urn or '(stack)'}"))
+            console.print(f"  [{level}] {violation.policy_name}: {violation.urn or '(stack)'}")
             for line in violation.message.splitlines():
-                console.print(escape(f"      {line}"))
+                console.print(f"      {line}")
             if violation.description and violation.description not in violation.message:
-                console.print(escape(f"      fix: {violation.description}"))
+                console.print(f"      fix: {violation.description}")
     counts = ", ".join(f"{len(v)} {k}" for k, v in levels.items() if v)
     console.print(f"Policy violations: {counts}")
