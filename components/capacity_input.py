@@ -28,6 +28,7 @@ from components import contract, versions
 from components.gpu.dcgm_exporter import dcgm_exporter_values
 from components.serving.gateway import NAME as GATEWAY_NAME
 from components.serving.gateway import NAMESPACE as GATEWAY_NAMESPACE
+from components.serving.gateway import RESOURCES as GATEWAY_RESOURCES
 from components.gpu.device_plugin import device_plugin_values
 from components.gpu.operator import GpuOperatorArgs, gpu_operator_values
 from components.gpu.software import operator_node_labels
@@ -39,7 +40,7 @@ from components.karpenter.node_pools import (
     ec2_node_class_manifest,
     node_pool_manifest,
 )
-from components.serving.model_server import scaling_triggers, vllm_args
+from components.serving.model_server import FETCH_WEIGHTS_RESOURCES, scaling_triggers, vllm_args, vllm_resources
 from components.observability.prometheus import prometheus_stack_values
 from components.serving.tier import namespace_name
 from components.settings import Settings
@@ -136,21 +137,18 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
             facts = pools.get(model.pool)
             purpose = facts.purpose if facts else contract.GPU_INFERENCE_PURPOSE
             placement = contract.gpu_workload_placement(model.pool, purpose, model.gpus_per_replica)
-            init = [{"name": "fetch-weights", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}}] \
-                if model.source.s3 else []
+            init = [{"name": "fetch-weights", "resources": FETCH_WEIGHTS_RESOURCES}] if model.source.s3 else []
             out.append(_resource("kubernetes:apps/v1:Deployment", model.name, {
                 "metadata": {"name": model.name, "namespace": namespace},
                 "spec": {
-                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                    "strategy": contract.SURGE_ROLLOUT,
                     "template": {
                         "metadata": {"annotations": {MODEL_ANNOTATION: json.dumps(model.resolved_architecture().to_json())}},
                         "spec": {
                             "nodeSelector": placement["nodeSelector"], "tolerations": placement["tolerations"],
                             "initContainers": init,
-                            "containers": [{"name": "vllm", "args": vllm_args(model), "resources": {
-                                "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
-                                "limits": {"memory": model.memory, **placement["limits"]},
-                            }}],
+                            "containers": [{"name": "vllm", "args": vllm_args(model),
+                                            "resources": vllm_resources(model, placement)}],
                         },
                     },
                 },
@@ -167,9 +165,9 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
         out.append(_resource("kubernetes:apps/v1:Deployment", GATEWAY_NAME, {
             "metadata": {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE},
             "spec": {"replicas": gateway.replicas,
-                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                     "strategy": contract.SURGE_ROLLOUT,
                      "template": {"spec": {"nodeSelector": contract.system_node_selector(), "containers": [
-                         {"name": "litellm", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}}]}}},
+                         {"name": "litellm", "resources": GATEWAY_RESOURCES}]}}},
         }))
         keys.workloads[f"Deployment {GATEWAY_NAMESPACE}/{GATEWAY_NAME}"] = ("serving.gateway", gateway)
     return out

@@ -69,6 +69,11 @@ RESERVED_LABEL_KEYS = frozenset(
 )
 
 
+#: How every platform Deployment rolls out: one extra pod first, none taken down before it is ready,
+#: so serving capacity never dips; the surge pod needs room on its pool (the capacity check counts it).
+SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
 def k8s_effect(eks_effect: str) -> str:
     """Kubernetes spelling of an EKS taint effect (``NO_SCHEDULE`` -> ``NoSchedule``)."""
     return {v: k for k, v in _EKS_EFFECT.items()}[eks_effect]

@@ -63,15 +63,32 @@ class Platform(pulumi.ComponentResource):
             "ManagedBy": "pulumi",
             **settings.tags,
         }
-        cluster_name = settings.cluster_name
-        software = settings.gpu_software.provider
         aws_provider = aws.Provider(f"{name}-aws", region=settings.region, opts=pulumi.ResourceOptions(parent=self))
         on_aws = pulumi.ResourceOptions(parent=self, providers=[aws_provider])
 
+        network, cluster = self._network_and_cluster(name, settings, tags, on_aws)
+        self._managed_node_groups(settings, network, cluster, tags, on_aws)
+        cluster.install_coredns([self.system_pool])
+        on_cluster = pulumi.ResourceOptions(
+            parent=self, providers=[aws_provider, cluster.provider], depends_on=[self.system_pool]
+        )
+        self._node_provisioning(settings, cluster, tags, on_aws, on_cluster)
+        observability = self._observability(settings, tags, on_cluster)
+        self._gpu_software(settings, observability, on_cluster)
+        self.endpoints: dict[str, str] = {}
+        self.gateway_url: str | None = None
+        if settings.serving.enabled:
+            self._serving(settings, settings.cluster_name, on_cluster, observability, tags)
+        self._outputs(settings, cluster)
+
+    def _network_and_cluster(
+        self, name: str, settings: Settings, tags: dict[str, str], on_aws: pulumi.ResourceOptions
+    ) -> tuple[Network, Cluster]:
+        """The VPC, then the EKS control plane in its subnets (access entries, logs, KMS, add-ons)."""
         network = Network(
             f"{name}-network",
             NetworkArgs(
-                cluster_name=cluster_name,
+                cluster_name=settings.cluster_name,
                 vpc_cidr=settings.network.vpc_cidr,
                 az_count=settings.network.az_count,
                 nat_gateways=settings.network.nat_gateways,
@@ -79,10 +96,11 @@ class Platform(pulumi.ComponentResource):
             ),
             opts=on_aws,
         )
+        hybrid = settings.hybrid_nodes
         cluster = Cluster(
             f"{name}-cluster",
             ClusterArgs(
-                name=cluster_name,
+                name=settings.cluster_name,
                 kubernetes_version=settings.kubernetes_version,
                 vpc_id=network.vpc_id,
                 private_subnet_ids=network.private_subnet_ids,
@@ -94,12 +112,19 @@ class Platform(pulumi.ComponentResource):
                 control_plane_logs=settings.control_plane_logs,
                 kms_deletion_window_days=settings.kms_deletion_window_days,
                 auto_mode=settings.auto_mode.enabled,
-                remote_node_networks=settings.hybrid_nodes.remote_node_networks if settings.hybrid_nodes.enabled else [],
-                remote_pod_networks=settings.hybrid_nodes.remote_pod_networks if settings.hybrid_nodes.enabled else [],
+                remote_node_networks=hybrid.remote_node_networks if hybrid.enabled else [],
+                remote_pod_networks=hybrid.remote_pod_networks if hybrid.enabled else [],
                 tags=tags,
             ),
             opts=on_aws,
         )
+        return network, cluster
+
+    def _managed_node_groups(
+        self, settings: Settings, network: Network, cluster: Cluster, tags: dict[str, str],
+        on_aws: pulumi.ResourceOptions,
+    ) -> None:
+        """The system pool (CoreDNS, controllers) and one managed node group per configured GPU pool."""
         system = settings.system_pool
         self.system_pool = SystemNodePool(
             "system",
@@ -115,12 +140,13 @@ class Platform(pulumi.ComponentResource):
             ),
             opts=on_aws,
         )
+        software = settings.gpu_software.provider
         self.gpu_pools = [
             GpuNodePool(
                 pool.name,
                 GpuNodePoolArgs(
                     cluster=cluster.eks,
-                    cluster_name=cluster_name,
+                    cluster_name=settings.cluster_name,
                     kubernetes_version=settings.kubernetes_version,
                     subnet_ids=network.private_subnet_ids,
                     instance_types=pool.instance_types,
@@ -128,8 +154,8 @@ class Platform(pulumi.ComponentResource):
                     scaling=_scaling(pool.scaling),
                     launch=LaunchSettings(
                         disk_size_gib=pool.disk_size_gib,
-                        disk_throughput_mibps=500,
-                        disk_iops=6000,
+                        disk_throughput_mibps=pool.disk_throughput_mibps,
+                        disk_iops=pool.disk_iops,
                         nvme_ephemeral_storage=True,
                     ),
                     accelerator=pool.accelerator,
@@ -143,11 +169,14 @@ class Platform(pulumi.ComponentResource):
             )
             for pool in settings.gpu_pools
         ]
-        cluster.install_coredns([self.system_pool])
 
-        on_cluster = pulumi.ResourceOptions(
-            parent=self, providers=[aws_provider, cluster.provider], depends_on=[self.system_pool]
-        )
+    def _node_provisioning(
+        self, settings: Settings, cluster: Cluster, tags: dict[str, str], on_aws: pulumi.ResourceOptions,
+        on_cluster: pulumi.ResourceOptions,
+    ) -> None:
+        """Who adds nodes: Karpenter and its NodePools, EKS Auto Mode NodePools, Cluster Autoscaler for
+        managed groups that can grow, and hybrid nodes' IAM."""
+        cluster_name, software = settings.cluster_name, settings.gpu_software.provider
         self.karpenter = None
         if settings.karpenter.enabled:
             self.karpenter = Karpenter(
@@ -210,22 +239,33 @@ class Platform(pulumi.ComponentResource):
                 opts=on_aws,
             )
 
-        observability = None
-        if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
-            observability = Observability(
-                "observability",
-                ObservabilityArgs(
-                    gpu_hours_budget=settings.gpu_hours_monthly_budget,
-                    gpu_memory_utilizations=tuple(
-                        m.gpu_memory_utilization for t in settings.serving.tiers for m in t.models
-                    ),
-                    gateway=settings.serving.enabled and settings.serving.gateway.enabled,
-                    settings=settings.observability,
-                    cluster_name=cluster_name,
-                    tags=tags,
+    def _observability(
+        self, settings: Settings, tags: dict[str, str], on_cluster: pulumi.ResourceOptions
+    ) -> Observability | None:
+        """Prometheus, alerts and Alertmanager, when something serves models or exports GPU metrics."""
+        if not (settings.serving.enabled or settings.gpu_software.dcgm_exporter):
+            return None
+        return Observability(
+            "observability",
+            ObservabilityArgs(
+                gpu_hours_budget=settings.gpu_hours_monthly_budget,
+                gpu_memory_utilizations=tuple(
+                    m.gpu_memory_utilization for t in settings.serving.tiers for m in t.models
                 ),
-                opts=on_cluster,
-            )
+                gateway=settings.serving.enabled and settings.serving.gateway.enabled,
+                settings=settings.observability,
+                cluster_name=settings.cluster_name,
+                tags=tags,
+            ),
+            opts=on_cluster,
+        )
+
+    def _gpu_software(
+        self, settings: Settings, observability: Observability | None, on_cluster: pulumi.ResourceOptions
+    ) -> None:
+        """The NVIDIA stack the settings chose (device plugin + DCGM exporter, or the GPU Operator), and
+        the DRA driver when a pool is for DRA. Exporters wait for Prometheus' CRDs."""
+        software = settings.gpu_software.provider
         with_monitoring = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])
         )
@@ -241,15 +281,10 @@ class Platform(pulumi.ComponentResource):
                 ),
                 opts=with_monitoring,
             )
-
         if any(pool.purpose == contract.GPU_DRA_PURPOSE for pool in settings.gpu_pools):
             GpuDraDriver("nvidia-dra-driver", GpuDraDriverArgs(), opts=on_cluster)
 
-        self.endpoints: dict[str, str] = {}
-        self.gateway_url: str | None = None
-        if settings.serving.enabled:
-            self._serving(settings, cluster_name, on_cluster, observability, tags)
-
+    def _outputs(self, settings: Settings, cluster: Cluster) -> None:
         self.cluster_name = cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.oidc_provider_arn = cluster.oidc_provider_arn

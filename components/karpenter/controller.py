@@ -13,7 +13,7 @@ import pulumi_aws as aws
 
 from components import contract, versions
 from components.helm import pinned_release
-from components.iam import pod_identity_trust
+from components.iam import pod_identity_role
 from components.karpenter.interruption_queue import InterruptionQueue, InterruptionQueueArgs
 from components.karpenter.controller_policy import PolicyScope, controller_policy
 from components.cluster.node_role import NodeRole, NodeRoleArgs
@@ -109,16 +109,9 @@ class Karpenter(pulumi.ComponentResource):
         )
 
         # Controller role (Pod Identity)
-        controller_role = aws.iam.Role(
+        controller_role, association = pod_identity_role(
             f"{name}-controller",
             description=f"Karpenter controller of {args.cluster_name}",
-            assume_role_policy=pod_identity_trust(),
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(
-            f"{name}-controller",
-            role=controller_role.name,
             policy=pulumi.Output.all(partition, account, node_role.arn, queue.queue_arn).apply(
                 lambda a: controller_policy(
                     PolicyScope(
@@ -127,16 +120,12 @@ class Karpenter(pulumi.ComponentResource):
                     )
                 )
             ),
-            opts=child,
-        )
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-controller",
             cluster_name=args.cluster_name,
             namespace=args.namespace,
             service_account=SERVICE_ACCOUNT,
-            role_arn=controller_role.arn,
             tags=args.tags,
-            opts=after_cluster,
+            parent=self,
+            association_depends_on=[args.cluster_resource],
         )
 
         # Discovery tags (subnets are tagged by Network)

@@ -16,7 +16,7 @@ import pulumi_aws as aws
 from components import contract, versions
 from components.managed_pools.cluster_autoscaler_policy import AutoscalerScope, autoscaler_policy
 from components.helm import pinned_release
-from components.iam import pod_identity_trust
+from components.iam import pod_identity_role
 
 TYPE = "llm-platform:index:ClusterAutoscaler"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -130,21 +130,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 f"no Cluster Autoscaler image for Kubernetes {args.kubernetes_version}; "
                 f"allowed: {', '.join(versions.CLUSTER_AUTOSCALER_IMAGES)}"
             )
-        child = pulumi.ResourceOptions(parent=self)
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[args.cluster_resource])
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
 
-        role = aws.iam.Role(
+        role, association = pod_identity_role(
             f"{name}-controller",
             description=f"Cluster Autoscaler of {args.cluster_name}",
-            assume_role_policy=pod_identity_trust(),
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(
-            f"{name}-controller",
-            role=role.name,
             policy=pulumi.Output.all(partition, account, *args.autoscaling_group_names).apply(
                 lambda a: autoscaler_policy(
                     AutoscalerScope(
@@ -153,16 +144,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                     )
                 )
             ),
-            opts=child,
-        )
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-controller",
             cluster_name=args.cluster_name,
             namespace=args.namespace,
             service_account=SERVICE_ACCOUNT,
-            role_arn=role.arn,
             tags=args.tags,
-            opts=after_cluster,
+            parent=self,
+            association_depends_on=[args.cluster_resource],
         )
         pinned_release(
             f"{name}-release",

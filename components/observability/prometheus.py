@@ -13,14 +13,13 @@ import json
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
 from components import contract, versions
 from components.observability.dashboards import DASHBOARD_LABEL, NODE_LABELS_EXPORTED, dashboards
 from components.helm import pinned_release
-from components.iam import pod_identity_trust
+from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
@@ -303,22 +302,15 @@ class Observability(pulumi.ComponentResource):
         )
         topics = [r.sns.topic_arn for r in alerting.receivers if r.sns is not None]
         if topics:
-            role = aws.iam.Role(
+            pod_identity_role(
                 f"{name}-alertmanager-sns",
                 description=f"Alertmanager of {args.cluster_name}: publish alerts to the configured SNS topics",
-                assume_role_policy=pod_identity_trust(),
-                tags=args.tags,
-                opts=child,
-            )
-            aws.iam.RolePolicy(f"{name}-alertmanager-sns", role=role.name, policy=sns_publish_policy(topics), opts=child)
-            aws.eks.PodIdentityAssociation(
-                f"{name}-alertmanager-sns",
+                policy=sns_publish_policy(topics),
                 cluster_name=args.cluster_name,
                 namespace=args.namespace,
                 service_account=f"{RELEASE}-alertmanager",
-                role_arn=role.arn,
                 tags=args.tags,
-                opts=child,
+                parent=self,
             )
 
         stack = pinned_release(

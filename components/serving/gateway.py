@@ -20,12 +20,14 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import contract, versions
-from components.iam import pod_identity_trust
+from components.iam import pod_identity_role
 from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, gateway_policies
 
 TYPE = "llm-platform:index:Gateway"
 NAMESPACE = "llm-gateway"
 NAME = "llm-gateway"
+#: The LiteLLM proxy is I/O-bound: half a core per replica; memory limit at twice the request.
+RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 PORT = 4000
 #: Labels that select the gateway's pods (NetworkPolicies of the serving tiers name them).
 POD_LABELS = {"app.kubernetes.io/instance": NAME}
@@ -247,29 +249,18 @@ class Gateway(pulumi.ComponentResource):
         if bedrock_ids:
             identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
             partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-            role = aws.iam.Role(
+            pod_identity_role(
                 f"{name}-bedrock",
                 description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
-                assume_role_policy=pod_identity_trust(),
-                tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            aws.iam.RolePolicy(
-                f"{name}-bedrock",
-                role=role.name,
                 policy=pulumi.Output.all(partition, identity.account_id).apply(
                     lambda a: bedrock_invoke_policy(a[0], args.bedrock_region or "", a[1], bedrock_ids)
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            aws.eks.PodIdentityAssociation(
-                f"{name}-bedrock",
                 cluster_name=args.cluster_name,
                 namespace=NAMESPACE,
                 service_account=NAME,
-                role_arn=role.arn,
                 tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+                parent=self,
+                association_depends_on=[account],
             )
         selector = {"app.kubernetes.io/instance": NAME}
         k8s.apps.v1.Deployment(
@@ -278,7 +269,7 @@ class Gateway(pulumi.ComponentResource):
             spec={
                 "replicas": args.replicas,
                 "selector": {"matchLabels": selector},
-                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "strategy": contract.SURGE_ROLLOUT,
                 "template": {
                     "metadata": {
                         "labels": labels,
@@ -311,7 +302,7 @@ class Gateway(pulumi.ComponentResource):
                                 ],
                                 "envFrom": [{"secretRef": {"name": NAME}}],
                                 "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
-                                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                                "resources": RESOURCES,
                                 "readinessProbe": {"httpGet": {"path": "/health/readiness", "port": "http"}, "periodSeconds": 10},
                                 "livenessProbe": {"httpGet": {"path": "/health/liveliness", "port": "http"}, "periodSeconds": 20, "failureThreshold": 3},
                                 "volumeMounts": [

@@ -9,8 +9,8 @@ that model's prefix.
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -21,14 +21,12 @@ from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNO
 
 from components import contract, versions
 from components.serving.gateway import demand_query
-from components.iam import pod_identity_trust
+from components.iam import pod_identity_role
 from components.settings import PoolFacts, ServedModel, TierScaling
 
 TYPE = "llm-platform:index:ModelServer"
 PORT = 8000
 MODEL_DIR = "/models"
-#: Marker the init container writes after a verified copy; its content is the object manifest.
-COMPLETE_MARKER = ".llm-platform-complete"
 #: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
 FALLBACK_FAILURE_THRESHOLD = 3
 #: Unprivileged user and group every serving container runs as (neither image needs root).
@@ -64,41 +62,16 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
-def fetch_weights_script(bucket: str, prefix: str, target: str) -> str:
-    """Copy ``s3://bucket/prefix`` to ``target`` unless a verified copy is already there.
+#: The init container's script (its own file, so it can be read, linted and run as a script).
+FETCH_WEIGHTS_SCRIPT = (Path(__file__).resolve().parent / "fetch_weights.sh").read_text()
+#: What the weight copy may use: the AWS CLI streams, so memory stays flat whatever the model's size.
+FETCH_WEIGHTS_RESOURCES = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 
-    The listing (key and size of every object) is the manifest: a cache is warm only if its marker
-    holds the same listing, and a fresh copy is accepted only if every listed file exists locally
-    with the listed size. Calls go to the bucket's own region (asked from S3, not assumed from the
-    pod's); folder markers (zero-byte keys ending in ``/``) are not files and are left out; keys may
-    contain spaces (the listing is split on tabs only).
-    """
-    return f"""set -eu
-bucket={shlex.quote(bucket)}
-prefix={shlex.quote(prefix)}
-dst={shlex.quote(target)}
-tab=$(printf '\t')
-mkdir -p "$dst"
-region=$(aws s3api get-bucket-location --bucket "$bucket" --query LocationConstraint --output text)
-case "$region" in ""|None|null) region=us-east-1 ;; EU) region=eu-west-1 ;; esac
-export AWS_REGION="$region" AWS_DEFAULT_REGION="$region"
-manifest=$(aws s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" --region "$region" \
-  --query 'Contents[].[Key,Size]' --output text \
-  | awk -F '\t' -v p="$prefix" 'NF == 2 && substr($1, length($1)) != "/" && index($1, p) == 1 {{ print substr($1, length(p) + 1) "\t" $2 }}' \
-  | LC_ALL=C sort)
-[ -n "$manifest" ] || {{ echo "no objects under s3://$bucket/$prefix" >&2; exit 1; }}
-if [ -f "$dst/{COMPLETE_MARKER}" ] && [ "$(cat "$dst/{COMPLETE_MARKER}")" = "$manifest" ]; then
-  echo "cache warm: $dst matches s3://$bucket/$prefix"; exit 0
-fi
-rm -f "$dst/{COMPLETE_MARKER}"
-aws s3 sync "s3://$bucket/$prefix" "$dst" --region "$region" --only-show-errors --no-progress
-printf '%s\n' "$manifest" | while IFS="$tab" read -r key size; do
-  actual=$(stat -c %s "$dst/$key" 2>/dev/null || echo missing)
-  [ "$actual" = "$size" ] || {{ echo "incomplete copy: $key is $actual, expected $size bytes" >&2; exit 1; }}
-done
-printf '%s\n' "$manifest" > "$dst/{COMPLETE_MARKER}"
-echo "copied and verified $(printf '%s\n' "$manifest" | wc -l) objects from s3://$bucket/$prefix ($region)"
-"""
+
+def fetch_weights_command(bucket: str, prefix: str, target: str) -> list[str]:
+    """Run ``fetch_weights.sh`` with the model's bucket, prefix and cache folder as arguments (never
+    spliced into the script's text, so no value needs shell quoting)."""
+    return ["/bin/sh", "-c", FETCH_WEIGHTS_SCRIPT, "fetch-weights", bucket, prefix, target]
 
 
 def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
@@ -267,142 +240,21 @@ class ModelServer(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         model = args.model
         child = pulumi.ResourceOptions(parent=self)
-        labels = {
-            **POD_LABELS,
-            "app.kubernetes.io/instance": model.name,
-            "app.kubernetes.io/part-of": "llm-platform",
-            "llm-platform.io/tier": args.tier,
-        }
+        labels = pod_labels(model.name, args.tier)
         metadata = {"name": model.name, "namespace": args.namespace, "labels": labels}
+        selector = {"app.kubernetes.io/instance": model.name}
 
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
         if model.source.s3:
-            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-            role = aws.iam.Role(
-                f"{name}-weights",
-                description=f"Reads weights of model {model.name} ({args.tier}) from S3",
-                assume_role_policy=pod_identity_trust(),
-                tags=args.tags or {},
-                opts=child,
-            )
-            aws.iam.RolePolicy(
-                f"{name}-weights",
-                role=role.name,
-                policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
-                opts=child,
-            )
-            aws.eks.PodIdentityAssociation(
-                f"{name}-weights",
-                cluster_name=args.cluster_name,
-                namespace=args.namespace_name,
-                service_account=model.name,
-                role_arn=role.arn,
-                tags=args.tags or {},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
-            )
-
-        placement = contract.gpu_workload_placement(args.pool, args.pool_facts.purpose, model.gpus_per_replica)
-        resources = {
-            "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
-            "limits": {"memory": model.memory, **placement["limits"]},
-        }
-        # Non-root with a read-only root: every cache goes to the writable home or the model volume.
-        env = [
-            {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
-            {"name": "HOME", "value": HOME_DIR},
-            {"name": "USER", "value": "llm"},
-            {"name": "XDG_CACHE_HOME", "value": f"{HOME_DIR}/.cache"},
-            {"name": "TMPDIR", "value": "/tmp"},
-        ]
-        if args.api_key_secret is not None:
-            env.append(
-                {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": API_KEY_SECRET_KEY}}}
-            )
-        if model.source.hugging_face:
-            env += [
-                {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
-                {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
-                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
-            ]
-        init_containers = []
-        if model.source.s3:
-            init_containers.append(
-                {
-                    "name": "fetch-weights",
-                    "image": str(versions.AWS_CLI_IMAGE),
-                    "command": ["/bin/sh", "-c", fetch_weights_script(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}")],
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                    "env": [{"name": "HOME", "value": HOME_DIR}, {"name": "TMPDIR", "value": "/tmp"}],
-                    "volumeMounts": [
-                        {"name": "model-cache", "mountPath": MODEL_DIR},
-                        {"name": "home", "mountPath": HOME_DIR},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                    "securityContext": container_security_context(),
-                }
-            )
-        http = {"path": "/health", "port": "http"}
+            self._weights_reader(name, args, account)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=metadata,
             spec={
-                "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
-                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu),
-                            MODEL_ARCHITECTURE_ANNOTATION: json.dumps(model.resolved_architecture().to_json()),
-                        },
-                    },
-                    "spec": {
-                        "serviceAccountName": model.name,
-                        # No Kubernetes API access; Pod Identity injects its own projected token.
-                        "automountServiceAccountToken": False,
-                        "securityContext": pod_security_context(),
-                        "priorityClassName": args.priority_class,
-                        "nodeSelector": placement["nodeSelector"],
-                        "tolerations": placement["tolerations"],
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "topology.kubernetes.io/zone",
-                                "whenUnsatisfiable": "ScheduleAnyway",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
-                            }
-                        ],
-                        "terminationGracePeriodSeconds": 120,
-                        "initContainers": init_containers,
-                        "containers": [
-                            {
-                                "name": "vllm",
-                                "image": str(versions.VLLM_IMAGE),
-                                "args": vllm_args(model),
-                                "env": env,
-                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
-                                "resources": resources,
-                                "startupProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 180},
-                                "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
-                                "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
-                                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
-                                "volumeMounts": [
-                                    {"name": "model-cache", "mountPath": MODEL_DIR},
-                                    {"name": "dshm", "mountPath": "/dev/shm"},
-                                    {"name": "home", "mountPath": HOME_DIR},
-                                    {"name": "tmp", "mountPath": "/tmp"},
-                                ],
-                                "securityContext": container_security_context(),
-                            }
-                        ],
-                        "volumes": [
-                            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
-                            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
-                            {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
-                        ],
-                    },
-                },
+                "selector": {"matchLabels": selector},
+                "strategy": contract.SURGE_ROLLOUT,
+                "template": {"metadata": {"labels": labels, "annotations": pod_annotations(model)},
+                             "spec": pod_spec(args)},
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
         )
@@ -410,17 +262,14 @@ class ModelServer(pulumi.ComponentResource):
             f"{name}-service",
             metadata=metadata,
             spec={
-                "selector": {"app.kubernetes.io/instance": model.name},
+                "selector": selector,
                 "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}],
                 "trafficDistribution": "PreferClose",
             },
             opts=child,
         )
         k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb",
-            metadata=metadata,
-            spec={"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/instance": model.name}}},
-            opts=child,
+            f"{name}-pdb", metadata=metadata, spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}}, opts=child
         )
         k8s.apiextensions.CustomResource(
             f"{name}-scaler",
@@ -433,3 +282,136 @@ class ModelServer(pulumi.ComponentResource):
         self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"
         self.deployment_name = model.name
         self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})
+
+    def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> None:
+        """The model's service account may read its S3 prefix, and nothing else (Pod Identity)."""
+        model = args.model
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        pod_identity_role(
+            f"{name}-weights",
+            description=f"Reads weights of model {model.name} ({args.tier}) from S3",
+            policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
+            cluster_name=args.cluster_name,
+            namespace=args.namespace_name,
+            service_account=model.name,
+            tags=args.tags or {},
+            parent=self,
+            association_depends_on=[account],
+        )
+
+
+def pod_labels(model: str, tier: str) -> dict[str, str]:
+    return {
+        **POD_LABELS,
+        "app.kubernetes.io/instance": model,
+        "app.kubernetes.io/part-of": "llm-platform",
+        "llm-platform.io/tier": tier,
+    }
+
+
+def pod_annotations(model: ServedModel) -> dict[str, str]:
+    """Per-GPU memory need (the pack checks it fits the pool) and the architecture the capacity model reads."""
+    return {
+        contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu),
+        MODEL_ARCHITECTURE_ANNOTATION: json.dumps(model.resolved_architecture().to_json()),
+    }
+
+
+def vllm_env(args: ModelServerArgs) -> list[dict[str, Any]]:
+    """Non-root with a read-only root: every cache goes to the writable home or the model volume."""
+    env = [
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "HOME", "value": HOME_DIR},
+        {"name": "USER", "value": "llm"},
+        {"name": "XDG_CACHE_HOME", "value": f"{HOME_DIR}/.cache"},
+        {"name": "TMPDIR", "value": "/tmp"},
+    ]
+    if args.api_key_secret is not None:
+        env.append(
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": API_KEY_SECRET_KEY}}}
+        )
+    if args.model.source.hugging_face:
+        env += [
+            {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
+            {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": args.hf_token_secret, "key": "token"}}},
+        ]
+    return env
+
+
+def fetch_weights_container(model: ServedModel) -> dict[str, Any]:
+    """Init container copying S3 weights into the model cache (Hugging Face models download in vLLM)."""
+    return {
+        "name": "fetch-weights",
+        "image": str(versions.AWS_CLI_IMAGE),
+        "command": fetch_weights_command(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}"),
+        "resources": FETCH_WEIGHTS_RESOURCES,
+        "env": [{"name": "HOME", "value": HOME_DIR}, {"name": "TMPDIR", "value": "/tmp"}],
+        "volumeMounts": [
+            {"name": "model-cache", "mountPath": MODEL_DIR},
+            {"name": "home", "mountPath": HOME_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": container_security_context(),
+    }
+
+
+def vllm_resources(model: ServedModel, placement: dict[str, Any]) -> dict[str, Any]:
+    """Requests equal limits for memory; GPUs in both (the contract's resource name and count)."""
+    return {
+        "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
+        "limits": {"memory": model.memory, **placement["limits"]},
+    }
+
+
+def pod_spec(args: ModelServerArgs) -> dict[str, Any]:
+    """The vLLM pod: placement from the scheduling contract, probes sized for a long model load."""
+    model = args.model
+    placement = contract.gpu_workload_placement(args.pool, args.pool_facts.purpose, model.gpus_per_replica)
+    http = {"path": "/health", "port": "http"}
+    return {
+        "serviceAccountName": model.name,
+        # No Kubernetes API access; Pod Identity injects its own projected token.
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security_context(),
+        "priorityClassName": args.priority_class,
+        "nodeSelector": placement["nodeSelector"],
+        "tolerations": placement["tolerations"],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+            }
+        ],
+        "terminationGracePeriodSeconds": 120,
+        "initContainers": [fetch_weights_container(model)] if model.source.s3 else [],
+        "containers": [
+            {
+                "name": "vllm",
+                "image": str(versions.VLLM_IMAGE),
+                "args": vllm_args(model),
+                "env": vllm_env(args),
+                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                "resources": vllm_resources(model, placement),
+                "startupProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 180},
+                "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
+                "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
+                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
+                "volumeMounts": [
+                    {"name": "model-cache", "mountPath": MODEL_DIR},
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    {"name": "home", "mountPath": HOME_DIR},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+                "securityContext": container_security_context(),
+            }
+        ],
+        "volumes": [
+            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+            {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+        ],
+    }

@@ -39,17 +39,19 @@ from components.settings.serving import (
     TierQuota,
     TierScaling,
 )
+from components.settings.problems import (
+    Problem,
+    SettingsError,
+    decode_config_value,
+    is_secret_path,
+    secret_warnings,
+)
 from components.settings.stack import (
     CONTROL_PLANE_LOG_TYPES,
     PoolFacts,
-    Problem,
     Settings,
-    SettingsError,
     config_strings,
-    decode_config_value,
-    is_secret_path,
     parse_settings,
-    secret_warnings,
     stack_settings,
 )
 

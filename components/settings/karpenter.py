@@ -9,7 +9,14 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract, versions
 from policies.capacity.instances import Instance, load_instances
-from components.settings._base import _dns_name, _Model, keyed, repeated
+from components.settings._base import (
+    GPU_ROOT_VOLUME_IOPS,
+    GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
+    _dns_name,
+    _Model,
+    keyed,
+    repeated,
+)
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
@@ -154,8 +161,8 @@ class RootVolume(_Model):
     """Encrypted gp3 root volume sized for model images: 125-1000 MiB/s, 3000-16000 IOPS."""
 
     size_gib: int = Field(default=200, ge=20, le=16384)
-    iops: int = Field(default=6000, ge=3000, le=16000)
-    throughput_mibps: int = Field(default=500, ge=125, le=1000)
+    iops: int = Field(default=GPU_ROOT_VOLUME_IOPS, ge=3000, le=16000)
+    throughput_mibps: int = Field(default=GPU_ROOT_VOLUME_THROUGHPUT_MIBPS, ge=125, le=1000)
 
 
 class Kubelet(_Model):

@@ -8,7 +8,15 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract
 from policies.capacity.instances import Instance, load_instances
-from components.settings._base import _check_known_types, _check_labels, _dns_name, _Model, keyed
+from components.settings._base import (
+    GPU_ROOT_VOLUME_IOPS,
+    GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
+    _check_known_types,
+    _check_labels,
+    _dns_name,
+    _Model,
+    keyed,
+)
 
 
 class Scaling(_Model):
@@ -119,6 +127,14 @@ class GpuPool(_Model):
     @property
     def accelerator(self) -> str:
         return self.instances[0].gpu_name or ""
+
+    @property
+    def disk_iops(self) -> int:
+        return GPU_ROOT_VOLUME_IOPS
+
+    @property
+    def disk_throughput_mibps(self) -> int:
+        return GPU_ROOT_VOLUME_THROUGHPUT_MIBPS
 
     @property
     def gpu_memory_mib(self) -> int:

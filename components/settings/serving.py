@@ -7,8 +7,6 @@ import re
 from dataclasses import replace
 from typing import Literal
 
-from typing import Literal
-
 from pydantic import Field, field_validator, model_validator
 
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog

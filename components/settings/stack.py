@@ -30,7 +30,6 @@ from components.settings.problems import (
     SettingsError,
     decode_config_value,
     field_problem,
-    is_secret_path,
     secret_warnings,
 )
 from components.settings.rules import capacity_problems, cross_field_problems

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
-import subprocess
 
 import pytest
 
 from components import contract, versions
-from components.serving.model_server import COMPLETE_MARKER, fetch_weights_script
 from tests.support import crd_schema
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -70,7 +66,8 @@ def test_model_pod_suits_long_loads_and_drains(dev_plan):
     assert pod["terminationGracePeriodSeconds"] >= 60
     (init,) = pod["initContainers"]
     assert init["image"] == str(versions.AWS_CLI_IMAGE)
-    assert "bucket=llm-platform-models-dev\nprefix=meta-llama/Llama-3.1-8B-Instruct/\n" in init["command"][-1]
+    assert init["command"][-4:] == ["fetch-weights", "llm-platform-models-dev", "meta-llama/Llama-3.1-8B-Instruct/",
+                                    "/models/llama-3-1-8b-instruct"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["model-cache"]["emptyDir"] == {"sizeLimit": "100Gi"}
     assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
@@ -163,76 +160,6 @@ def test_prometheus_and_keda_are_pinned_on_the_system_pool(dev_plan):
     assert spec["podMonitorSelectorNilUsesHelmValues"] is False and spec["ruleSelectorNilUsesHelmValues"] is False
 
 
-# --- the weight fetcher, run for real against a stand-in aws CLI ---
-
-
-FAKE_AWS = """#!/bin/sh
-# Stand-in for the aws CLI over a local "bucket" directory ($FAKE_BUCKET). Lists keys tab-separated
-# as the real CLI's text output does, adds folder-marker keys from $FAKE_MARKERS, answers the bucket's
-# region from $FAKE_REGION and records the region each call used.
-echo "$*|${AWS_REGION:-}" >> "$FAKE_BUCKET.calls"
-if [ "$1" = "s3api" ] && [ "$2" = "get-bucket-location" ]; then
-  echo "${FAKE_REGION:-None}"
-elif [ "$1" = "s3api" ]; then
-  prefix=$(echo "$@" | sed 's/.*--prefix \\([^ ]*\\) .*/\\1/')
-  cd "$FAKE_BUCKET" && find "$prefix" -type f -printf '%p\\t%s\\n'
-  [ -n "${FAKE_MARKERS:-}" ] && printf '%s\\t0\\n' $FAKE_MARKERS
-  exit 0
-elif [ "$1" = "s3" ] && [ "$2" = "sync" ]; then
-  src=$(echo "$3" | sed 's#^s3://[^/]*/##')
-  cp -r "$FAKE_BUCKET/$src/." "$4/"
-  [ -n "${FAKE_TRUNCATE:-}" ] && truncate -s 1 "$4/$FAKE_TRUNCATE"
-  exit 0
-fi
-"""
-
-
-@pytest.fixture
-def bucket(tmp_path):
-    objects = tmp_path / "bucket" / "org" / "model"
-    objects.mkdir(parents=True)
-    (objects / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
-    (objects / "model.safetensors").write_bytes(b"\0" * 4096)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    aws = bin_dir / "aws"
-    aws.write_text(FAKE_AWS)
-    aws.chmod(aws.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_BUCKET": str(tmp_path / "bucket")}
-    return tmp_path, env
-
-
-def run_fetch(tmp_path, env):
-    script = fetch_weights_script("models", "org/model/", str(tmp_path / "cache"))
-    return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
-
-
-def test_fetch_copies_verifies_then_skips_a_warm_cache(bucket):
-    tmp_path, env = bucket
-    first = run_fetch(tmp_path, env)
-    assert first.returncode == 0, first.stderr
-    assert "copied and verified 2 objects" in first.stdout
-    assert (tmp_path / "cache" / COMPLETE_MARKER).is_file()
-    second = run_fetch(tmp_path, env)
-    assert second.returncode == 0 and "cache warm" in second.stdout
-
-
-def test_fetch_rejects_an_incomplete_copy(bucket):
-    tmp_path, env = bucket
-    done = run_fetch(tmp_path, {**env, "FAKE_TRUNCATE": "model.safetensors"})
-    assert done.returncode == 1
-    assert "incomplete copy: model.safetensors is 1, expected 4096 bytes" in done.stderr
-    assert not (tmp_path / "cache" / COMPLETE_MARKER).exists()
-
-
-def test_fetch_refetches_when_the_bucket_changed(bucket):
-    tmp_path, env = bucket
-    assert run_fetch(tmp_path, env).returncode == 0
-    (tmp_path / "bucket" / "org" / "model" / "tokenizer.json").write_text("{}")
-    again = run_fetch(tmp_path, env)
-    assert again.returncode == 0 and "copied and verified 3 objects" in again.stdout
-
-
 def test_hugging_face_source_uses_hf_transfer_and_a_secret_token():
     from tests.conftest import plan_with, read_stack_config
 
@@ -259,29 +186,6 @@ def test_gpu_hours_are_recorded_and_budgeted(dev_plan):
     assert records["llm_platform:gpu_hours:30d"].endswith("[30d:5m]) / 12")
     (alert,) = [r for r in cost["rules"] if "alert" in r]
     assert alert["expr"] == "llm_platform:gpu_hours:30d > 1500"
-
-
-def test_fetch_skips_folder_markers_keeps_spaces_and_uses_the_bucket_region(bucket):
-    tmp_path, env = bucket
-    spaced = tmp_path / "bucket" / "org" / "model" / "tokenizer config.json"
-    spaced.write_text('{"a": 1}')
-    env = {**env, "FAKE_MARKERS": "org/model/ org/model/sub/", "FAKE_REGION": "eu-central-1"}
-    done = run_fetch(tmp_path, env)
-    assert done.returncode == 0, done.stderr
-    assert "copied and verified 3 objects" in done.stdout and "(eu-central-1)" in done.stdout
-    assert (tmp_path / "cache" / "tokenizer config.json").read_text() == '{"a": 1}'
-    calls = (tmp_path / "bucket.calls").read_text().splitlines()
-    assert all(line.endswith("|eu-central-1") for line in calls[1:]), calls
-    assert all("--region eu-central-1" in line for line in calls[1:]), calls
-    again = run_fetch(tmp_path, env)
-    assert again.returncode == 0 and "cache warm" in again.stdout
-
-
-def test_fetch_maps_the_legacy_region_answers(bucket):
-    tmp_path, env = bucket
-    assert "(us-east-1)" in run_fetch(tmp_path, {**env, "FAKE_REGION": "None"}).stdout
-    (tmp_path / "cache" / COMPLETE_MARKER).unlink()
-    assert "(eu-west-1)" in run_fetch(tmp_path, {**env, "FAKE_REGION": "EU"}).stdout
 
 
 def test_prod_interactive_model_keeps_two_on_demand_replicas_behind_a_pdb(prod_plan):
