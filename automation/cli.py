@@ -46,11 +46,17 @@ def _output_dir(text: str) -> Path:
 
 def _run_check(args: argparse.Namespace) -> int:
     from automation.offline.check import run_check
-    from automation.offline.report import render, render_policies
 
     _program_log_to_stderr()
     result = run_check(args.stack, args.out, stack_file=args.stack_file, policy_config=args.policy_config)
-    if args.output == "json":
+    return print_check(result, args.output)
+
+
+def print_check(result, output: str = "text") -> int:
+    """The check's result on stdout, as text for people or one JSON document for scripts; its exit code."""
+    from automation.offline.report import render, render_policies
+
+    if output == "json":
         print(json.dumps(
             {"summary": result.summary.to_json(), "policies": result.policies.to_json(), "plan": str(result.plan_path)},
             indent=2,

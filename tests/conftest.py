@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import copy
+import io
+import json
 from collections.abc import Callable
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +43,55 @@ def prod_plan() -> Plan:
 @pytest.fixture(scope="session", params=["dev", "prod"])
 def stack_plan(request, dev_plan, prod_plan) -> Plan:
     return {"dev": dev_plan, "prod": prod_plan}[request.param]
+
+
+@dataclass(frozen=True)
+class RecordedCheck:
+    """One offline check of a stack, run once per session and printed both ways the CLI prints it."""
+
+    stack: str
+    out: Path
+    code: int
+    text: str
+    json: dict[str, Any]
+
+
+def _recorded_check(stack: str, tmp_path_factory: pytest.TempPathFactory) -> RecordedCheck:
+    from automation.cli import print_check
+    from automation.offline.check import run_check
+
+    out = tmp_path_factory.mktemp(f"check-{stack}")
+    result = run_check(stack, out)
+    text, as_json = io.StringIO(), io.StringIO()
+    with redirect_stdout(text):
+        code = print_check(result, "text")
+    with redirect_stdout(as_json):
+        print_check(result, "json")
+    return RecordedCheck(stack, out, code, text.getvalue(), json.loads(as_json.getvalue()))
+
+
+@pytest.fixture(scope="session")
+def dev_check(tmp_path_factory) -> RecordedCheck:
+    """``python -m automation check --stack dev`` as the CLI runs it (same function), in this process."""
+    return _recorded_check("dev", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def prod_check(tmp_path_factory) -> RecordedCheck:
+    return _recorded_check("prod", tmp_path_factory)
+
+
+@pytest.fixture(scope="session", params=["dev", "prod"])
+def stack_check(request) -> RecordedCheck:
+    return request.getfixturevalue(f"{request.param}_check")
+
+
+@pytest.fixture
+def upstream_crds() -> None:
+    """The upstream CRDs in ../shared/schemas/crds (skip without them; fail in CI)."""
+    from tests.support import crd_schema
+
+    crd_schema.require()
 
 
 @pytest.fixture

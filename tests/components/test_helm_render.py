@@ -16,6 +16,7 @@ import pytest
 from components import contract, versions
 from tests.support import helm_render
 from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
+from tests.support.needs import missing
 
 RENDERED = [
     versions.CLUSTER_AUTOSCALER,
@@ -192,7 +193,7 @@ def test_the_helper_renders_with_helms_engine_everywhere(tmp_path, monkeypatch):
     """Runs without the chart cache (CI): a chart written here goes through the same cache and
     render path, so the engine, the kube version and schema checks are exercised on every run."""
     if helm_render.helm is None:
-        pytest.skip("helm-python-sdk is not installed (tests/requirements-helm.txt)")
+        missing("helm-python-sdk is not installed (tests/requirements-helm.txt; make test installs it)")
     chart_dir = tmp_path / "probe"
     (chart_dir / "templates").mkdir(parents=True)
     (chart_dir / "Chart.yaml").write_text('apiVersion: v2\nname: probe\nversion: 1.2.3\nkubeVersion: ">= 1.34.0-0"\n')

@@ -19,6 +19,7 @@ from components.observability.dashboards import DASHBOARD_LABEL
 from tests.support import helm_render
 from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 from tests.components.test_helm_render import CUSTOM_KINDS, landing, nodes, purpose_of, rendered
+from tests.support.needs import missing
 
 #: The ClusterPolicy fields of the operands that must reach GPU nodes, with the
 #: ``nvidia.com/gpu.deploy.*`` label each operand's DaemonSet selects on (gpu-operator
@@ -284,7 +285,7 @@ def _chart(path, name: str, version: str, dependencies: str = "", template: str 
 
 def test_cache_tool_stamps_the_release_and_vendors_named_dependencies_only(tmp_path, monkeypatch, capsys):
     if helm_render.helm is None:
-        pytest.skip("helm-python-sdk is not installed (tests/requirements-helm.txt)")
+        missing("helm-python-sdk is not installed (tests/requirements-helm.txt; make test installs it)")
     monkeypatch.setenv(helm_render.CACHE_ENV, str(tmp_path / "cache"))
     parent = tmp_path / "src" / "parent"
     _chart(parent, "parent", "v1.0.0-devel", (

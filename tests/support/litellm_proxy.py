@@ -18,11 +18,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from automation.offline.plan import ROOT, SECRET_SIG, SPECIAL_SIG_KEY
-from tests.support.prometheus_tools import IN_CI, free_port, stop_process, wait_until_ready
+from tests.support.needs import missing
+from tests.support.prometheus_tools import free_port, stop_process, wait_until_ready
 
 GATEWAY_VENV = ROOT / ".venv-gateway"
 LITELLM = GATEWAY_VENV / "bin" / "litellm"
@@ -30,10 +30,7 @@ LITELLM = GATEWAY_VENV / "bin" / "litellm"
 
 def require_litellm() -> Path:
     if not LITELLM.exists():
-        reason = f"{LITELLM} missing: run `make gateway-venv` (make test does it)"
-        if IN_CI:
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(f"{LITELLM} missing: run `make gateway-venv` (make test does it)")
     return LITELLM
 
 

@@ -8,7 +8,6 @@ in a temporary directory and are stopped by the fixture that started them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -19,20 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-IN_CI = bool(os.environ.get("CI"))
+from tests.support.needs import missing
 
 
 def require_binary(name: str, package: str) -> str:
     """Path of ``name``; skip (or fail in CI) when the Debian package is not installed."""
     path = shutil.which(name)
     if path is None:
-        reason = f"{name} not installed (apt-get install {package}; .ci/run does it in CI)"
-        if IN_CI:
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(f"{name} not installed (apt-get install {package}; .ci/run does it in CI)")
     return path
 
 

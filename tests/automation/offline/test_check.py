@@ -1,4 +1,5 @@
-"""The offline check end to end, as a user runs it: a real process, files on disk, exit codes."""
+"""The offline check end to end: the recorded check per stack (``stack_check``, the CLI's own run and
+print functions) for what it reports and writes; a real process for exit codes and error paths."""
 
 from __future__ import annotations
 
@@ -25,30 +26,31 @@ def run_check(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module", params=sorted(EXPECTED))
-def checked(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param)
-    return request.param, out, run_check("--stack", request.param, "--out", str(out))
+def test_check_passes(stack_check):
+    assert stack_check.code == exit_codes.OK, stack_check.text[-3000:]
 
 
-def test_check_passes(checked):
-    _, _, done = checked
-    assert done.returncode == exit_codes.OK, done.stdout[-3000:]
-
-
-def test_check_reports(checked):
-    stack, _, done = checked
+def test_check_reports(stack_check):
+    stack, text = stack_check.stack, stack_check.text
     resources, gpus, monthly = EXPECTED[stack]
-    assert f"llm-platform stack {stack}: {resources} resources" in done.stdout
-    assert "Node pools" in done.stdout and "Resources by type" in done.stdout
-    assert f"GPU capacity (worst case): {gpus} GPUs" in done.stdout
-    assert "Capacity (simulated)" in done.stdout and "headroom min/max" in done.stdout
-    assert monthly in done.stdout
-    assert "nvidia.com/gpu=true:NO_SCHEDULE" in done.stdout
+    assert f"llm-platform stack {stack}: {resources} resources" in text
+    assert "Node pools" in text and "Resources by type" in text
+    assert f"GPU capacity (worst case): {gpus} GPUs" in text
+    assert "Capacity (simulated)" in text and "headroom min/max" in text
+    assert monthly in text
+    assert "nvidia.com/gpu=true:NO_SCHEDULE" in text
 
 
-def test_plan_json_is_engine_form(checked):
-    stack, out, _ = checked
+def test_the_check_process_exits_0_and_prints_json_for_scripts(tmp_path, dev_check):
+    done = run_check("--stack", "dev", "--out", str(tmp_path), "--output", "json")
+    assert done.returncode == exit_codes.OK, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["summary"] == dev_check.json["summary"] and printed["policies"] == dev_check.json["policies"]
+    assert (tmp_path / "plan.json").read_bytes() == (dev_check.out / "plan.json").read_bytes()
+
+
+def test_plan_json_is_engine_form(stack_check):
+    stack, out = stack_check.stack, stack_check.out
     plan = json.loads((out / "plan.json").read_text())
     assert (plan["project"], plan["stack"]) == ("llm-platform", stack)
     assert len(plan["resources"]) == EXPECTED[stack][0]
@@ -61,18 +63,16 @@ def test_plan_json_is_engine_form(checked):
     assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
 
 
-def test_manifests_are_written(checked):
-    _, out, _ = checked
-    documents = [yaml.safe_load(p.read_text()) for p in (out / "manifests").glob("*.yaml")]
+def test_manifests_are_written(stack_check):
+    documents = [yaml.safe_load(p.read_text()) for p in (stack_check.out / "manifests").glob("*.yaml")]
     charts = {d["chart"]: d["version"] for d in documents if "helmRelease" in d}
     assert charts["oci://public.ecr.aws/karpenter/karpenter"] == "1.14.1"
     kinds = {d["kind"] for d in documents if "kind" in d}
     assert {"EC2NodeClass", "NodePool", "Deployment", "ScaledObject", "ResourceQuota", "PrometheusRule"} <= kinds
 
 
-def test_json_output_for_scripts(tmp_path):
-    done = run_check("--stack", "dev", "--out", str(tmp_path), "--output", "json")
-    summary = json.loads(done.stdout)["summary"]
+def test_json_output_for_scripts(dev_check):
+    summary = dev_check.json["summary"]
     assert summary["worst_case_gpus"] == 3 + 8 + 4
     # managed pool: 3 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour (g5.48xlarge, g6e.12xlarge)
     assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(3 * 1.624 + 8 * 16.288 / 8 + 4 * 10.493 / 4)
@@ -109,10 +109,9 @@ def test_unknown_stack_is_a_usage_error():
     assert "Traceback" not in done.stderr
 
 
-def test_check_runs_the_pack_and_writes_its_report(checked):
-    stack, out, done = checked
-    assert "Policy pack llm-platform-gpu" in done.stdout and "no violations" in done.stdout
-    report = json.loads((out / "policy-report.json").read_text())
+def test_check_runs_the_pack_and_writes_its_report(stack_check):
+    assert "Policy pack llm-platform-gpu" in stack_check.text and "no violations" in stack_check.text
+    report = json.loads((stack_check.out / "policy-report.json").read_text())
     assert report["violations"] == []
 
 

@@ -60,7 +60,7 @@ def test_node_class(stack_plan):
     assert set(spec["kubelet"]) == {"evictionHard", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent"}
 
 
-@pytest.mark.skipif(not crd_schema.available(), reason=crd_schema.SKIP_REASON)
+@pytest.mark.usefixtures("upstream_crds")
 def test_every_karpenter_object_passes_the_upstream_crd(stack_plan):
     objects = stack_plan.of_type(NODE_POOL) + stack_plan.of_type(NODE_CLASS)
     assert objects
@@ -73,7 +73,7 @@ def test_every_karpenter_object_passes_the_upstream_crd(stack_plan):
     assert evaluated > 20
 
 
-@pytest.mark.skipif(not crd_schema.available(), reason=crd_schema.SKIP_REASON)
+@pytest.mark.usefixtures("upstream_crds")
 @pytest.mark.parametrize(
     "mutate, expected",
     [

@@ -117,7 +117,7 @@ def test_prod_keeps_warm_replicas(prod_plan):
         assert scaler.inputs["spec"]["minReplicaCount"] >= 1, scaler.urn
 
 
-@pytest.mark.skipif(not crd_schema.available(), reason=crd_schema.SKIP_REASON)
+@pytest.mark.usefixtures("upstream_crds")
 def test_scaled_objects_pass_the_keda_crd(stack_plan):
     scalers = stack_plan.of_type(SCALED_OBJECT)
     assert scalers

@@ -8,7 +8,6 @@ program then emits. They must reach the same findings, shipped stacks and broken
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 
 import pytest
 
