@@ -24,7 +24,7 @@ from tests.policies.conftest import one
 
 LIMITS, CAP, BUDGET, QUOTA = "karpenter-gpu-nodepool-limits", "gpu-capacity-cap", "gpu-monthly-budget", "gpu-namespace-quota"
 REQS = "spec.template.spec.requirements"
-CATALOG = json.loads((Path(__file__).resolve().parents[2] / "policies" / "instance_catalog.json").read_text())
+CATALOG = json.loads((Path(__file__).resolve().parents[3] / "policies" / "instance_catalog.json").read_text())
 HOURS = CATALOG["hoursPerMonth"]
 
 
