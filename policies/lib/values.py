@@ -14,6 +14,8 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
+from capacity.model import quantity as _model_quantity
+
 #: Sentinels of the engine's unknown values (sdk/go/common/resource/plugin/rpc.go).
 UNKNOWN_SENTINELS = frozenset(
     {
@@ -128,20 +130,10 @@ def is_true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
-_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)([a-zA-Z]*)$")
-_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-
-
 def quantity(value: Any) -> float | None:
-    """A Kubernetes quantity as a number (enough for GPU counts: ``1``, ``"8"``, ``"2k"``)."""
-    if isinstance(value, bool) or value is None or value is UNKNOWN:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIX:
-        return None
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+    """A Kubernetes quantity as a number, or ``None`` when unknown at preview or not a quantity; the
+    one parser is the capacity model's (``500m`` -> 0.5, ``2Gi`` -> 2147483648)."""
+    return None if value is UNKNOWN else _model_quantity(value)
 
 
 def fmt(value: Any) -> str:

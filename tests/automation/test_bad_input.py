@@ -30,6 +30,7 @@ from automation.stacks import read_stack_config
 from components.settings import Settings
 
 from tests.automation.conftest import Rig
+from tests.support.config_changes import with_changes
 
 CANARY = "hf_CANARYsecret0123456789"
 MARKUP = "[/x][bold]boom[/bold]"
@@ -290,17 +291,7 @@ CROSS_FIELD = {
 
 
 def _apply(stack: str, changes: dict[str, Any]) -> dict[str, Any]:
-    config = copy.deepcopy(BASES[stack])
-    for dotted, value in changes.items():
-        first, *rest = dotted.split(".")
-        if not rest:
-            config[f"llm-platform:{first}"] = value
-            continue
-        node = config[f"llm-platform:{first}"]
-        for part in rest[:-1]:
-            node = node[int(part)] if part.isdigit() else node[part]
-        node[int(rest[-1]) if rest[-1].isdigit() else rest[-1]] = value
-    return config
+    return with_changes(BASES[stack], changes, separator=".")
 
 
 @pytest.mark.parametrize("case", sorted(CROSS_FIELD))

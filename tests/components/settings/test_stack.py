@@ -18,30 +18,19 @@ from automation.offline.plan import ROOT, Plan, record_plan
 from automation.stacks import read_stack_config
 from components.settings import SettingsError, config_strings, parse_settings
 
+from tests.support.config_changes import DELETE
+from tests.support.config_changes import with_changes as changed
+
 DEV = read_stack_config("dev")
 PROD = read_stack_config("prod")
 
 
 def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    """``base`` with dotted paths under ``llm-platform:`` replaced (``gpuPools.0.scaling.minSize``)."""
-    config = copy.deepcopy(base)
-    for path, value in changes.items():
-        key, *rest = path.split("__")
-        if not rest:
-            config[f"llm-platform:{key}"] = value
-            continue
-        node = config[f"llm-platform:{key}"]
-        for part in rest[:-1]:
-            node = node[int(part)] if part.isdigit() else node[part]
-        last = rest[-1]
-        if value is _DELETE:
-            del node[last]
-        else:
-            node[int(last) if last.isdigit() else last] = value
-    return config
+    """``base`` with paths under ``llm-platform:`` replaced (``gpuPools__0__scaling__minSize``)."""
+    return changed(base, changes)
 
 
-_DELETE = object()
+_DELETE = DELETE
 
 
 def problems_of(config: dict[str, Any]) -> list[str]:

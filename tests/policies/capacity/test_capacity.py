@@ -7,7 +7,6 @@ program then emits. They must reach the same findings, shipped stacks and broken
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 
@@ -23,6 +22,7 @@ from policies.capacity.llm import GIB, model_catalog
 from policies.capacity.model import surge_pods
 from policies.capacity.simulate import simulate
 from tests.conftest import ROOMY_GPU_BUDGET
+from tests.support.config_changes import with_changes
 
 
 
@@ -108,18 +108,7 @@ def test_wake_signal_and_surge():
 
 def _config(stack: str, **changes) -> dict:
     """The stack's config with ``changes``; the variants add GPU pools, so the GPU budget is lifted."""
-    config = copy.deepcopy(read_stack_config(stack))
-    config["llm-platform:gpuBudget"] = ROOMY_GPU_BUDGET
-    for path, value in changes.items():
-        key, *rest = path.split("__")
-        if not rest:
-            config[f"llm-platform:{key}"] = value
-            continue
-        node = config[f"llm-platform:{key}"]
-        for step in rest[:-1]:
-            node = node[int(step)] if step.isdigit() else node[step]
-        node[int(rest[-1]) if rest[-1].isdigit() else rest[-1]] = value
-    return config
+    return with_changes(read_stack_config(stack), {"gpuBudget": ROOMY_GPU_BUDGET, **changes})
 
 
 def without_cluster_autoscaler(resources: list) -> list:
