@@ -44,7 +44,7 @@ def test_every_path_on_the_map_exists(question):
 
 
 def test_the_gpu_taint_is_decided_where_the_map_says():
-    assert "components/contract.py" in MAP["GPU taint, pool labels, tolerations, workload placement"]
+    assert "components/contract.py" in MAP["GPU taint, pool labels, tolerations, workload placement, rollout surge"]
     assert contract.GPU_TAINT_KEY and contract.GPU_TAINT_EFFECT == "NoSchedule"
 
 
