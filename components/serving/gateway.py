@@ -21,11 +21,11 @@ import yaml
 
 from components import contract, versions
 from components.iam import pod_identity_role
+from components.serving import model_server
+from components.serving.gateway_metrics import METRICS_SECRET, NAME, NAMESPACE
 from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, gateway_policies
 
 TYPE = "llm-platform:index:Gateway"
-NAMESPACE = "llm-gateway"
-NAME = "llm-gateway"
 #: The LiteLLM proxy is I/O-bound: half a core per replica; memory limit at twice the request.
 RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 PORT = 4000
@@ -35,28 +35,6 @@ POD_LABELS = {"app.kubernetes.io/instance": NAME}
 RUN_AS_USER = 1000
 HOME_DIR = "/home/litellm"
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
-
-
-#: The gateway's per-request counter. LiteLLM 1.109 counts a request that fell back under the model the
-#: caller asked for (``requested_model``), so a cold model's demand shows even while Bedrock serves it.
-DEMAND_METRIC = "litellm_proxy_total_requests_metric_total"
-#: Scrape target labels Prometheus gives the gateway (ServiceMonitor on the Service of that name).
-SCRAPE_SELECTOR = f'namespace="{NAMESPACE}",service="{NAME}"'
-#: Key of the Secret that holds the scraper's bearer token (the proxy's ``/metrics`` requires auth).
-METRICS_SECRET = f"{NAME}-metrics"
-
-
-def demand_query(model: str, window: str = "2m") -> str:
-    """Requests per second the gateway received for ``model``, fallbacks included.
-
-    Reads 0 while the gateway is scraped but the model had no request, and returns nothing when no
-    gateway target is up (a broken scrape): KEDA then reports an error and its ``fallback`` holds
-    replicas instead of reading a silent 0 as "no demand".
-    """
-    return (
-        f'sum(rate({DEMAND_METRIC}{{requested_model="{model}"}}[{window}]))'
-        f" or on() (0 * count(up{{{SCRAPE_SELECTOR}}} == 1))"
-    )
 
 
 def api_key_env(tier: str) -> str:
@@ -222,7 +200,6 @@ class Gateway(pulumi.ComponentResource):
             },
             opts=child,
         )
-        from components.serving import model_server  # model_server imports this module (demand_query)
 
         NetworkIsolation(
             f"{name}-isolation",

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
 
 from components import contract, versions
-from components.serving.gateway import demand_query
+from components.serving.gateway_metrics import demand_query
 from components.iam import pod_identity_role
 from components.settings import PoolFacts, ServedModel, TierScaling
 
