@@ -31,7 +31,7 @@ from automation.driver.environments import (
 from automation.stacks import read_stack_config
 
 from tests.automation.conftest import Rig
-from tests.automation.test_stack_ops import flag_values
+from tests.automation.commands.test_stack_ops import flag_values
 
 
 def create(rig: Rig, name: str, *extra: str):

@@ -16,8 +16,8 @@ from automation.driver.postdeploy import GpuTarget
 from components import contract
 
 from tests.automation.conftest import Rig
-from tests.automation.test_env import config_pairs
-from tests.automation.test_stack_ops import flag_values
+from tests.automation.commands.test_env import config_pairs
+from tests.automation.commands.test_stack_ops import flag_values
 
 STACK_RE = re.compile(r"^test-alice-\d{14}-[0-9a-f]{6}$")
 
