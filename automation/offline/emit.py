@@ -1,9 +1,11 @@
 """JSON and YAML text of the check's files, from the C emitters where their output is identical.
 
-The files are byte-for-byte what ``json.dumps(value, indent=2)`` and ``yaml.safe_dump(document,
-sort_keys=False)`` write; the C emitters (orjson, libyaml through ``yaml.CSafeDumper``) only do it
-faster. Each C emitter differs from the pure-Python one in a few known places, and a value that
-could reach one of them is written by the pure-Python emitter instead:
+The files are byte-for-byte what ``json.dumps(value, indent=2)`` and PyYAML's pure-Python safe
+emitter write (``yaml.safe_dump(document, sort_keys=False)``, except that text with line breaks,
+a script or an embedded config file, is a literal block as people write it in manifests); the C
+emitters (orjson, libyaml through ``yaml.CSafeDumper``) only do it faster. Each C emitter differs
+from the pure-Python one in a few known places, and a value that could reach one of them is
+written by the pure-Python emitter instead:
 
 - orjson writes non-ASCII and DEL unescaped, small floats without an exponent (``0.00001`` where
   Python writes ``1e-05``), NaN and infinities as ``null``, and refuses integers beyond 64 bits and
@@ -28,7 +30,29 @@ except ImportError:  # pragma: no cover - exercised only without the pinned depe
     orjson = None
 
 _ORJSON_PASSTHROUGH = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME) if orjson else 0
-_YAML_CSAFE = getattr(yaml, "CSafeDumper", None)
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    """Multi-line text as a literal block (``|``); the emitter still quotes it where a block cannot
+    hold it (trailing spaces, control characters)."""
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+class ManifestDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper with multi-line text as literal blocks."""
+
+
+ManifestDumper.add_representer(str, _represent_str)
+
+if hasattr(yaml, "CSafeDumper"):
+
+    class _CManifestDumper(yaml.CSafeDumper):
+        """The same representation, emitted by libyaml."""
+
+    _CManifestDumper.add_representer(str, _represent_str)
+    _YAML_CSAFE: type | None = _CManifestDumper
+else:  # pragma: no cover - exercised only where PyYAML was built without libyaml
+    _YAML_CSAFE = None
 
 
 def _refuse(value: Any) -> Any:
@@ -53,19 +77,22 @@ def dumps_json(value: Any) -> str:
 
 
 def dumps_yaml(document: Any) -> str:
-    """``yaml.safe_dump(document, sort_keys=False)``."""
+    """``yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)``."""
     # A bare scalar gets PyYAML's document-end marker, which libyaml leaves out.
     if _YAML_CSAFE is None or not isinstance(document, (dict, list)) or _needs_python_emitter(document):
-        return yaml.safe_dump(document, sort_keys=False)
+        return yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)
     return yaml.dump(document, Dumper=_YAML_CSAFE, sort_keys=False)
 
 
-def _needs_python_emitter(value: Any) -> bool:
-    """A string that PyYAML would double-quote (line breaks, escapes, non-ASCII) anywhere in ``value``."""
+def _needs_python_emitter(value: Any, *, key: bool = False) -> bool:
+    """A string anywhere in ``value`` that PyYAML would double-quote (escapes, non-ASCII, and text
+    with line breaks that cannot be a literal block: a key, a space before a break or at the end)."""
     if isinstance(value, str):
+        if "\n" in value and not key:
+            return not (value.isascii() and value.replace("\n", "").isprintable()) or " \n" in value or value.endswith(" ")
         return not (value.isascii() and value.isprintable())
     if isinstance(value, dict):
-        return any(_needs_python_emitter(k) or _needs_python_emitter(v) for k, v in value.items())
+        return any(_needs_python_emitter(k, key=True) or _needs_python_emitter(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return any(_needs_python_emitter(v) for v in value)
     return False

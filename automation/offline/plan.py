@@ -9,6 +9,7 @@ parent, and whether the resource is custom. Mocks answer with realistic outputs 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import math
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks, _resolve_callbacks
+from pulumi.runtime.proto import provider_pb2, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
 PROJECT = "llm-platform"
@@ -210,7 +212,15 @@ class PlatformMocks(Mocks):
 
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
-    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists."""
+    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists.
+
+    It answers as the SDK's ``MockMonitor`` does (``Mocks.new_resource`` and ``Mocks.call`` give
+    the outputs) but works on the wire form throughout: the mocks get the inputs as plain JSON
+    (secrets and resource references in wire form) and the answer is built straight from the
+    state they return. ``MockMonitor`` deserialized every request into SDK objects and serialized
+    the answer again on an event loop of its own, per resource; that was most of the recording's
+    CPU, and it held a second, deserialized copy of every resource's state.
+    """
 
     def __init__(self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource], None] | None = None):
         super().__init__(mocks)
@@ -218,33 +228,59 @@ class RecordingMonitor(MockMonitor):
         self.on_record = on_record
 
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        urn = self.make_urn(request.parent, request.type, request.name)
+        response = resource_pb2.RegisterResourceResponse(urn=urn)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
         inputs, refs = _plain_struct(request.object)
-        if refs:
-            # Only a request with resource references is copied and rewritten for the mocks.
-            flattened = type(request)()
-            flattened.CopyFrom(request)
-            flattened.object.Clear()
-            flattened.object.update(_refs_to_urns(inputs))
-            request_for_mocks = flattened
-        else:
-            request_for_mocks = request
-        response = super().RegisterResource(request_for_mocks)
+        # Resource references reach the mocks, and come back in outputs, as plain URNs: rehydrating
+        # them would register resources on the SDK's side that the program never created.
+        args = MockResourceArgs(
+            typ=request.type,
+            name=request.name,
+            inputs=_refs_to_urns(inputs) if refs else inputs,
+            provider=request.provider,
+            resource_id=request.importId,
+            custom=request.custom or False,
+            transforms=_resolve_callbacks(request.transforms) if request.transforms else [],
+        )
+        resource_id, state = self.mocks.new_resource(args)
+        response.id = resource_id
+        response.object.update(state)
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         if request.type == MANAGED_NODE_GROUP:
             self._add_node_group_child(response, request.name, inputs)
-        if request.type != "pulumi:pulumi:Stack":
-            resource = PlannedResource(
-                urn=response.urn,
-                type=request.type,
-                name=request.name,
-                parent=request.parent,
-                custom=bool(request.custom),
-                inputs=inputs,
-                provider=request.provider,
-                dependencies=sorted(request.dependencies),
-            )
-            self.plan.resources.append(resource)
-            if self.on_record is not None:
-                self.on_record(resource)
+        resource = PlannedResource(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            parent=request.parent,
+            custom=bool(request.custom),
+            inputs=inputs,
+            provider=request.provider,
+            dependencies=sorted(request.dependencies),
+        )
+        self.plan.resources.append(resource)
+        if self.on_record is not None:
+            self.on_record(resource)
+        return response
+
+    def Invoke(self, request):  # noqa: N802 - gRPC method name
+        args, _ = _plain_struct(request.args)
+        if request.tok == "pulumi:pulumi:getResource":
+            registered = self.resources.get(args["urn"])
+            if registered is None:
+                raise KeyError(f"unknown resource {args['urn']}")
+            answer, failures = registered._asdict(), None
+        else:
+            answer = self.mocks.call(MockCallArgs(token=request.tok, args=args, provider=request.provider))
+            failures = None
+            if not isinstance(answer, dict):
+                answer, failures = answer[0], [
+                    provider_pb2.CheckFailure(property=prop, reason=reason) for prop, reason in answer[1]
+                ]
+        response = resource_pb2.ResourceInvokeResponse(failures=failures)
+        getattr(response, "return").update(answer)
         return response
 
     def _add_node_group_child(self, response, name: str, inputs: dict[str, Any]) -> None:
@@ -271,6 +307,27 @@ class RecordingMonitor(MockMonitor):
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
         self.plan.outputs[request.urn] = _plain_struct(request.outputs)[0]
         return super().RegisterResourceOutputs(request)
+
+
+class _InProcessMonitorLoop(asyncio.SelectorEventLoop):
+    """The program's event loop under the recording monitor.
+
+    The SDK sends every monitor call through ``run_in_executor`` (a thread pool) because a real
+    engine answers over gRPC and the loop must not block meanwhile. The recording monitor answers
+    in-process, at once and without waiting on anything, so its calls run on the loop's own thread:
+    the thread hop, the lock handovers between the pool and the loop and the loop's wake-up per
+    answer cost more than the answer itself. Calls with an explicit executor keep it.
+    """
+
+    def run_in_executor(self, executor, func, *args):  # type: ignore[override]
+        if executor is not None:
+            return super().run_in_executor(executor, func, *args)
+        future = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except Exception as error:  # noqa: BLE001 - delivered to the awaiting coroutine, as the pool would
+            future.set_exception(error)
+        return future
 
 
 @contextmanager
@@ -310,14 +367,18 @@ def record_plan(
     plan = into if into is not None else Plan(project=PROJECT, stack=stack)
     mocks = PlatformMocks(region)
     with _environment(config):
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            pulumi.runtime.set_mocks(
-                mocks, project=PROJECT, stack=stack, preview=False, monitor=RecordingMonitor(mocks, plan, on_record)
-            )
-            loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
-        finally:
-            loop.close()
-            asyncio.set_event_loop(None)
+        # A context of its own: the SDK keeps the root stack resource in a context variable, and a
+        # second recording in one process would otherwise parent its resources to the first's stack.
+        contextvars.Context().run(_run_program, program, stack, mocks, RecordingMonitor(mocks, plan, on_record))
     return plan
+
+
+def _run_program(program: Path, stack: str, mocks: Mocks, monitor: RecordingMonitor) -> None:
+    loop = _InProcessMonitorLoop()
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)

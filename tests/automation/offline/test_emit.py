@@ -33,14 +33,48 @@ def test_plan_and_report_json_identical(checked):
     assert (checked.plan_path.parent / "policy-report.json").read_text() == json.dumps(report, indent=2) + "\n"
 
 
+def python_yaml(document):
+    """The reference text: PyYAML's pure-Python emitter."""
+    return yaml.dump(document, Dumper=emit.ManifestDumper, sort_keys=False)
+
+
 def test_manifests_yaml_identical(checked):
     documents = kubernetes_documents(checked.plan)
-    assert any(emit._needs_python_emitter(d) for d in documents.values()), "no document exercises the fallback"
-    assert any(not emit._needs_python_emitter(d) for d in documents.values()), "no document exercises libyaml"
+    multi_line = [name for name, d in documents.items() if "\\n" in json.dumps(d)]
+    assert multi_line, "no document holds multi-line text"
+    assert not any(emit._needs_python_emitter(documents[name]) for name in multi_line), "scripts took the slow path"
     for name, document in documents.items():
-        expected = yaml.safe_dump(document, sort_keys=False)
+        expected = python_yaml(document)
         assert emit.dumps_yaml(document) == expected, name
         assert (checked.plan_path.parent / "manifests" / name).read_text() == expected, name
+        assert yaml.safe_load(expected) == document, name
+
+
+def test_multi_line_text_is_a_literal_block():
+    """A script in a manifest reads as the script, not as one escaped line."""
+    script = '#!/bin/sh\nset -eu\n  aws s3 sync "$1" "$2"\n'
+    text = emit.dumps_yaml({"command": ["/bin/sh", "-c", script]})
+    assert text == 'command:\n- /bin/sh\n- -c\n- |\n  #!/bin/sh\n  set -eu\n    aws s3 sync "$1" "$2"\n'
+    # Where a block cannot hold the text exactly, it is quoted, by both emitters alike.
+    for awkward in ("trailing \nspace", "tab\there\n", "ends with space\n "):
+        assert '"' in emit.dumps_yaml({"k": awkward})
+        assert emit.dumps_yaml({"k": awkward}) == python_yaml({"k": awkward})
+        assert yaml.safe_load(emit.dumps_yaml({"k": awkward})) == {"k": awkward}
+
+
+def test_random_text_identical_on_both_paths():
+    """Multi-line text of every shape: literal blocks (libyaml) and quoted fallbacks agree."""
+    rng = random.Random(7)
+    alphabets = ["ab -:#'\"\\/\n  z0|>", "abcdefgh \n", "word word word \n\t"]
+    fast = 0
+    for _ in range(3000):
+        alphabet = rng.choice(alphabets)
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(300)))
+        for document in ({"k": text}, [text], {"a": {"b": [text, {"c": text}]}}):
+            fast += not emit._needs_python_emitter(document)
+            assert emit.dumps_yaml(document) == python_yaml(document), repr(text)
+            assert yaml.safe_load(emit.dumps_yaml(document)) == document
+    assert fast > 1000, "the random texts never reached libyaml"
 
 
 AWKWARD_SCALARS = [
@@ -57,7 +91,7 @@ def test_awkward_scalars_identical(value):
     for document in (value, [value], {"key": value}, {"outer": {"inner": [value, {"k": value}]}}):
         assert emit.dumps_json(document) == json.dumps(document, indent=2)
         if not (isinstance(value, float) and not math.isfinite(value)):
-            assert emit.dumps_yaml(document) == yaml.safe_dump(document, sort_keys=False)
+            assert emit.dumps_yaml(document) == python_yaml(document)
 
 
 def test_non_string_keys_and_containers_identical():
@@ -86,7 +120,7 @@ def test_random_documents_identical():
     for _ in range(300):
         document = value(0)
         assert emit.dumps_json(document) == json.dumps(document, indent=2)
-        assert emit.dumps_yaml(document) == yaml.safe_dump(document, sort_keys=False)
+        assert emit.dumps_yaml(document) == python_yaml(document)
 
 
 def test_stack_files_read_back_as_written():

@@ -1,0 +1,77 @@
+"""The recording: the monitor answers the program as the SDK's own mock monitor would, and every
+recording stands alone, however many a process makes."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from google.protobuf import json_format
+from pulumi.runtime.mocks import MockMonitor
+
+from automation.offline import plan as plan_module
+from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _plain_struct, _refs_to_urns
+from tests.conftest import plan_with
+
+
+class _KeepingMonitor(plan_module.RecordingMonitor):
+    """The recording monitor, keeping a copy of every request and of its answer."""
+
+    exchanges: list = []
+
+    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        kept_request, kept_response = type(request)(), type(response)()
+        kept_request.CopyFrom(request)
+        kept_response.CopyFrom(response)
+        _KeepingMonitor.exchanges.append((kept_request, kept_response))
+        return response
+
+
+def _sdk_answer(sdk: MockMonitor, request):
+    """The SDK's MockMonitor answer, with resource references given as URNs as the recording does."""
+    inputs, refs = _plain_struct(request.object)
+    if refs:
+        flattened = type(request)()
+        flattened.CopyFrom(request)
+        flattened.object.Clear()
+        flattened.object.update(_refs_to_urns(inputs))
+        request = flattened
+    return sdk.RegisterResource(request)
+
+
+def test_answers_equal_the_sdk_mock_monitor(monkeypatch):
+    """Same URN, ID and outputs, resource by resource, for the whole prod program (the node group
+    reference the recording adds to a managed node group's outputs aside)."""
+    _KeepingMonitor.exchanges = []
+    monkeypatch.setattr(plan_module, "RecordingMonitor", _KeepingMonitor)
+    plan = plan_with("prod")
+    exchanges = _KeepingMonitor.exchanges
+    assert len(exchanges) == len(plan.resources) + 1  # and the stack
+
+    answers: list = []
+
+    def ask_the_sdk() -> None:  # on a thread of its own, as the SDK runs its monitor
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        sdk = MockMonitor(PlatformMocks(region="us-east-1"))
+        answers.extend(_sdk_answer(sdk, request) for request, _ in exchanges)
+
+    thread = threading.Thread(target=ask_the_sdk)
+    thread.start()
+    thread.join()
+    assert len(answers) == len(exchanges)
+    for (request, ours), theirs in zip(exchanges, answers):
+        assert (ours.urn, ours.id) == (theirs.urn, theirs.id), request.name
+        our_outputs = json_format.MessageToDict(ours.object)
+        if request.type == MANAGED_NODE_GROUP:
+            assert our_outputs.pop("nodeGroup")["urn"].endswith(f"aws:eks/nodeGroup:NodeGroup::{request.name}")
+        assert our_outputs == json_format.MessageToDict(theirs.object), request.name
+
+
+def test_recordings_in_one_process_stand_alone(dev_plan):
+    """The SDK keeps the root stack in a context variable; a dev recording made after a prod one
+    still parents its resources to the dev stack."""
+    plan_with("prod")
+    again = plan_with("dev")
+    assert [(r.urn, r.parent) for r in again.resources] == [(r.urn, r.parent) for r in dev_plan.resources]
+    assert all(r.parent.startswith("urn:pulumi:dev::") for r in again.resources if r.parent)
