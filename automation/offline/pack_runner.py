@@ -568,6 +568,11 @@ class _Structs:
     def __init__(self) -> None:
         self._by_urn: dict[str, struct_pb2.Struct] = {}
 
+    def keep(self, urn: str, struct: struct_pb2.Struct) -> None:
+        """A copy of ``struct`` (the caller's message may belong to a larger one) as ``urn``'s."""
+        self._by_urn[urn] = copy = struct_pb2.Struct()
+        copy.CopyFrom(struct)
+
     def of(self, r: Mapping[str, Any]) -> struct_pb2.Struct:
         struct = self._by_urn.get(r["urn"])
         if struct is None:
@@ -618,32 +623,33 @@ class StreamingAnalysis:
     sent ``Analyze`` for each resource as the program registers it, so the pack's process works on
     another core while the program is still recording.
 
-    ``submit`` only queues (it is called from the mock monitor's threads); one sender thread starts
-    the pack, configures it, marshals each resource and keeps up to ``in_flight`` calls unanswered.
-    ``finish`` waits for what is left, sends ``AnalyzeStack`` and returns the same report, in the
-    same order, as :func:`run_pack` over the same resources. Errors of start-up or configuration
-    are raised by ``finish``, where ``run_pack`` would have raised them. Use as a context manager.
+    A helper thread only starts and configures the pack. ``submit`` (called from the program's
+    thread, one resource at a time) sends each call itself without waiting for the answer: a sender
+    thread beside the busy recording got the interpreter lock a few times per switch interval, and
+    the pack had analyzed a tenth of a 500-model plan when the recording ended. Resources
+    registered before the pack is ready wait for the next ``submit`` or ``end``. ``finish`` waits
+    for what is left, sends ``AnalyzeStack`` and returns the same report, in the same order, as
+    :func:`run_pack` over the same resources. Errors of start-up or configuration are raised by
+    ``finish``, where ``run_pack`` would have raised them. Use as a context manager.
     """
 
     def __init__(
         self,
         config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         pack_dir: str | os.PathLike[str] | None = None,
-        *,
-        in_flight: int = 32,
     ) -> None:
         self._runner = PolicyPackRunner(pack_dir)
         self._config = config_path
-        self._in_flight = threading.BoundedSemaphore(in_flight)
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._structs = _Structs()
         self._by_urn: dict[str, dict[str, Any]] = {}
+        self._waiting: list[dict[str, Any]] = []
         self._futures: dict[str, grpc.Future] = {}
         self._error: BaseException | None = None
         self._items: list[dict[str, Any]] | None = None
         self._stack: grpc.Future | None = None
-        self._sender = threading.Thread(target=self._send, name="policy-pack-sender", daemon=True)
-        self._sender.start()
+        self._ready = threading.Event()
+        self._starter = threading.Thread(target=self._start, name="policy-pack-start", daemon=True)
+        self._starter.start()
 
     def __enter__(self) -> StreamingAnalysis:
         return self
@@ -651,40 +657,47 @@ class StreamingAnalysis:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def submit(self, resource: Any) -> None:
-        """Queue one registered resource for ``Analyze``."""
-        self._queue.put(resource)
-
-    def _send(self) -> None:
+    def _start(self) -> None:
         try:
             self._runner.start()
             self._runner.configure(self._config)
         except BaseException as error:  # noqa: BLE001 - re-raised by finish()
             self._error = error
-        while True:
-            resource = self._queue.get()
-            if resource is None:
-                return
+        finally:
+            self._ready.set()
+
+    def submit(self, resource: Any, properties: struct_pb2.Struct | None = None) -> None:
+        """Send ``Analyze`` for one registered resource once the pack is ready. ``properties``: its
+        inputs already in the form the engine sends analyzers (the recording has the wire Struct in
+        hand), so they are copied instead of marshalled again; ``None`` marshals ``inputs``."""
+        r = _resource_dict(resource)
+        if properties is not None:
+            self._structs.keep(r["urn"], properties)
+        self._by_urn[r["urn"]] = r
+        self._waiting.append(r)
+        if self._ready.is_set():
+            self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for r in waiting:
             if self._error is not None:
-                continue
-            r = _resource_dict(resource)
-            self._by_urn[r["urn"]] = r
+                return
             provider_urn = _provider_urn(r)
             if provider_urn and provider_urn not in self._by_urn:
-                continue  # its provider is not registered yet: finish() analyzes it with the whole plan
+                continue  # its provider is not registered yet: end() analyzes it with the whole plan
             try:
-                self._in_flight.acquire()
-                future = self._runner.analyze_async(r, self._by_urn.get(provider_urn), structs=self._structs)
-                future.add_done_callback(lambda _: self._in_flight.release())
-                self._futures[r["urn"]] = future
+                self._futures[r["urn"]] = self._runner.analyze_async(
+                    r, self._by_urn.get(provider_urn), structs=self._structs
+                )
             except BaseException as error:  # noqa: BLE001 - re-raised by finish()
                 self._error = error
 
     def end(self, resources: Iterable[Any]) -> None:
         """No more resources: send what is left and ``AnalyzeStack`` without waiting for the
         answers, so the pack works while the caller writes its files. ``finish`` collects."""
-        self._queue.put(None)
-        self._sender.join()
+        self._starter.join()
+        self._send_waiting()
         self._items = [_resource_dict(r) for r in resources]
         if self._error is not None:
             return
@@ -712,7 +725,5 @@ class StreamingAnalysis:
 
     def close(self) -> None:
         """Stop the pack (also when the program failed before ``finish``)."""
-        if self._sender.is_alive():
-            self._queue.put(None)
-            self._sender.join()
+        self._starter.join()
         self._runner.close()

@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks, _resolve_callbacks
+from google.protobuf.struct_pb2 import Struct
 from pulumi.runtime.proto import provider_pb2, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
@@ -79,24 +80,23 @@ class Plan:
         return {"project": self.project, "stack": self.stack, "resources": resources}
 
 
-def _ints(value: Any) -> Any:
-    """Struct numbers are doubles on the wire; show integral ones as JSON integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    return value
+class _Plain(NamedTuple):
+    value: dict[str, Any]
+    #: It holds a resource reference.
+    refs: bool
+    #: The struct is, as it is, what the engine sends analyzers for these inputs: no resource
+    #: reference or output value to downgrade and no engine-internal (``__``) key to drop.
+    analyzer_form: bool
 
 
-def _plain_struct(struct: Any) -> tuple[dict[str, Any], bool]:
-    """``_ints(json_format.MessageToDict(struct))`` in one pass, and whether it holds a resource
-    reference. json_format's generic walk was the recording monitor's largest cost per resource."""
-    refs = False
+def _plain_struct(struct: Any) -> _Plain:
+    """``json_format.MessageToDict(struct)``, integral numbers as ints (Struct numbers are doubles on
+    the wire), in one pass with what the monitor needs to know about it. json_format's generic walk
+    was the recording monitor's largest cost per resource."""
+    refs = special = False
 
     def value_of(value: Any) -> Any:
-        nonlocal refs
+        nonlocal refs, special
         kind = value.WhichOneof("kind")
         if kind == "string_value":
             return value.string_value
@@ -108,18 +108,26 @@ def _plain_struct(struct: Any) -> tuple[dict[str, Any], bool]:
         if kind == "bool_value":
             return value.bool_value
         if kind == "struct_value":
-            fields = value.struct_value.fields
-            out = {key: value_of(fields[key]) for key in fields}
-            if out.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
-                refs = True
-            return out
+            return struct_of(value.struct_value.fields)
         if kind == "list_value":
             return [value_of(item) for item in value.list_value.values]
         return None
 
-    fields = struct.fields
-    top = {key: value_of(fields[key]) for key in fields}
-    return top, refs or top.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG
+    def struct_of(fields: Any) -> dict[str, Any]:
+        nonlocal refs, special
+        out = {}
+        for key in fields:
+            if key[:2] == "__":
+                special = True
+            out[key] = value_of(fields[key])
+        sig = out.get(SPECIAL_SIG_KEY)
+        if sig is not None and sig != SECRET_SIG:
+            special = True
+            refs = refs or sig == RESOURCE_REF_SIG
+        return out
+
+    top = struct_of(struct.fields)
+    return _Plain(top, refs, not special)
 
 
 def _refs_to_urns(value: Any) -> Any:
@@ -212,7 +220,8 @@ class PlatformMocks(Mocks):
 
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
-    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists.
+    hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists, with
+    its inputs Struct when that is already what the engine would send analyzers (else ``None``).
 
     It answers as the SDK's ``MockMonitor`` does (``Mocks.new_resource`` and ``Mocks.call`` give
     the outputs) but works on the wire form throughout: the mocks get the inputs as plain JSON
@@ -222,7 +231,9 @@ class RecordingMonitor(MockMonitor):
     CPU, and it held a second, deserialized copy of every resource's state.
     """
 
-    def __init__(self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource], None] | None = None):
+    def __init__(
+        self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource, Struct | None], None] | None = None
+    ):
         super().__init__(mocks)
         self.plan = plan
         self.on_record = on_record
@@ -232,7 +243,7 @@ class RecordingMonitor(MockMonitor):
         response = resource_pb2.RegisterResourceResponse(urn=urn)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs, refs = _plain_struct(request.object)
+        inputs, refs, analyzer_form = _plain_struct(request.object)
         # Resource references reach the mocks, and come back in outputs, as plain URNs: rehydrating
         # them would register resources on the SDK's side that the program never created.
         args = MockResourceArgs(
@@ -262,11 +273,11 @@ class RecordingMonitor(MockMonitor):
         )
         self.plan.resources.append(resource)
         if self.on_record is not None:
-            self.on_record(resource)
+            self.on_record(resource, request.object if analyzer_form else None)
         return response
 
     def Invoke(self, request):  # noqa: N802 - gRPC method name
-        args, _ = _plain_struct(request.args)
+        args = _plain_struct(request.args).value
         if request.tok == "pulumi:pulumi:getResource":
             registered = self.resources.get(args["urn"])
             if registered is None:
@@ -305,7 +316,7 @@ class RecordingMonitor(MockMonitor):
         )
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
-        self.plan.outputs[request.urn] = _plain_struct(request.outputs)[0]
+        self.plan.outputs[request.urn] = _plain_struct(request.outputs).value
         return super().RegisterResourceOutputs(request)
 
 
@@ -357,7 +368,7 @@ def record_plan(
     region: str,
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
-    on_record: Callable[[PlannedResource], None] | None = None,
+    on_record: Callable[[PlannedResource, Struct | None], None] | None = None,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
 

@@ -16,7 +16,15 @@ import sys
 
 import pytest
 
-from automation.offline.pack_runner import PolicyConfigError, PolicyPackError, PolicyPackRunner, StreamingAnalysis, _provider_urn
+from automation.offline.pack_runner import (
+    PolicyConfigError,
+    PolicyPackError,
+    PolicyPackRunner,
+    StreamingAnalysis,
+    _provider_urn,
+    engine_value,
+    to_struct,
+)
 from automation.offline.plan import ROOT, PlannedResource
 
 CONFIG_DIR = ROOT / "policies" / "config"
@@ -67,9 +75,13 @@ def test_streaming_and_pipelined_equal_sequential(stack, dev_plan, prod_plan):
     assert len({v.policy_name for v in expected}) >= 4, "the comparison needs findings of several policies"
     assert any(v.urn for v in expected) and any(not v.urn for v in expected)
     assert pipelined == expected
-    with StreamingAnalysis(_strict(stack), in_flight=4) as streaming:
-        for r in resources:  # registration order, not the report's order
+    with StreamingAnalysis(_strict(stack)) as streaming:
+        half = len(resources) // 2
+        for r in resources[:half]:  # registration order, not the report's order; the pack may still start
             streaming.submit(r)
+        streaming._ready.wait()
+        for r in resources[half:]:  # sent at once, and with the Struct the recording would hand over
+            streaming.submit(r, to_struct(engine_value(r.inputs)))
         report = streaming.finish(in_order)
     assert report.violations == expected
     assert report.pack.startswith("llm-platform-gpu@")
