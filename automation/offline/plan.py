@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks, _resolve_callbacks
 from google.protobuf.struct_pb2 import Struct
-from pulumi.runtime.proto import provider_pb2, resource_pb2
+from pulumi.runtime import resource as sdk_resources
+from pulumi.runtime.proto import provider_pb2, resource_pb2, source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
 PROJECT = "llm-platform"
@@ -320,6 +321,47 @@ class RecordingMonitor(MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
+def _stack_trace() -> source_pb2.StackTrace:
+    """What ``pulumi.runtime.resource._get_stack_trace`` sends with each registration, computed
+    without reading source files: the frames outside the third ``__init__`` from the top (Resource,
+    Custom/ComponentResource, the concrete class), innermost first, as file URI and line. The SDK's
+    version has ``traceback`` load each frame's source line (a stat per frame per resource) and
+    builds each URI anew; here a file's URI is built once. Same message, tested against the SDK's.
+    """
+    frame = sys._getframe()
+    inits = 0
+    while frame is not None:
+        if frame.f_code.co_name == "__init__":
+            inits += 1
+            if inits == 3:
+                break
+        frame = frame.f_back
+    if frame is None or frame.f_back is None:
+        return source_pb2.StackTrace()
+    frames = []
+    frame = frame.f_back
+    while frame is not None:
+        frames.append(source_pb2.StackFrame(pc=_source_position(frame.f_code.co_filename, frame.f_lineno)))
+        frame = frame.f_back
+    return source_pb2.StackTrace(frames=frames)
+
+
+def _source_position(filename: str, line: int | None) -> source_pb2.SourcePosition | None:
+    if not filename or line is None:
+        return None
+    uri = _FILE_URIS.get(filename, False)
+    if uri is False:
+        try:
+            uri = Path(filename).as_uri()
+        except ValueError:  # not an absolute path, e.g. "<frozen runpy>"
+            uri = None
+        _FILE_URIS[filename] = uri
+    return None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
+
+
+_FILE_URIS: dict[str, str | None] = {}
+
+
 class _InProcessMonitorLoop(asyncio.SelectorEventLoop):
     """The program's event loop under the recording monitor.
 
@@ -387,9 +429,11 @@ def record_plan(
 def _run_program(program: Path, stack: str, mocks: Mocks, monitor: RecordingMonitor) -> None:
     loop = _InProcessMonitorLoop()
     asyncio.set_event_loop(loop)
+    sdk_stack_trace, sdk_resources._get_stack_trace = sdk_resources._get_stack_trace, _stack_trace
     try:
         pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
         loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
     finally:
+        sdk_resources._get_stack_trace = sdk_stack_trace
         loop.close()
         asyncio.set_event_loop(None)

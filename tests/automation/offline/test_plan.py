@@ -8,6 +8,7 @@ import threading
 
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
+from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
@@ -103,3 +104,22 @@ def _struct_of(inputs):
     struct = Struct()
     struct.update(inputs)
     return struct
+
+
+def test_stack_traces_equal_the_sdks(monkeypatch):
+    """The registrations carry the stack trace the SDK itself would compute, frame for frame."""
+    ours, theirs = plan_module._stack_trace, sdk_resources._get_stack_trace
+    compared: list = []
+
+    def both():
+        mine, sdk = ours(), theirs()
+        compared.append((mine, sdk))
+        return mine
+
+    monkeypatch.setattr(plan_module, "_stack_trace", both)
+    plan = plan_with("dev")
+    assert len(compared) >= len(plan.resources)
+    assert all(mine == sdk for mine, sdk in compared)
+    assert all(sdk.frames for _, sdk in compared), "every resource is created from the program's code"
+    assert any(frame.pc.uri.endswith("/components/platform.py") for _, sdk in compared for frame in sdk.frames)
+    assert sdk_resources._get_stack_trace is theirs, "the SDK's own function is back after the recording"
