@@ -11,7 +11,7 @@ from pathlib import Path
 from components.settings import config_strings, pack_config_disagreements
 
 from automation.offline.pack_runner import PackReport, PolicyConfigError, StreamingAnalysis
-from automation.offline.emit import dumps_json
+from automation.offline.emit import write_json
 from automation.offline.manifests import redact_secrets, write_manifests
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
@@ -92,10 +92,10 @@ def run_check(
         out = out_dir or default_out_dir(stack)
         out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
-        plan_path.write_text(dumps_json(redact_secrets(plan.to_json(copy=False))) + "\n")
+        write_json(plan_path, redact_secrets(plan.to_json(copy=False)))
         manifests = write_manifests(plan, out / "manifests")
         policies = pack.finish()
-    (out / "policy-report.json").write_text(dumps_json(policies.to_json()) + "\n")
+    write_json(out / "policy-report.json", policies.to_json())
     return CheckResult(
         plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
     )

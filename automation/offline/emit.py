@@ -20,6 +20,7 @@ written by the pure-Python emitter instead:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -60,7 +61,21 @@ def _refuse(value: Any) -> Any:
 
 
 def dumps_json(value: Any) -> str:
-    """``json.dumps(value, indent=2)``.
+    """``json.dumps(value, indent=2)``."""
+    return _json_bytes(value).decode()
+
+
+def write_json(path: Path, value: Any) -> None:
+    """``path`` holds ``json.dumps(value, indent=2)`` and a line end, written as bytes (a large plan
+    is not decoded and encoded again on the way)."""
+    text = _json_bytes(value)
+    with path.open("wb") as file:
+        file.write(text)
+        file.write(b"\n")
+
+
+def _json_bytes(value: Any) -> bytes:
+    """UTF-8 of ``json.dumps(value, indent=2)``.
 
     Scalars are the only place the two encoders can differ, and indentation does not change how a
     scalar is written, so orjson's indented text is used when its compact text equals that of
@@ -72,8 +87,9 @@ def dumps_json(value: Any) -> str:
         except TypeError:
             compact = None
         if compact is not None and compact == json.dumps(value, separators=(",", ":")).encode():
-            return orjson.dumps(value, option=_ORJSON_PASSTHROUGH | orjson.OPT_INDENT_2).decode()
-    return json.dumps(value, indent=2)
+            del compact
+            return orjson.dumps(value, option=_ORJSON_PASSTHROUGH | orjson.OPT_INDENT_2)
+    return json.dumps(value, indent=2).encode()
 
 
 def dumps_yaml(document: Any) -> str:

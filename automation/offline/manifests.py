@@ -14,14 +14,27 @@ HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Ch
 
 def redact_secrets(value: Any, *, wire: bool = True) -> Any:
     """Secret plaintext replaced by ``[secret]``: still wrapped as on the wire for the plan, or as a
-    bare value for manifests, which must stay valid Kubernetes objects."""
+    bare value for manifests, which must stay valid Kubernetes objects.
+
+    Copies only the dicts and lists on the way to a secret and shares the rest with ``value`` (a
+    500-model plan is otherwise copied whole, tens of MiB, to hide a handful of values): treat the
+    result as read-only.
+    """
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
             hidden = _hide(value.get("value"))
             return {SPECIAL_SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
-        return {k: redact_secrets(v, wire=wire) for k, v in value.items()}
+        copy = None
+        for key, item in value.items():
+            redacted = redact_secrets(item, wire=wire)
+            if redacted is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = redacted
+        return value if copy is None else copy
     if isinstance(value, list):
-        return [redact_secrets(v, wire=wire) for v in value]
+        redacted_items = [redact_secrets(item, wire=wire) for item in value]
+        return value if all(r is i for r, i in zip(redacted_items, value)) else redacted_items
     return value
 
 

@@ -302,6 +302,7 @@ class PolicyPackRunner:
         self.config_source: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._channel: grpc.Channel | None = None
+        self._analyze_stack: grpc.UnaryUnaryMultiCallable | None = None
         self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
         self._stderr: Any = None
         self._info: PackInfo | None = None
@@ -338,6 +339,12 @@ class PolicyPackRunner:
             grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
             self.timings["channel_ready"] = time.perf_counter() - started
             self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
+            # AnalyzeStack as the stub has it, but taking the request already serialized.
+            self._analyze_stack = self._channel.unary_unary(
+                "/pulumirpc.Analyzer/AnalyzeStack",
+                request_serializer=None,
+                response_deserializer=analyzer_pb2.AnalyzeResponse.FromString,
+            )
         except BaseException:
             self.close()
             raise
@@ -399,6 +406,7 @@ class PolicyPackRunner:
             self._stderr.close()
             self._stderr = None
         self._stub = None
+        self._analyze_stack = None
 
     @property
     def pid(self) -> int | None:
@@ -493,15 +501,15 @@ class PolicyPackRunner:
     def analyze_stack(
         self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
     ) -> list[Violation]:
-        reply = self._call("AnalyzeStack", _analyze_stack_request(resources, providers, structs))
-        return [_violation(d, "") for d in reply.diagnostics]
+        return self.violations_of(self.analyze_stack_async(resources, providers, structs=structs), "")
 
     def analyze_stack_async(
         self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
     ) -> grpc.Future:
         """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
-        return self.stub.AnalyzeStack.future(_analyze_stack_request(resources, providers, structs),
-                                             timeout=self.call_timeout)
+        if self._analyze_stack is None:
+            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
+        return self._analyze_stack.future(_analyze_stack_request(resources, providers, structs), timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
         """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan.
@@ -526,12 +534,15 @@ class PolicyPackRunner:
 
 def _analyze_stack_request(
     resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
-) -> analyzer_pb2.AnalyzeStackRequest:
+) -> bytes:
+    """The serialized ``AnalyzeStackRequest``: its one field, ``repeated AnalyzerResource
+    resources = 1``, written item by item, so the whole request never exists as a message beside
+    its bytes (at 500 models that message alone was 35 MiB)."""
     structs = structs if structs is not None else _Structs()
-    request = analyzer_pb2.AnalyzeStackRequest()
+    parts: list[bytes] = []
     for resource in resources:
         r = _resource_dict(resource)
-        item = request.resources.add(
+        item = analyzer_pb2.AnalyzerResource(
             urn=r["urn"],
             type=r["type"],
             name=r.get("name", ""),
@@ -539,14 +550,30 @@ def _analyze_stack_request(
             parent=r.get("parent") or "",
             dependencies=list(r.get("dependencies") or []),
         )
-        item.properties.CopyFrom(structs.of(r))
+        item.properties.MergeFromString(structs.of(r))
         for key, urns in (r.get("propertyDependencies") or {}).items():
             if urns:
                 item.propertyDependencies[key].urns.extend(urns)
         provider = (providers or {}).get(_provider_urn(r))
         if provider is not None:
             item.provider.CopyFrom(_provider(provider, structs))
-    return request
+        serialized = item.SerializeToString()
+        parts += (_RESOURCES_TAG, _varint(len(serialized)), serialized)
+    return b"".join(parts)
+
+
+#: AnalyzeStackRequest's ``resources`` field number, wire type 2 (length-delimited).
+_RESOURCES_TAG = bytes([analyzer_pb2.AnalyzeStackRequest.RESOURCES_FIELD_NUMBER << 3 | 2])
+
+
+def _varint(value: int) -> bytes:
+    """Protocol Buffers base-128 varint."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | 0x80 if value else byte)
+        if not value:
+            return bytes(out)
 
 
 def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
@@ -562,27 +589,29 @@ def _provider_urn(r: Mapping[str, Any]) -> str:
 
 
 class _Structs:
-    """Each resource's inputs marshalled once per run, by URN: Analyze, a provider reference and
-    AnalyzeStack all send the same Struct, and marshalling is the client's largest cost per resource."""
+    """Each resource's inputs marshalled once per run, by URN, and kept serialized: Analyze, a
+    provider reference and AnalyzeStack all send the same Struct, marshalling is the client's
+    largest cost per resource, and bytes take a third of the memory of the message (at 500
+    models, 11 MiB against 35 MiB)."""
 
     def __init__(self) -> None:
-        self._by_urn: dict[str, struct_pb2.Struct] = {}
+        self._by_urn: dict[str, bytes] = {}
 
     def keep(self, urn: str, struct: struct_pb2.Struct) -> None:
-        """A copy of ``struct`` (the caller's message may belong to a larger one) as ``urn``'s."""
-        self._by_urn[urn] = copy = struct_pb2.Struct()
-        copy.CopyFrom(struct)
+        """``struct`` as ``urn``'s inputs (serialized now: the caller's message may change or belong
+        to a larger one)."""
+        self._by_urn[urn] = struct.SerializeToString()
 
-    def of(self, r: Mapping[str, Any]) -> struct_pb2.Struct:
-        struct = self._by_urn.get(r["urn"])
-        if struct is None:
-            struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
-        return struct
+    def of(self, r: Mapping[str, Any]) -> bytes:
+        serialized = self._by_urn.get(r["urn"])
+        if serialized is None:
+            serialized = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {}).SerializeToString()
+        return serialized
 
 
 def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> Any:
     request = analyzer_pb2.AnalyzeRequest(urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r))
-    request.properties.CopyFrom(structs.of(r) if structs is not None else to_struct(r.get("inputs") or {}))
+    request.properties.MergeFromString((structs if structs is not None else _Structs()).of(r))
     if provider is not None:
         request.provider.CopyFrom(_provider(provider, structs))
     return request
@@ -591,7 +620,7 @@ def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Struc
 def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:
     p = _resource_dict(provider)
     message = analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""))
-    message.properties.CopyFrom(structs.of(p) if structs is not None else to_struct(p.get("inputs") or {}))
+    message.properties.MergeFromString((structs if structs is not None else _Structs()).of(p))
     return message
 
 

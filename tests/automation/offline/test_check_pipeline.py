@@ -15,12 +15,14 @@ import subprocess
 import sys
 
 import pytest
+from pulumi.runtime.proto import analyzer_pb2
 
 from automation.offline.pack_runner import (
     PolicyConfigError,
     PolicyPackError,
     PolicyPackRunner,
     StreamingAnalysis,
+    _analyze_stack_request,
     _provider_urn,
     engine_value,
     to_struct,
@@ -151,3 +153,19 @@ record_plan("dev", config_strings(config), region=settings.region)
 """
     assert "pulumi_random" not in _modules_after(code.format(enabled=False))
     assert "pulumi_random" in _modules_after(code.format(enabled=True))
+
+
+def test_stack_request_is_written_as_the_message_would_be(prod_plan):
+    """AnalyzeStack's request, serialized item by item, parses as the whole message, byte for byte
+    (map entries may come in another order, so sizes are compared); each resource carries its
+    inputs as the engine marshals them."""
+    resources = sorted(prod_plan.resources, key=lambda r: r.urn)
+    by_urn = {r.urn: {"urn": r.urn, "type": r.type, "inputs": r.inputs} for r in resources}
+    raw = _analyze_stack_request(resources, by_urn, None)
+    message = analyzer_pb2.AnalyzeStackRequest.FromString(raw)
+    assert message.ByteSize() == len(raw)
+    assert [item.urn for item in message.resources] == [r.urn for r in resources]
+    for item, r in zip(message.resources, resources):
+        assert item.properties == to_struct(r.inputs), r.urn
+        assert item.provider.urn == _provider_urn({"provider": r.provider}) if r.provider else not item.HasField("provider")
+    assert any(item.HasField("provider") for item in message.resources)
