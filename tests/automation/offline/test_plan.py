@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
 from pulumi.runtime import resource as sdk_resources
@@ -123,3 +124,46 @@ def test_stack_traces_equal_the_sdks(monkeypatch):
     assert all(sdk.frames for _, sdk in compared), "every resource is created from the program's code"
     assert any(frame.pc.uri.endswith("/components/platform.py") for _, sdk in compared for frame in sdk.frames)
     assert sdk_resources._get_stack_trace is theirs, "the SDK's own function is back after the recording"
+
+
+def _recorded(stack: str, settle_every: int | None):
+    """The stack's plan, sorted as the check writes it."""
+    config = read_stack_config(stack)
+    plan = record_plan(stack, config_strings(config), region="us-east-1", settle_every=settle_every)
+    plan.resources.sort(key=lambda r: r.urn)
+    return plan
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_settling_leaves_the_plan_as_it_is(stack):
+    """Yielding to the event loop while the program runs changes when registrations complete, not
+    what they are: the same plan, resource for resource, and the same component outputs."""
+    settled, waited = _recorded(stack, settle_every=50), _recorded(stack, settle_every=None)
+    assert settled.to_json() == waited.to_json() and settled.outputs == waited.outputs
+
+
+#: Set by the probe program when its code has run to the end.
+PROGRAM_DONE = [False]
+
+_PROBE_PROGRAM = """
+import sys
+import pulumi_random
+
+for i in range(200):
+    pulumi_random.RandomPassword(f"password-{i}", length=16)
+sys.modules["tests.automation.offline.test_plan"].PROGRAM_DONE[0] = True
+"""
+
+
+@pytest.mark.parametrize("settle_every, least, most", [(50, 140, 200), (None, 0, 0)])
+def test_registrations_complete_while_the_program_runs(tmp_path, settle_every, least, most):
+    """Settling every 50 resources, registrations complete while the program is still constructing
+    resources (all but the last few dozen); without it, none completes before the program's end."""
+    program = tmp_path / "__main__.py"
+    program.write_text(_PROBE_PROGRAM)
+    PROGRAM_DONE[0] = False
+    during: list[bool] = []
+    plan = record_plan("probe", {}, region="us-east-1", program=program, settle_every=settle_every,
+                       on_record=lambda _resource, _struct: during.append(not PROGRAM_DONE[0]))
+    assert len(plan.resources) == 200 and PROGRAM_DONE[0]
+    assert least <= sum(during) <= most, sum(during)
