@@ -128,3 +128,20 @@ def test_stack_files_read_back_as_written():
     for stack in ("dev", "prod"):
         document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
         assert yaml.safe_load(emit.dumps_yaml(document)) == document
+
+
+def test_json_files_written_piece_by_piece_identical(tmp_path):
+    """write_json streams a top-level object and its lists; the file is json.dumps(indent=2)'s."""
+    rng = random.Random(3)
+    documents = [
+        {}, [], {"a": []}, {"a": {}}, {"a": [1]}, {"a": [[], {}, [1, [2, {"x": "y\nz"}]]], "b": None},
+        {"project": "p", "stack": "s", "resources": [{"urn": "u", "inputs": {"k": ["v", {"n": 1.5}]}}] * 3},
+        {1: "non-string key"}, "scalar", [{"a": 1}, {"b": [2]}],
+    ]
+    for _ in range(200):
+        documents.append({f"k{i}": rng.choice([[], [{"x": [i] * rng.randrange(3)}] * rng.randrange(4), "é\t", {"n": {}}, 10**20])
+                          for i in range(rng.randrange(5))})
+    for document in documents:
+        path = tmp_path / "out.json"
+        emit.write_json(path, document)
+        assert path.read_text() == json.dumps(document, indent=2) + "\n", document
