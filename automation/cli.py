@@ -58,7 +58,8 @@ def print_check(result, output: str = "text") -> int:
 
     if output == "json":
         print(json.dumps(
-            {"summary": result.summary.to_json(), "policies": result.policies.to_json(), "plan": str(result.plan_path)},
+            {"summary": result.summary.to_json(), "policies": result.policies.to_json(), "plan": str(result.plan_path),
+             "seconds": result.seconds},
             indent=2,
         ))
     else:
@@ -67,6 +68,10 @@ def print_check(result, output: str = "text") -> int:
         render_policies(result.policies, console)
         console.print(f"plan: {result.plan_path}; manifests: {len(result.manifest_paths)} file(s) in "
                       f"{result.plan_path.parent / 'manifests'}")
+        if result.seconds:
+            seconds = result.seconds
+            console.print(f"recorded and analyzed in {seconds['record']:.2f} s, files written in {seconds['write']:.2f} s, "
+                          f"then {seconds['pack_wait']:.2f} s waiting for the policy pack")
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 

@@ -179,7 +179,8 @@ def main() -> None:
             row.resources = resources_of(row.stdout)
             rows.append(row)
             scaling.append({"models": models, "resources": row.resources, "seconds": row.median,
-                            "cpu_seconds": statistics.median(row.cpu), "peak_mib": row.peak_mib})
+                            "cpu_seconds": statistics.median(row.cpu), "peak_mib": row.peak_mib,
+                            "phases": json.loads(row.stdout)["seconds"]})
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -195,6 +196,11 @@ def main() -> None:
             a, b = scaling[-2], scaling[-1]
             marginal = (b["seconds"] - a["seconds"]) / (b["resources"] - a["resources"]) * 1000
             ratios.append(f"marginal ms per resource from {a['models']} to {b['models']} models: {marginal:.2f}")
+        for point in scaling:
+            phases = point["phases"]
+            ratios.append(f"phases at {point['models']} models (last run, inside the command): recording with the pack "
+                          f"beside it {phases['record']:.2f} s, files {phases['write']:.2f} s, "
+                          f"waiting for the pack {phases['pack_wait']:.2f} s")
     text = f"offline check, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{table}\n\n" + "\n".join(ratios)
     print(text)
     (OUT / "check.md").write_text(text + "\n")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.settings import config_strings, pack_config_disagreements
@@ -32,6 +33,10 @@ class CheckResult:
     plan_path: Path
     manifest_paths: list[Path]
     policies: PackReport
+    #: Wall seconds of the check's phases: ``record`` (the program under mocks, the pack analyzing
+    #: beside it), ``write`` (plan.json and manifests) and ``pack_wait`` (the pack's answers still
+    #: outstanding after the files were written).
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -85,17 +90,27 @@ def run_check(
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     # The pack starts now and analyzes each resource as the program registers it.
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return round(clock[-1] - clock[-2], 3)
+
     with fewer_collections(), StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
         plan.resources.sort(key=lambda r: r.urn)
         pack.end(plan.resources)  # AnalyzeStack runs in the pack while the files are written
+        recorded = lap()
         out = out_dir or default_out_dir(stack)
         out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
         write_json(plan_path, redact_secrets(plan.to_json(copy=False)))
         manifests = write_manifests(plan, out / "manifests")
+        written = lap()
         policies = pack.finish()
+        waited = lap()
     write_json(out / "policy-report.json", policies.to_json())
     return CheckResult(
-        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies
+        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies,
+        seconds={"record": recorded, "write": written, "pack_wait": waited},
     )

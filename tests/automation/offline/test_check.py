@@ -132,3 +132,12 @@ def test_missing_policy_config_is_a_usage_error(tmp_path):
     done = run_check("--stack", "dev", "--out", str(tmp_path), "--policy-config", str(tmp_path / "none.json"))
     assert done.returncode == exit_codes.USAGE
     assert "no policy config" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_check_says_where_its_time_went(dev_check):
+    """Recording (with the pack beside it), writing files, and what was left to wait for the pack."""
+    seconds = dev_check.json["seconds"]
+    assert set(seconds) == {"record", "write", "pack_wait"}
+    assert seconds["record"] > 0 and seconds["write"] > 0 and seconds["pack_wait"] >= 0
+    assert seconds["record"] > seconds["write"], "recording the program is the larger part"
+    assert f"recorded and analyzed in {seconds['record']:.2f} s" in dev_check.text
