@@ -461,7 +461,7 @@ class _Settle:
     registrations: each is a task, and the tasks run when the program's code returns. At 500 models
     that was 4,700 registrations in flight at once (coroutines, serialized inputs, unresolved
     outputs): 417 MiB at the peak. Yielding to the loop as the program goes completes most of them
-    early (290 MiB) and hands the pack its resources sooner. The SDK does the same whenever a
+    early (278 MiB) and hands the pack its resources sooner. The SDK does the same whenever a
     program calls a synchronous invoke; what the engine receives is unchanged (plans are
     byte-identical with and without, tested). Only the program's own code yields, not code run
     later by the loop (``apply`` callbacks), and never from within a yield.
