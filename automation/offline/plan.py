@@ -17,7 +17,7 @@ import os
 import runpy
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,9 +25,12 @@ from typing import Any, NamedTuple
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks, _resolve_callbacks
 from google.protobuf.struct_pb2 import Struct
-from pulumi.runtime import resource as sdk_resources
-from pulumi.runtime.proto import provider_pb2, resource_pb2, source_pb2
+from pulumi.runtime.proto import provider_pb2, resource_pb2
+from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
+
+from automation.offline import sdk_shortcuts
+from automation.offline.eager import EagerLoop, finished_gathers
 
 PROJECT = "llm-platform"
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,92 +324,6 @@ class RecordingMonitor(MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def _stack_trace() -> source_pb2.StackTrace:
-    """What ``pulumi.runtime.resource._get_stack_trace`` sends with each registration, computed
-    without reading source files: the frames outside the third ``__init__`` from the top (Resource,
-    Custom/ComponentResource, the concrete class), innermost first, as file URI and line. The SDK's
-    version has ``traceback`` load each frame's source line (a stat per frame per resource) and
-    builds each URI anew; here a file's URI is built once. Same message, tested against the SDK's.
-    """
-    frame = sys._getframe()
-    inits = 0
-    while frame is not None:
-        if frame.f_code.co_name == "__init__":
-            inits += 1
-            if inits == 3:
-                break
-        frame = frame.f_back
-    if frame is None or frame.f_back is None:
-        return source_pb2.StackTrace()
-    frames = []
-    frame = frame.f_back
-    while frame is not None:
-        frames.append(source_pb2.StackFrame(pc=_source_position(frame.f_code.co_filename, frame.f_lineno)))
-        frame = frame.f_back
-    return source_pb2.StackTrace(frames=frames)
-
-
-def _source_position(filename: str, line: int | None) -> source_pb2.SourcePosition | None:
-    if not filename or line is None:
-        return None
-    uri = _FILE_URIS.get(filename, False)
-    if uri is False:
-        try:
-            uri = Path(filename).as_uri()
-        except ValueError:  # not an absolute path, e.g. "<frozen runpy>"
-            uri = None
-        _FILE_URIS[filename] = uri
-    return None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
-
-
-_FILE_URIS: dict[str, str | None] = {}
-
-
-class _InProcessMonitorLoop(asyncio.SelectorEventLoop):
-    """The program's event loop under the recording monitor.
-
-    The SDK sends every monitor call through ``run_in_executor`` (a thread pool) because a real
-    engine answers over gRPC and the loop must not block meanwhile. The recording monitor answers
-    in-process, at once and without waiting on anything, so its calls run on the loop's own thread:
-    the thread hop, the lock handovers between the pool and the loop and the loop's wake-up per
-    answer cost more than the answer itself. Calls with an explicit executor keep it.
-    """
-
-    def run_in_executor(self, executor, func, *args):  # type: ignore[override]
-        if executor is not None:
-            return super().run_in_executor(executor, func, *args)
-        future = self.create_future()
-        try:
-            future.set_result(func(*args))
-        except Exception as error:  # noqa: BLE001 - delivered to the awaiting coroutine, as the pool would
-            future.set_exception(error)
-        return future
-
-    def turns_within(self, turns: int, owed: int) -> None:
-        """Run up to ``turns`` turns of this loop from inside one of its callbacks (a program's code
-        runs as one long step of one task), as the SDK's ``_sync_await`` does for a synchronous
-        invoke. The enclosing turn still pops ``owed`` handles after this callback returns, so the
-        ready queue is left holding at least that many (cancelled placeholders if need be).
-        ``_sync_await`` keeps the queue as long as it found it instead, which, for a program that
-        yields often, piles up placeholders walked again at every yield: 31,000 at 100 models."""
-        task = asyncio.current_task(self)
-        if task is not None:
-            asyncio.tasks._leave_task(self, task)
-        ready = self._ready  # type: ignore[attr-defined]
-        try:
-            for _ in range(turns):
-                if not ready:
-                    break  # nothing is ready: a turn would wait on the selector
-                self._run_once()  # type: ignore[attr-defined]
-            while len(ready) < owed:
-                placeholder = asyncio.Handle(lambda: None, (), self)
-                placeholder.cancel()
-                ready.append(placeholder)
-        finally:
-            if task is not None:
-                asyncio.tasks._enter_task(self, task)
-
-
 @contextmanager
 def _environment(config: Mapping[str, str]) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")}
@@ -435,13 +352,15 @@ def record_plan(
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
     on_record: Callable[[PlannedResource, Struct | None], None] | None = None,
-    settle_every: int | None = 50,
+    fast: bool = True,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.
 
     Resources are recorded into ``into`` when given, so a caller can see what was registered
     before the program failed; ``on_record`` is called with each resource as it is registered.
-    ``settle_every``: see :class:`_Settle` (``None``: registrations wait for the program's end).
+    ``fast=False`` records on the SDK's own runtime (a plain event loop, none of the shortcuts of
+    :mod:`automation.offline.eager` and :mod:`automation.offline.sdk_shortcuts`): the reference
+    the fast recording is tested against.
     """
     plan = into if into is not None else Plan(project=PROJECT, stack=stack)
     mocks = PlatformMocks(region)
@@ -449,72 +368,36 @@ def record_plan(
         # A context of its own: the SDK keeps the root stack resource in a context variable, and a
         # second recording in one process would otherwise parent its resources to the first's stack.
         monitor = RecordingMonitor(mocks, plan, on_record)
-        contextvars.Context().run(_run_program, program, stack, mocks, monitor, settle_every)
+        contextvars.Context().run(_run_program, program, stack, mocks, monitor, fast)
     return plan
 
 
-class _Settle:
-    """A stack transformation that changes nothing and, every ``every`` resources the program's code
-    constructs, lets the event loop take a few turns.
+def _run_program(program: Path, stack: str, mocks: Mocks, monitor: RecordingMonitor, fast: bool) -> None:
+    """The program on an :class:`EagerLoop` with the SDK shortcuts (``fast``), else on a plain loop.
 
-    A Pulumi Python program constructs its resources before the event loop runs any of their
-    registrations: each is a task, and the tasks run when the program's code returns. At 500 models
-    that was 4,700 registrations in flight at once (coroutines, serialized inputs, unresolved
-    outputs): 417 MiB at the peak. Yielding to the loop as the program goes completes most of them
-    early (278 MiB) and hands the pack its resources sooner. The SDK does the same whenever a
-    program calls a synchronous invoke; what the engine receives is unchanged (plans are
-    byte-identical with and without, tested). Only the program's own code yields, not code run
-    later by the loop (``apply`` callbacks), and never from within a yield.
+    On the eager loop a registration whose inputs are known completes inside the resource's
+    constructor, so nothing waits in flight for the program's end (at 500 models that was 4,700
+    registrations, 417 MiB at the peak) and the pack gets each resource as the program creates it.
     """
-
-    TURNS = 10
-
-    def __init__(self, loop: _InProcessMonitorLoop, every: int) -> None:
-        self.loop = loop
-        self.every = every
-        self.constructed = 0
-        self.active = False
-        self.owed = 0
-
-    def __call__(self, _args: pulumi.ResourceTransformationArgs) -> None:
-        self.constructed += 1
-        if self.active and self.constructed % self.every == 0:
-            self.active = False  # not re-entered by resources the turns construct
-            try:
-                self.loop.turns_within(self.TURNS, self.owed)
-            finally:
-                self.active = True
-
-    def run(self, program: Callable[[], None]) -> None:
-        """Run the program's code, yielding as it constructs resources."""
-        # What is ready now, the turn running the program's step has yet to pop.
-        self.owed = len(self.loop._ready)  # type: ignore[attr-defined]
-        self.active = True
-        try:
-            program()
-        finally:
-            self.active = False
-
-
-def _run_program(
-    program: Path, stack: str, mocks: Mocks, monitor: RecordingMonitor, settle_every: int | None
-) -> None:
-    loop = _InProcessMonitorLoop()
+    loop = EagerLoop() if fast else asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    sdk_stack_trace, sdk_resources._get_stack_trace = sdk_resources._get_stack_trace, _stack_trace
+    _forget_outputs()
     try:
-        pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-
-        def body() -> None:
-            runpy.run_path(str(program), run_name="__main__")
-
-        if settle_every:
-            settle = _Settle(loop, settle_every)
-            pulumi.runtime.register_stack_transformation(settle)
-            loop.run_until_complete(run_pulumi_func(lambda: settle.run(body)))
-        else:
-            loop.run_until_complete(run_pulumi_func(body))
+        with ExitStack() as shortcuts:
+            if fast:
+                shortcuts.enter_context(finished_gathers())
+                shortcuts.enter_context(sdk_shortcuts.installed())
+            pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+            loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
     finally:
-        sdk_resources._get_stack_trace = sdk_stack_trace
+        _forget_outputs()
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def _forget_outputs() -> None:
+    """Empty the SDK's set of outputs a program's end waits for. It is process-wide and keeps failed
+    outputs for that end to report; a program that failed leaves them there, bound to its closed
+    loop, and the next recording in the process would wait on them."""
+    with SETTINGS.lock:
+        SETTINGS.outputs.clear()

@@ -9,7 +9,6 @@ import threading
 import pytest
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
-from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
@@ -107,39 +106,30 @@ def _struct_of(inputs):
     return struct
 
 
-def test_stack_traces_equal_the_sdks(monkeypatch):
-    """The registrations carry the stack trace the SDK itself would compute, frame for frame."""
-    ours, theirs = plan_module._stack_trace, sdk_resources._get_stack_trace
-    compared: list = []
-
-    def both():
-        mine, sdk = ours(), theirs()
-        compared.append((mine, sdk))
-        return mine
-
-    monkeypatch.setattr(plan_module, "_stack_trace", both)
-    plan = plan_with("dev")
-    assert len(compared) >= len(plan.resources)
-    assert all(mine == sdk for mine, sdk in compared)
-    assert all(sdk.frames for _, sdk in compared), "every resource is created from the program's code"
-    assert any(frame.pc.uri.endswith("/components/platform.py") for _, sdk in compared for frame in sdk.frames)
-    assert sdk_resources._get_stack_trace is theirs, "the SDK's own function is back after the recording"
-
-
-def _recorded(stack: str, settle_every: int | None):
+def _recorded(stack: str, *, fast: bool, stack_file=None):
     """The stack's plan, sorted as the check writes it."""
-    config = read_stack_config(stack)
-    plan = record_plan(stack, config_strings(config), region="us-east-1", settle_every=settle_every)
+    config = read_stack_config(stack, path=stack_file) if stack_file else read_stack_config(stack)
+    plan = record_plan(stack, config_strings(config), region="us-east-1", fast=fast)
     plan.resources.sort(key=lambda r: r.urn)
     return plan
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_settling_leaves_the_plan_as_it_is(stack):
-    """Yielding to the event loop while the program runs changes when registrations complete, not
-    what they are: the same plan, resource for resource, and the same component outputs."""
-    settled, waited = _recorded(stack, settle_every=50), _recorded(stack, settle_every=None)
-    assert settled.to_json() == waited.to_json() and settled.outputs == waited.outputs
+def _generated_stack_file(tmp_path, models: int):
+    from benchmarks.generated_stack import write_stack
+
+    return write_stack(models, tmp_path)[0]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "bench20"])
+def test_the_fast_recording_records_what_the_sdks_own_runtime_records(stack, tmp_path):
+    """The eager loop and the SDK shortcuts change when registrations complete and how outputs are
+    built, not what is registered: the same plan, resource for resource (inputs, parents,
+    providers, dependencies), and the same component outputs as the SDK's plain runtime gives."""
+    stack_file = _generated_stack_file(tmp_path, 20) if stack == "bench20" else None
+    fast, plain = _recorded(stack, fast=True, stack_file=stack_file), _recorded(stack, fast=False, stack_file=stack_file)
+    assert len(fast.resources) == len(plain.resources) > 100
+    assert fast.to_json() == plain.to_json()
+    assert fast.outputs == plain.outputs
 
 
 #: Set by the probe program when its code has run to the end.
@@ -155,15 +145,38 @@ sys.modules["tests.automation.offline.test_plan"].PROGRAM_DONE[0] = True
 """
 
 
-@pytest.mark.parametrize("settle_every, least, most", [(50, 140, 200), (None, 0, 0)])
-def test_registrations_complete_while_the_program_runs(tmp_path, settle_every, least, most):
-    """Settling every 50 resources, registrations complete while the program is still constructing
-    resources (all but the last few dozen); without it, none completes before the program's end."""
+@pytest.mark.parametrize("fast, during_the_program", [(True, 200), (False, 0)])
+def test_registrations_complete_while_the_program_runs(tmp_path, fast, during_the_program):
+    """On the eager loop each registration completes inside its resource's constructor, so the pack
+    gets every resource while the program is still running and nothing piles up in flight; on the
+    SDK's plain runtime none completes before the program's code has run to its end."""
     program = tmp_path / "__main__.py"
     program.write_text(_PROBE_PROGRAM)
     PROGRAM_DONE[0] = False
     during: list[bool] = []
-    plan = record_plan("probe", {}, region="us-east-1", program=program, settle_every=settle_every,
+    plan = record_plan("probe", {}, region="us-east-1", program=program, fast=fast,
                        on_record=lambda _resource, _struct: during.append(not PROGRAM_DONE[0]))
     assert len(plan.resources) == 200 and PROGRAM_DONE[0]
-    assert least <= sum(during) <= most, sum(during)
+    assert sum(during) == during_the_program
+
+
+_FAILING_PROGRAM = """
+import pulumi_random
+
+password = pulumi_random.RandomPassword("password", length=16)
+password.result.apply(lambda _: 1 / 0)
+for i in range(3):
+    pulumi_random.RandomPassword(f"broken-{i}", length=password.length.apply(lambda _: 1 / 0))
+"""
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_failed_program_leaves_nothing_for_the_next_recording(tmp_path, fast):
+    """Outputs that failed stay in the SDK's process-wide set for the program's end to report; the
+    next recording in the process does not wait on them (their loop is closed)."""
+    program = tmp_path / "__main__.py"
+    program.write_text(_FAILING_PROGRAM)
+    with pytest.raises(ZeroDivisionError):
+        record_plan("probe", {}, region="us-east-1", program=program, fast=fast)
+    again = record_plan("dev", config_strings(read_stack_config("dev")), region="us-east-1", fast=fast)
+    assert len(again.resources) > 100

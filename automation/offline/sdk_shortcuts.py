@@ -1,0 +1,237 @@
+"""Shorter ways to the SDK's own results, installed while a recording runs.
+
+Each function here stands in for one function of the Pulumi Python SDK (pinned in
+requirements.txt) and gives what that function gives, by a path that costs less under the
+recording; each is tested against the SDK's own (tests/automation/offline/test_sdk_shortcuts.py).
+A plan recorded with them is byte-identical to one recorded without (``record_plan(..., fast=False)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.struct_pb2 import Struct
+from pulumi.output import Output, _OutputData
+from pulumi.runtime.settings import SETTINGS
+from pulumi.runtime import resource as sdk_resources
+from pulumi.runtime import rpc as sdk_rpc
+from pulumi.runtime.proto import source_pb2
+
+
+class _PropertyOutput(Output):
+    """The output of one property of a registered resource, as the SDK makes it, built when read.
+
+    The SDK turns every property the engine returns into Python values of the resource's output
+    types (``DeploymentSpec`` and the rest, all the way down) as soon as the registration answers,
+    whether or not the program ever reads it; the program reads a few (an ARN, a name). Here the
+    registration's answer is kept as it came, and the SDK's own ``resolve_outputs`` runs over it
+    the first time the program reads any output of that resource (``_data``), or at once if
+    something was already waiting for one. What is read is what the SDK would have given.
+    """
+
+    def __init__(self, res: Any) -> None:  # noqa: D107 - made by transfer_properties only
+        self._owner = res
+        self._pending_data: asyncio.Future[_OutputData[Any]] = asyncio.Future()
+        self._resolution: _DeferredResolution | None = None
+        self._was_read = False
+
+    @property  # type: ignore[override]
+    def _data(self) -> asyncio.Future[_OutputData[Any]]:
+        self._was_read = True
+        deferred = self._resolution
+        if deferred is not None:
+            deferred.run()
+        return self._pending_data
+
+    def _resolve(self, value: Any, is_known: bool, is_secret: bool, deps: Any, failed: Exception | None) -> None:
+        """The property's resolver, called by the SDK's resolve_outputs (or on failure)."""
+        self._resolution = None
+        if failed is not None:
+            _fail(self._pending_data, failed)
+            return
+        resources = set(deps) if deps else set()
+        resources.add(self._owner)
+        self._pending_data.set_result(_OutputData(resources=resources, value=value, is_known=is_known, is_secret=is_secret))
+
+
+class _DeferredResolution:
+    """One ``resolve_outputs`` call of the SDK, kept until a property output of its resource is read.
+
+    The two Structs (the inputs as sent, the registration's answer) are kept as their wire bytes,
+    a fraction of the memory of the parsed messages, and parsed back when the call runs.
+    """
+
+    __slots__ = ("res", "inputs", "outputs", "rest", "kwargs")
+
+    def __init__(self, res: Any, inputs: Struct, outputs: Struct, rest: tuple, kwargs: dict) -> None:
+        self.res, self.rest, self.kwargs = res, rest, kwargs
+        self.inputs, self.outputs = inputs.SerializeToString(), outputs.SerializeToString()
+
+    def run(self) -> None:
+        res, self.res = self.res, None
+        if res is not None:
+            _sdk_resolve_outputs(res, Struct.FromString(self.inputs), Struct.FromString(self.outputs), *self.rest,
+                                 **self.kwargs)
+
+
+_sdk_resolve_outputs = sdk_rpc.resolve_outputs
+
+
+def resolve_outputs(res: Any, serialized_props: Struct, outputs: Struct, deps: Any, resolvers: dict[str, Any],
+                    *args: Any, **kwargs: Any) -> None:
+    """``pulumi.runtime.rpc.resolve_outputs``, run when one of the resource's outputs is first read.
+
+    Resolvers that are not :class:`_PropertyOutput`'s, or an output something already waits for,
+    make it run now, as the SDK would.
+    """
+    owners = [getattr(resolve, "__self__", None) for resolve in resolvers.values()]
+    if not all(isinstance(owner, _PropertyOutput) and not owner._was_read for owner in owners):
+        _sdk_resolve_outputs(res, serialized_props, outputs, deps, resolvers, *args, **kwargs)
+        return
+    deferred = _DeferredResolution(res, serialized_props, outputs, (deps, resolvers, *args), kwargs)
+    for owner in owners:
+        owner._resolution = deferred
+
+
+def transfer_properties(res: Any, props: Any, custom: bool) -> dict[str, Any]:
+    """``pulumi.runtime.rpc.transfer_properties``: an output per property, and its resolver.
+
+    The SDK builds each output from four futures (value, known, secret, dependencies) joined by a
+    task that waits for all four; the output is ready a turn of the event loop after its resolver
+    ran. Here the resolver sets the output's data itself, as the SDK already does for ``urn`` and
+    ``id`` (``resource_output``): the output is ready the moment its value is resolved
+    (:class:`_PropertyOutput`), and the same data (an ``_OutputData`` of the value, whether it is
+    known and secret, and the resource with the property's dependencies) is what anyone reading it
+    gets. Like the other outputs of a registration it is not tracked (:func:`_registration_output`).
+    """
+    resolvers: dict[str, Any] = {}
+    for name in props:
+        if name == "urn" or (name == "id" and custom):
+            continue  # resolved by register_resource itself
+        output = _PropertyOutput(res)
+        resolvers[name] = output._resolve
+        res.__dict__[name] = output
+    return resolvers
+
+
+def resource_output(res: Any) -> tuple[Any, Output]:
+    """``pulumi.runtime.resource.resource_output``: the ``urn`` or ``id`` output and its resolver."""
+    data: asyncio.Future[_OutputData[Any]] = asyncio.Future()
+
+    def resolve(value: Any, known: bool, secret: bool, exn: Exception | None) -> None:
+        if exn is not None:
+            _fail(data, exn)
+        else:
+            data.set_result(_OutputData(resources={res}, value=value, is_known=known, is_secret=secret))
+
+    return resolve, _registration_output(data)
+
+
+def _registration_output(data: asyncio.Future) -> Output:
+    """An output of a resource's registration, not tracked in ``SETTINGS.outputs``.
+
+    The SDK tracks it so that the program's end waits for it, and a done callback untracks it when
+    it succeeds. Its resolver runs within the registration, which the program's end waits for
+    anyway (the RPC manager); so here it is tracked only if it fails (:func:`_fail`), which is where
+    the SDK's callback leaves it. On a loop that does not turn until the program's code returns,
+    the callbacks held every registration's outputs until the end.
+    """
+    output: Output = object.__new__(Output)
+    output._data = data
+    return output
+
+
+def _fail(data: asyncio.Future, error: Exception) -> None:
+    data.set_exception(error)
+    with SETTINGS.lock:
+        SETTINGS.outputs.add(data)
+
+
+_sdk_track = Output._track
+
+
+def track(self: Output) -> None:
+    """``Output._track``: the SDK keeps every output's data future in ``SETTINGS.outputs`` until a
+    done callback takes it out again if it succeeded (failed ones stay, for the program's end to
+    report). Data that is already there when the output is made, as nearly all of it is on the
+    eager loop, ends where that callback would leave it, without the callback: nothing kept if it
+    succeeded, kept if it failed. The callbacks, queued on a loop that does not turn until the
+    program's code returns, held every output the program ever made (60 MiB at 500 models).
+    """
+    data = self._data
+    if not data.done():
+        _sdk_track(self)
+        return
+    if data.cancelled() or data.exception() is not None:
+        with SETTINGS.lock:
+            SETTINGS.outputs.add(data)
+
+
+def stack_trace() -> source_pb2.StackTrace:
+    """``pulumi.runtime.resource._get_stack_trace``, without reading source files.
+
+    The frames outside the third ``__init__`` from the top (Resource, Custom/ComponentResource, the
+    concrete class), innermost first, as file URI and line. The SDK's version has ``traceback``
+    load each frame's source line (a stat per frame per resource) and builds each URI anew; here a
+    file's URI is built once.
+    """
+    frame = sys._getframe()
+    inits = 0
+    while frame is not None:
+        if frame.f_code.co_name == "__init__":
+            inits += 1
+            if inits == 3:
+                break
+        frame = frame.f_back
+    if frame is None or frame.f_back is None:
+        return source_pb2.StackTrace()
+    frames = []
+    frame = frame.f_back
+    while frame is not None:
+        frames.append(source_pb2.StackFrame(pc=_source_position(frame.f_code.co_filename, frame.f_lineno)))
+        frame = frame.f_back
+    return source_pb2.StackTrace(frames=frames)
+
+
+def _source_position(filename: str, line: int | None) -> source_pb2.SourcePosition | None:
+    if not filename or line is None:
+        return None
+    uri = _FILE_URIS.get(filename, False)
+    if uri is False:
+        try:
+            uri = Path(filename).as_uri()
+        except ValueError:  # not an absolute path, e.g. "<frozen runpy>"
+            uri = None
+        _FILE_URIS[filename] = uri
+    return None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
+
+
+_FILE_URIS: dict[str, str | None] = {}
+
+#: (module, attribute, shortcut): what ``installed()`` swaps in.
+SHORTCUTS = (
+    (sdk_rpc, "transfer_properties", transfer_properties),
+    (sdk_rpc, "resolve_outputs", resolve_outputs),
+    (sdk_resources, "resource_output", resource_output),
+    (sdk_resources, "_get_stack_trace", stack_trace),
+    (Output, "_track", track),
+)
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    """The SDK with these shortcuts for the duration; its own functions are back afterwards."""
+    saved = [(module, name, getattr(module, name)) for module, name, _ in SHORTCUTS]
+    try:
+        for module, name, shortcut in SHORTCUTS:
+            setattr(module, name, shortcut)
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
