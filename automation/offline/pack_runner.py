@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,15 @@ import jsonschema
 import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from automation.offline.pack_report import (  # noqa: F401 - the pack's findings, re-exported
+    PackInfo,
+    PackReport,
+    PolicyConfigError,
+    PolicyInfo,
+    PolicyPackError,
+    Violation,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PACK_DIR = ROOT / "policies"
@@ -66,81 +75,6 @@ LEVEL_NAMES = {v: k for k, v in LEVELS.items()}
 #: Same limit the pack's server and the CLI use (400 MiB), so large stacks fit one AnalyzeStack.
 MAX_MESSAGE = 400 * 1024 * 1024
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
-
-
-class PolicyPackError(RuntimeError):
-    """The pack could not be started or answered with an error."""
-
-
-class PolicyConfigError(ValueError):
-    """A policy-pack config the CLI would refuse (or that names policies/properties that do not exist)."""
-
-
-@dataclass(frozen=True)
-class Violation:
-    policy_name: str
-    enforcement_level: str
-    message: str
-    description: str
-    urn: str
-
-    def __str__(self) -> str:
-        where = f" [{self.urn}]" if self.urn else " [stack]"
-        return f"{self.enforcement_level.upper()} {self.policy_name}{where}: {self.message}"
-
-
-@dataclass(frozen=True)
-class PolicyInfo:
-    name: str
-    description: str
-    enforcement_level: str
-    kind: str  # "resource" or "stack"
-    config_schema: dict[str, Any]
-    required: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class PackInfo:
-    name: str
-    version: str
-    policies: dict[str, PolicyInfo]
-    initial_config: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass
-class PackReport:
-    """Every finding of one run, with the pack and config that produced them."""
-
-    pack: str
-    config: str | None
-    violations: list[Violation]
-
-    @property
-    def by_level(self) -> dict[str, list[Violation]]:
-        groups: dict[str, list[Violation]] = {}
-        for violation in self.violations:
-            groups.setdefault(violation.enforcement_level, []).append(violation)
-        return groups
-
-    @property
-    def mandatory(self) -> list[Violation]:
-        return self.by_level.get("mandatory", [])
-
-    @property
-    def advisory(self) -> list[Violation]:
-        return self.by_level.get("advisory", [])
-
-    @property
-    def has_mandatory(self) -> bool:
-        return bool(self.mandatory)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pack": self.pack,
-            "config": self.config,
-            "hasMandatory": self.has_mandatory,
-            "violations": [asdict(v) for v in self.violations],
-        }
 
 
 # --- engine marshalling ---------------------------------------------------------------------------
@@ -645,114 +579,3 @@ def run_pack(
         violations = pack.analyze_plan(resources)
         info = pack.info()
         return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)
-
-
-class StreamingAnalysis:
-    """The pack run beside the program: started and configured as soon as this object exists, and
-    sent ``Analyze`` for each resource as the program registers it, so the pack's process works on
-    another core while the program is still recording.
-
-    A helper thread only starts and configures the pack. ``submit`` (called from the program's
-    thread, one resource at a time) sends each call itself without waiting for the answer: a sender
-    thread beside the busy recording got the interpreter lock a few times per switch interval, and
-    the pack had analyzed a tenth of a 500-model plan when the recording ended. Resources
-    registered before the pack is ready wait for the next ``submit`` or ``end``. ``finish`` waits
-    for what is left, sends ``AnalyzeStack`` and returns the same report, in the same order, as
-    :func:`run_pack` over the same resources. Errors of start-up or configuration are raised by
-    ``finish``, where ``run_pack`` would have raised them. Use as a context manager.
-    """
-
-    def __init__(
-        self,
-        config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        pack_dir: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self._runner = PolicyPackRunner(pack_dir)
-        self._config = config_path
-        self._structs = _Structs()
-        self._by_urn: dict[str, dict[str, Any]] = {}
-        self._waiting: list[dict[str, Any]] = []
-        self._futures: dict[str, grpc.Future] = {}
-        self._error: BaseException | None = None
-        self._items: list[dict[str, Any]] | None = None
-        self._stack: grpc.Future | None = None
-        self._ready = threading.Event()
-        self._starter = threading.Thread(target=self._start, name="policy-pack-start", daemon=True)
-        self._starter.start()
-
-    def __enter__(self) -> StreamingAnalysis:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _start(self) -> None:
-        try:
-            self._runner.start()
-            self._runner.configure(self._config)
-        except BaseException as error:  # noqa: BLE001 - re-raised by finish()
-            self._error = error
-        finally:
-            self._ready.set()
-
-    def submit(self, resource: Any, properties: struct_pb2.Struct | None = None) -> None:
-        """Send ``Analyze`` for one registered resource once the pack is ready. ``properties``: its
-        inputs already in the form the engine sends analyzers (the recording has the wire Struct in
-        hand), so they are copied instead of marshalled again; ``None`` marshals ``inputs``."""
-        r = _resource_dict(resource)
-        if properties is not None:
-            self._structs.keep(r["urn"], properties)
-        self._by_urn[r["urn"]] = r
-        self._waiting.append(r)
-        if self._ready.is_set():
-            self._send_waiting()
-
-    def _send_waiting(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        for r in waiting:
-            if self._error is not None:
-                return
-            provider_urn = _provider_urn(r)
-            if provider_urn and provider_urn not in self._by_urn:
-                continue  # its provider is not registered yet: end() analyzes it with the whole plan
-            try:
-                self._futures[r["urn"]] = self._runner.analyze_async(
-                    r, self._by_urn.get(provider_urn), structs=self._structs
-                )
-            except BaseException as error:  # noqa: BLE001 - re-raised by finish()
-                self._error = error
-
-    def end(self, resources: Iterable[Any]) -> None:
-        """No more resources: send what is left and ``AnalyzeStack`` without waiting for the
-        answers, so the pack works while the caller writes its files. ``finish`` collects."""
-        self._starter.join()
-        self._send_waiting()
-        self._items = [_resource_dict(r) for r in resources]
-        if self._error is not None:
-            return
-        by_urn = {r["urn"]: r for r in self._items}
-        for r in self._items:
-            if r["urn"] not in self._futures:
-                self._futures[r["urn"]] = self._runner.analyze_async(
-                    r, by_urn.get(_provider_urn(r)), structs=self._structs
-                )
-        self._stack = self._runner.analyze_stack_async(self._items, by_urn, structs=self._structs)
-
-    def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
-        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
-        may be left out after ``end``."""
-        if self._items is None:
-            self.end(resources if resources is not None else [])
-        if self._error is not None:
-            raise self._error
-        violations: list[Violation] = []
-        for r in self._items:
-            violations += self._runner.violations_of(self._futures[r["urn"]], r["urn"])
-        violations += self._runner.violations_of(self._stack, "")
-        info = self._runner.info()
-        return PackReport(pack=f"{info.name}@{info.version}", config=self._runner.config_source, violations=violations)
-
-    def close(self) -> None:
-        """Stop the pack (also when the program failed before ``finish``)."""
-        self._starter.join()
-        self._runner.close()

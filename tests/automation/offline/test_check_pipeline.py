@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from pulumi.runtime.proto import analyzer_pb2
@@ -21,13 +22,13 @@ from automation.offline.pack_runner import (
     PolicyConfigError,
     PolicyPackError,
     PolicyPackRunner,
-    StreamingAnalysis,
     _analyze_stack_request,
     _provider_urn,
     engine_value,
     to_struct,
 )
 from automation.offline.plan import ROOT, PlannedResource
+from automation.offline.streaming import StreamingAnalysis
 
 CONFIG_DIR = ROOT / "policies" / "config"
 
@@ -79,11 +80,11 @@ def test_streaming_and_pipelined_equal_sequential(stack, dev_plan, prod_plan):
     assert pipelined == expected
     with StreamingAnalysis(_strict(stack)) as streaming:
         half = len(resources) // 2
-        for r in resources[:half]:  # registration order, not the report's order; the pack may still start
+        for r in resources[:half]:  # registration order, not the report's order; the feeder marshals
             streaming.submit(r)
-        streaming._ready.wait()
-        for r in resources[half:]:  # sent at once, and with the Struct the recording would hand over
+        for r in resources[half:-1]:  # with the Struct the recording would hand over
             streaming.submit(r, to_struct(engine_value(r.inputs)))
+        # The last is left for finish() to hand over, as a resource the recording never submitted.
         report = streaming.finish(in_order)
     assert report.violations == expected
     assert report.pack.startswith("llm-platform-gpu@")
@@ -113,16 +114,53 @@ def test_streaming_raises_start_up_errors_at_finish_and_stops(tmp_path):
             streaming.finish([])
 
 
+def _children_of(pid: int) -> set[int]:
+    children = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as listing:
+            children |= {int(p) for p in listing.read().split()}
+    return children
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for its parent counts as gone
+        return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def test_streaming_raises_config_errors_at_finish_and_stops_the_pack(dev_plan):
     with StreamingAnalysis({"no-such-policy": "mandatory"}) as streaming:
         for r in dev_plan.resources[:5]:
             streaming.submit(r)
         with pytest.raises(PolicyConfigError, match="no-such-policy"):
             streaming.finish(dev_plan.resources[:5])
-        pid = streaming._runner.pid
-    assert streaming._runner.pid is None
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+        feeder = streaming.pid
+    assert streaming.pid is None and _gone(feeder)
+
+
+def test_leaving_mid_run_stops_the_feeder_and_the_pack(dev_plan):
+    """The check failed or was interrupted while the pack was at work: nothing is left running."""
+    with StreamingAnalysis(CONFIG_DIR / "dev.json") as streaming:
+        for r in dev_plan.resources:
+            streaming.submit(r)
+        feeder = streaming.pid
+        deadline = time.monotonic() + 60
+        while not _children_of(feeder):  # the feeder has started the pack
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        (pack,) = _children_of(feeder)
+    assert _gone(feeder) and _gone(pack)
+
+
+def test_a_feeder_that_dies_is_a_pack_error(dev_plan):
+    with StreamingAnalysis(CONFIG_DIR / "dev.json") as streaming:
+        streaming.submit(dev_plan.resources[0])
+        os.kill(streaming.pid, 9)
+        with pytest.raises(PolicyPackError, match="stopped without a report"):
+            streaming.finish(dev_plan.resources)
 
 
 def _modules_after(code: str) -> set[str]:
@@ -136,6 +174,14 @@ def test_cli_start_up_does_not_load_the_pack_client():
     """Verbs other than check (env, preview, ...) do not pay for gRPC stubs, jsonschema or the check."""
     loaded = _modules_after("from automation.cli import build_parser; build_parser()")
     assert not loaded & {"automation.offline.pack_runner", "automation.offline.check", "jsonschema", "orjson"}
+
+
+def test_the_checks_process_leaves_the_pack_client_to_the_feeder():
+    """The check's own process records and writes; the pack client (and its config validation) runs
+    in the feeder."""
+    loaded = _modules_after("import automation.offline.check")
+    assert "automation.offline.check" in loaded
+    assert not loaded & {"automation.offline.pack_runner", "jsonschema"}
 
 
 def test_sdk_modules_follow_the_settings():

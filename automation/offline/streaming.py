@@ -1,0 +1,190 @@
+"""The policy pack run beside the recording, fed through the pack feeder process.
+
+:class:`StreamingAnalysis` starts :mod:`automation.offline.pack_feeder` (which starts the pack and
+configures it) as soon as it exists, and hands it each resource as the program registers it. The
+program's thread only writes a frame to a pipe; the feeder makes the gRPC calls on the other core.
+
+Frames (stdin of the feeder): a 4-byte little-endian length, then a pickle of one of
+``("start", config, pack_dir)``, ``("resource", resource, properties)`` (``properties``: the
+inputs' Struct serialized as the engine sends analyzers, or ``None`` with ``inputs`` in the
+resource to marshal) and ``("end", urns)``, the order of the report. The feeder answers ``end``
+with one JSON line: ``{"report": ...}`` or ``{"error": {"kind", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from automation.offline.pack_feeder import HEADER
+from automation.offline.pack_report import PackReport, PolicyConfigError, PolicyPackError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
+_IDENTITY = ("urn", "type", "name", "parent", "provider", "dependencies", "propertyDependencies")
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPackError}
+
+
+def _resource_dict(resource: Any) -> dict[str, Any]:
+    if isinstance(resource, Mapping):
+        return dict(resource)
+    if is_dataclass(resource):
+        return {f.name: getattr(resource, f.name) for f in fields(resource)}
+    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
+
+
+class StreamingAnalysis:
+    """The pack's findings for resources handed over one by one as they are registered.
+
+    ``submit`` (from the program's thread) never waits: frames go to the feeder's pipe as far as it
+    takes them, the rest stays buffered for the next ``submit`` or ``end``. ``end`` sends the rest
+    and the plan's order, so the feeder sends AnalyzeStack while the caller writes its files;
+    ``finish`` reads the report, the same report in the same order as
+    :func:`~automation.offline.pack_runner.run_pack` over the same resources. Errors of start-up or
+    configuration are raised by ``finish``, where ``run_pack`` would have raised them. Use as a
+    context manager: leaving it stops the feeder, which stops the pack.
+    """
+
+    def __init__(
+        self,
+        config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        pack_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-m", "automation.offline.pack_feeder"],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+        )
+        assert self._process.stdin is not None
+        self._fd = self._process.stdin.fileno()
+        try:
+            fcntl.fcntl(self._fd, _F_SETPIPE_SZ, 1 << 20)  # fewer wake-ups of the feeder; best effort
+        except OSError:
+            pass
+        os.set_blocking(self._fd, False)
+        self._pending = bytearray()
+        self._submitted: set[str] = set()
+        self._ended = self._answered = False
+        config = str(config_path) if isinstance(config_path, os.PathLike) else config_path
+        self._frame(("start", dict(config) if isinstance(config, Mapping) else config,
+                     None if pack_dir is None else str(pack_dir)))
+
+    def __enter__(self) -> StreamingAnalysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The feeder's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def submit(self, resource: Any, properties: Any = None) -> None:
+        """Hand one registered resource to the pack. ``properties``: its inputs' Struct when the
+        recording has it in the form the engine sends analyzers (sent as its bytes); ``None``: the
+        feeder marshals ``inputs``."""
+        r = _resource_dict(resource)
+        identity = {key: r[key] for key in _IDENTITY if key in r}
+        if properties is None:
+            identity["inputs"] = r.get("inputs") or {}
+            self._frame(("resource", identity, None))
+        else:
+            self._frame(("resource", identity, properties.SerializeToString()))
+        self._submitted.add(r["urn"])
+
+    def end(self, resources: Iterable[Any]) -> None:
+        """No more resources: hand over any not submitted yet, then the report's order (``resources``'s)."""
+        order = []
+        for resource in resources:
+            r = _resource_dict(resource)
+            if r["urn"] not in self._submitted:
+                self.submit(r)
+            order.append(r["urn"])
+        self._frame(("end", order))
+        self._ended = True
+        self._flush(block=True)
+
+    def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
+        """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
+        may be left out after ``end``."""
+        if not self._ended:
+            self.end(resources if resources is not None else [])
+        assert self._process is not None and self._process.stdout is not None
+        line = self._process.stdout.readline()
+        try:
+            answer = json.loads(line) if line else None
+        except json.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict) or not ("report" in answer or "error" in answer):
+            self._process.wait(timeout=30)
+            raise PolicyPackError(f"the pack feeder stopped without a report (exit code {self._process.returncode})"
+                                  f"{self._stderr_tail()}")
+        self._answered = True
+        if "error" in answer:
+            raise _ERRORS.get(answer["error"]["kind"], PolicyPackError)(answer["error"]["message"])
+        return PackReport.from_json(answer["report"])
+
+    def close(self) -> None:
+        """Stop the feeder, and with it the pack (also when the program failed before ``finish``)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()  # after its answer, the feeder stops at the end of its frames
+            if not self._answered:
+                process.terminate()  # still at work (the check failed or was interrupted): stop it now
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        except OSError:
+            pass
+        finally:
+            if process.stdout is not None:
+                process.stdout.close()
+            self._stderr.close()
+
+    def _frame(self, message: Any) -> None:
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self._pending += HEADER.pack(len(payload))
+        self._pending += payload
+        self._flush(block=False)
+
+    def _flush(self, *, block: bool) -> None:
+        if block:
+            os.set_blocking(self._fd, True)
+        view = memoryview(self._pending)
+        sent = 0
+        try:
+            while sent < len(view):
+                try:
+                    sent += os.write(self._fd, view[sent:])
+                except BlockingIOError:
+                    break
+                except OSError as error:
+                    if error.errno != errno.EPIPE:
+                        raise
+                    # The feeder is gone; finish() says why from its stderr.
+                    sent = len(view)
+        finally:
+            view.release()
+            del self._pending[:sent]
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace")[-4000:].strip()
+        return f"; stderr:\n{tail}" if tail else ""
