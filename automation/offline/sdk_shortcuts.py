@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from google.protobuf.struct_pb2 import Struct
 from pulumi.output import Output, _OutputData
+from pulumi.resource import Resource
+from pulumi.runtime import settings
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime import rpc as sdk_rpc
@@ -173,53 +173,65 @@ def track(self: Output) -> None:
             SETTINGS.outputs.add(data)
 
 
-def stack_trace() -> source_pb2.StackTrace:
-    """``pulumi.runtime.resource._get_stack_trace``, without reading source files.
+_sdk_create_urn = sdk_resources.create_urn
 
-    The frames outside the third ``__init__`` from the top (Resource, Custom/ComponentResource, the
-    concrete class), innermost first, as file URI and line. The SDK's version has ``traceback``
-    load each frame's source line (a stat per frame per resource) and builds each URI anew; here a
-    file's URI is built once.
+
+def create_urn(name: Any, type_: Any, parent: Any = None, project: str | None = None, stack: str | None = None) -> Output:
+    """``pulumi.runtime.resource.create_urn``: the URN of a resource from its name, type and parent.
+
+    The SDK joins the parts through ``Output.all(...).apply(...)``, four outputs for one string,
+    for every resource (its own URN for the engine, each of its aliases). When the parts are there
+    already (strings, and a parent whose URN is known and not secret), the string is put together
+    here and given as an output of the same data: the URN, known, not secret, and depending on the
+    parent resource. Anything else goes to the SDK's own function.
     """
-    frame = sys._getframe()
-    inits = 0
-    while frame is not None:
-        if frame.f_code.co_name == "__init__":
-            inits += 1
-            if inits == 3:
-                break
-        frame = frame.f_back
-    if frame is None or frame.f_back is None:
-        return source_pb2.StackTrace()
-    frames = []
-    frame = frame.f_back
-    while frame is not None:
-        frames.append(source_pb2.StackFrame(pc=_source_position(frame.f_code.co_filename, frame.f_lineno)))
-        frame = frame.f_back
-    return source_pb2.StackTrace(frames=frames)
+    if not isinstance(name, str) or not isinstance(type_, str):
+        return _sdk_create_urn(name, type_, parent, project, stack)
+    resources: set[Any] = set()
+    if parent is None:
+        prefix = f"urn:pulumi:{stack if stack is not None else settings.get_stack()}::" \
+                 f"{project if project is not None else settings.get_project()}::"
+    else:
+        if isinstance(parent, str):
+            parent_urn = parent
+        elif isinstance(parent, Resource):
+            data = parent.urn._data
+            if not data.done() or data.cancelled() or data.exception() is not None:
+                return _sdk_create_urn(name, type_, parent, project, stack)
+            parent_data = data.result()
+            if not parent_data.is_known or parent_data.is_secret or not isinstance(parent_data.value, str):
+                return _sdk_create_urn(name, type_, parent, project, stack)
+            parent_urn, resources = parent_data.value, set(parent_data.resources)
+        else:
+            return _sdk_create_urn(name, type_, parent, project, stack)
+        prefix = parent_urn[: parent_urn.rfind("::")] + "$"
+    data = asyncio.get_event_loop().create_future()
+    data.set_result(_OutputData(resources=resources, value=prefix + type_ + "::" + name, is_known=True, is_secret=False))
+    return Output._from_data(data)
 
 
-def _source_position(filename: str, line: int | None) -> source_pb2.SourcePosition | None:
-    if not filename or line is None:
-        return None
-    uri = _FILE_URIS.get(filename, False)
-    if uri is False:
-        try:
-            uri = Path(filename).as_uri()
-        except ValueError:  # not an absolute path, e.g. "<frozen runpy>"
-            uri = None
-        _FILE_URIS[filename] = uri
-    return None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
+_NO_STACK_TRACE = source_pb2.StackTrace()
 
 
-_FILE_URIS: dict[str, str | None] = {}
+def no_stack_trace() -> source_pb2.StackTrace:
+    """``pulumi.runtime.resource._get_stack_trace``, left empty.
+
+    The engine uses a registration's stack trace and source position to point at the line of the
+    program that made the resource; nothing in the offline check reads them (the plan and the
+    pack get the inputs, type, name, parent, provider and dependencies), and the SDK worked them
+    out from the whole call stack, file by file, for every resource. Without frames the source
+    position is left out too (``_get_source_position`` takes the first frame).
+    """
+    return _NO_STACK_TRACE
+
 
 #: (module, attribute, shortcut): what ``installed()`` swaps in.
 SHORTCUTS = (
     (sdk_rpc, "transfer_properties", transfer_properties),
     (sdk_rpc, "resolve_outputs", resolve_outputs),
     (sdk_resources, "resource_output", resource_output),
-    (sdk_resources, "_get_stack_trace", stack_trace),
+    (sdk_resources, "create_urn", create_urn),
+    (sdk_resources, "_get_stack_trace", no_stack_trace),
     (Output, "_track", track),
 )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pulumi
-from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.settings import SETTINGS
 
@@ -13,25 +12,62 @@ from automation.offline import sdk_shortcuts
 from tests.conftest import plan_with
 
 
-def test_stack_traces_equal_the_sdks(monkeypatch):
-    """The registrations carry the stack trace the SDK itself would compute, frame for frame."""
-    theirs = sdk_resources._get_stack_trace
-    compared: list = []
+def _registrations(fast: bool) -> dict:
+    """Every RegisterResourceRequest of the prod program, by URN, as the monitor received it."""
+    from automation.offline import plan as plan_module
+    from automation.stacks import read_stack_config
+    from components.settings import config_strings
 
-    def both():
-        mine, sdk = sdk_shortcuts.stack_trace(), theirs()
-        compared.append((mine, sdk))
-        return mine
+    kept: dict = {}
 
-    monkeypatch.setattr(sdk_shortcuts, "SHORTCUTS", tuple(
-        (module, name, both if shortcut is sdk_shortcuts.stack_trace else shortcut)
-        for module, name, shortcut in sdk_shortcuts.SHORTCUTS))
-    plan = plan_with("dev")
-    assert len(compared) >= len(plan.resources)
-    assert all(mine == sdk for mine, sdk in compared)
-    assert all(sdk.frames for _, sdk in compared), "every resource is created from the program's code"
-    assert any(frame.pc.uri.endswith("/components/platform.py") for _, sdk in compared for frame in sdk.frames)
-    assert sdk_resources._get_stack_trace is theirs, "the SDK's own function is back after the recording"
+    class Keeping(plan_module.RecordingMonitor):
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            response = super().RegisterResource(request)
+            copy = type(request)()
+            copy.CopyFrom(request)
+            kept[response.urn] = copy
+            return response
+
+    real = plan_module.RecordingMonitor
+    plan_module.RecordingMonitor = Keeping
+    try:
+        plan_module.record_plan("prod", config_strings(read_stack_config("prod")), region="us-east-1", fast=fast)
+    finally:
+        plan_module.RecordingMonitor = real
+    return kept
+
+
+def _comparable(request) -> dict:
+    """The request as data, repeated fields that come from sets sorted."""
+    from google.protobuf import json_format
+
+    data = json_format.MessageToDict(request)
+    for key in ("dependencies", "aliasURNs"):
+        if key in data:
+            data[key] = sorted(data[key])
+    for deps in data.get("propertyDependencies", {}).values():
+        deps["urns"] = sorted(deps.get("urns", []))
+    if "aliases" in data:
+        data["aliases"] = sorted(data["aliases"], key=repr)
+    return data
+
+
+def test_registrations_equal_the_sdks_but_for_the_stack_trace():
+    """Request by request, the monitor receives from the fast recording what it receives from the
+    SDK's plain runtime (inputs, parent, provider, dependencies, aliases, options), except the stack
+    trace and source position the shortcut leaves out."""
+    fast, plain = _registrations(True), _registrations(False)
+    assert fast.keys() == plain.keys() and len(fast) > 200
+    assert all(plain[urn].stackTrace.frames for urn in plain if not urn.endswith("pulumi:pulumi:Stack::llm-platform-prod"))
+    for urn, request in fast.items():
+        assert not request.stackTrace.frames and not request.HasField("sourcePosition"), urn
+        ours, theirs = type(request)(), type(request)()
+        ours.CopyFrom(request)
+        theirs.CopyFrom(plain[urn])
+        for message in (ours, theirs):
+            message.ClearField("stackTrace")
+            message.ClearField("sourcePosition")
+        assert _comparable(ours) == _comparable(theirs), urn
 
 
 class _Props(pulumi.Resource):
@@ -115,3 +151,55 @@ def test_outputs_are_built_when_first_read_and_equal_the_sdks(tmp_path, monkeypa
     (holder,) = [outputs for urn, outputs in fast.outputs.items() if urn.endswith("::holder")]
     assert holder["length"] == 32 and len(holder["result"]) == 16
     assert fast.outputs == plain.outputs
+
+
+_URN_PROGRAM = """
+import sys
+import pulumi
+from automation.offline import sdk_shortcuts
+
+seen = sys.modules["tests.automation.offline.test_sdk_shortcuts"].URNS_SEEN
+parent = pulumi.ComponentResource("test:index:Parent", "parent")
+secret_parent_urn = pulumi.Output.secret("urn:pulumi:probe::llm-platform::test:index:Parent::hidden")
+cases = {
+    "no parent": ("name", "aws:iam/role:Role", None, None, None),
+    "no parent, other project": ("name", "aws:iam/role:Role", None, "other", "elsewhere"),
+    "parent resource": ("child", "aws:iam/role:Role", parent, None, None),
+    "parent urn": ("child", "aws:iam/role:Role", "urn:pulumi:probe::llm-platform::test:index:Parent::parent", None, None),
+    "name as output": (pulumi.Output.from_input("late"), "aws:iam/role:Role", parent, None, None),
+    "secret parent urn": ("child", "aws:iam/role:Role", secret_parent_urn, None, None),
+}
+
+
+async def describe(output):
+    data = await output._data
+    return (data.value, data.is_known, data.is_secret, sorted(r._name for r in data.resources))
+
+
+for case, args in cases.items():
+    for which, create in (("ours", sdk_shortcuts.create_urn), ("sdk", sdk_shortcuts._sdk_create_urn)):
+        output = create(*args)
+        pulumi.Output.from_input(None).apply(
+            lambda _, case=case, which=which, output=output: describe(output)
+        ).apply(lambda described, case=case, which=which: seen.setdefault(case, {}).__setitem__(which, described))
+"""
+
+URNS_SEEN: dict = {}
+
+
+def test_urns_equal_the_sdks(tmp_path):
+    """Same URN, known-ness, secrecy and dependencies as the SDK's create_urn, for every shape of
+    arguments (those it does not take go to the SDK's own function)."""
+    from automation.offline.plan import record_plan
+
+    program = tmp_path / "__main__.py"
+    program.write_text(_URN_PROGRAM)
+    URNS_SEEN.clear()
+    record_plan("probe", {}, region="us-east-1", program=program)
+    assert len(URNS_SEEN) == 6
+    for case, both in URNS_SEEN.items():
+        assert both["ours"] == both["sdk"], case
+    assert URNS_SEEN["parent resource"]["ours"] == (
+        "urn:pulumi:probe::llm-platform::pulumi:pulumi:Stack$test:index:Parent$aws:iam/role:Role::child", True, False,
+        ["parent"])
+    assert URNS_SEEN["no parent, other project"]["ours"][0] == "urn:pulumi:elsewhere::other::aws:iam/role:Role::name"
