@@ -31,6 +31,7 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from automation.offline import sdk_shortcuts
 from automation.offline.eager import EagerLoop, finished_gathers
+from automation.offline.struct_wire import merge_into
 
 PROJECT = "llm-platform"
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,7 +262,7 @@ class RecordingMonitor(MockMonitor):
         )
         resource_id, state = self.mocks.new_resource(args)
         response.id = resource_id
-        response.object.update(state)
+        merge_into(response.object, state)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         if request.type == MANAGED_NODE_GROUP:
             self._add_node_group_child(response, request.name, inputs)

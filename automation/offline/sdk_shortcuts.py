@@ -23,6 +23,8 @@ from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.proto import source_pb2
 
+from automation.offline import sdk_serialize
+
 
 class _PropertyOutput(Output):
     """The output of one property of a registered resource, as the SDK makes it, built when read.
@@ -231,6 +233,8 @@ SHORTCUTS = (
     (sdk_rpc, "resolve_outputs", resolve_outputs),
     (sdk_resources, "resource_output", resource_output),
     (sdk_resources, "create_urn", create_urn),
+    (sdk_rpc, "serialize_property", sdk_serialize.serialize_property),
+    (sdk_rpc, "serialize_properties", sdk_serialize.serialize_properties),
     (sdk_resources, "_get_stack_trace", no_stack_trace),
     (Output, "_track", track),
 )

@@ -203,3 +203,91 @@ def test_urns_equal_the_sdks(tmp_path):
         "urn:pulumi:probe::llm-platform::pulumi:pulumi:Stack$test:index:Parent$aws:iam/role:Role::child", True, False,
         ["parent"])
     assert URNS_SEEN["no parent, other project"]["ours"][0] == "urn:pulumi:elsewhere::other::aws:iam/role:Role::name"
+
+
+_SERIALIZE_PROGRAM = """
+import enum
+import sys
+import typing
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import pulumi_random
+from automation.offline import sdk_serialize
+
+seen = sys.modules["tests.automation.offline.test_sdk_shortcuts"].SERIALIZED
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+password = pulumi_random.RandomPassword("password", length=16)
+holder = pulumi.ComponentResource("test:index:Holder", "holder")
+deployment_spec = k8s.apps.v1.DeploymentSpecArgs(
+    selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"app": "x"}),
+    template=k8s.core.v1.PodTemplateSpecArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(labels={"app": password.result}),
+        spec=k8s.core.v1.PodSpecArgs(containers=[k8s.core.v1.ContainerArgs(name="c", image="i:1", args=("a", 1, 2.5))]),
+    ),
+)
+values = {
+    "plain": {"a": [1, 2.0, "three", None, True], "nested": {"deep": ("t", 1)}},
+    "output": password.result,
+    "secret": pulumi.Output.secret("s3cr3t"),
+    "secret output in dict": {"key": pulumi.Output.secret({"inner": password.length})},
+    "unknown": pulumi.UNKNOWN,
+    "output of unknown": pulumi.Output.from_input([1, pulumi.UNKNOWN]),
+    "input type": deployment_spec,
+    "input type dict": {"selector": {"match_labels": {"app": "y"}}, "replicas": 2},
+    "resource": password,
+    "component": holder,
+    "asset": pulumi.StringAsset("text"),
+    "archive": pulumi.AssetArchive({"f": pulumi.StringAsset("x")}),
+    "enum": Color.RED,
+    "awaitable": lambda: pulumi.Output.from_input(1).future(),  # a fresh coroutine for each serializer
+    "illegal": object(),
+    "bytes": b"raw",
+}
+types = {
+    "input type dict": k8s.apps.v1.DeploymentSpecArgs,
+    "plain": typing.Optional[typing.Mapping[str, typing.Any]],
+}
+
+
+async def both(name, value):
+    out = []
+    for serialize in (sdk_serialize.serialize_property, sdk_serialize._sdk_serialize_property):
+        deps = []
+        try:
+            given = value() if name == "awaitable" else value
+            result = await serialize(given, deps, "prop", None, None, types.get(name))
+            out.append(("ok", result, sorted(r._name for r in deps)))
+        except Exception as error:
+            out.append(("raised", type(error).__name__, str(error)))
+    seen[name] = out
+
+
+for name, value in values.items():
+    pulumi.Output.from_input(None).apply(lambda _, name=name, value=value: both(name, value))
+"""
+
+SERIALIZED: dict = {}
+
+
+def test_serialized_values_equal_the_sdks(tmp_path):
+    """Value by value, the plain walk gives what the SDK's serializer gives, dependencies included;
+    what it does not take (resources, assets, awaitables, values the SDK refuses) is the SDK's own
+    answer or error."""
+    from automation.offline.plan import record_plan
+
+    program = tmp_path / "__main__.py"
+    program.write_text(_SERIALIZE_PROGRAM)
+    SERIALIZED.clear()
+    record_plan("probe", {}, region="us-east-1", program=program)
+    assert len(SERIALIZED) == 16
+    for name, (ours, theirs) in SERIALIZED.items():
+        assert ours == theirs, name
+    assert SERIALIZED["input type"][0][1]["template"]["metadata"]["labels"]["app"]
+    assert SERIALIZED["input type"][0][2] == ["password"]
+    assert SERIALIZED["illegal"][0][0] == "raised"

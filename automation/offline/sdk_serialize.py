@@ -1,0 +1,222 @@
+"""``pulumi.runtime.rpc.serialize_property`` without waiting, for the values a program has in hand.
+
+The SDK serializes each input value as a coroutine that awaits every output inside it, and works
+out the type metadata (``Optional[Input[...]]`` unwrapped, an input type's Python -> Pulumi names
+and property types) anew at every level of every value. On the eager loop every output a
+registration reads is already resolved, so the same walk can run as a plain function, with the
+type metadata looked up once per type. It follows the SDK's function branch by branch for plain
+values, lists, dicts, input types and outputs; anything else (resources, assets, archives,
+awaitables, protobuf values, an output not resolved yet or failed, output values kept for a remote
+component, a value the SDK would refuse) goes to the SDK's own coroutine, from the top of that
+value, so what it returns or raises is the SDK's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections import abc
+from typing import Any
+
+from pulumi import _types
+from pulumi.output import Output, Unknown
+from pulumi.resource import Resource
+from pulumi.asset import Archive, Asset
+from pulumi.runtime import rpc as sdk_rpc
+from pulumi.runtime import settings
+from pulumi.runtime.proto import resource_pb2
+from google.protobuf import struct_pb2
+
+from automation.offline.struct_wire import to_struct
+
+_sdk_serialize_property = sdk_rpc.serialize_property
+_SECRETS = resource_pb2.RESOURCE_MONITOR_FEATURE_SECRETS
+_OUTPUT_VALUES = resource_pb2.RESOURCE_MONITOR_FEATURE_OUTPUT_VALUES
+_MAPPING_ORIGINS = (dict, typing.Dict, abc.Mapping, typing.Mapping)  # noqa: UP006 - as the SDK lists them
+_NOT_SEQUENCES = (str, range, memoryview, bytes, bytearray)
+_LEGAL = (bool, str, int, float, dict, list)
+
+
+class _Fallback(Exception):
+    """This value is for the SDK's own serializer."""
+
+
+def _memo(function: Any) -> Any:
+    """``function(typ)``, remembered per type (typing objects are hashable; an unhashable one is not
+    remembered)."""
+    memo: dict[Any, Any] = {}
+
+    def remembered(typ: Any) -> Any:
+        try:
+            return memo[typ]
+        except KeyError:
+            result = memo[typ] = function(typ)
+            return result
+        except TypeError:
+            return function(typ)
+
+    return remembered
+
+
+_unwrap_type = _memo(_types.unwrap_type)
+_list_element_type = _memo(sdk_rpc._get_list_element_type)
+_input_names = _memo(_types.input_type_py_to_pulumi_names)
+_input_types = _memo(_types.input_type_types)
+_is_input_type = _memo(_types.is_input_type)
+
+
+@_memo
+def _mapping_value_type(typ: Any) -> tuple[bool, Any]:
+    """For a non-input-type ``typ`` of a mapping value: (keys translated?, type of each value)."""
+    if typ is dict or typing.get_origin(typ) in _MAPPING_ORIGINS:
+        args = typing.get_args(typ)
+        if len(args) == 2 and args[0] is str:
+            return False, args[1]
+        return True, None  # keys keep the input transformer, values untyped
+    return False, None
+
+
+async def serialize_property(
+    value: Any,
+    deps: list[Resource] | None,
+    property_key: str | None,
+    resource_obj: Resource | None = None,
+    input_transformer: Any = None,
+    typ: Any = None,
+    keep_output_values: bool = False,
+    exclude_resource_refs_from_deps: bool = False,
+    return_protobuf_value: bool = False,
+) -> Any:
+    """``pulumi.runtime.rpc.serialize_property``: the plain walk when it can, else the SDK's."""
+    if not return_protobuf_value:
+        found: list[Resource] = []
+        try:
+            result = _serialize(value, found, property_key, input_transformer, typ, keep_output_values)
+        except _Fallback:
+            pass
+        else:
+            if deps is not None:
+                deps.extend(found)
+            return result
+    return await _sdk_serialize_property(value, deps, property_key, resource_obj, input_transformer, typ,
+                                         keep_output_values, exclude_resource_refs_from_deps, return_protobuf_value)
+
+
+def _serialize(value: Any, deps: list[Resource], key: str | None, transformer: Any, typ: Any, keep_outputs: bool) -> Any:
+    """The SDK's branches, in its order, for the values that need no waiting."""
+    if typ:
+        typ = _unwrap_type(typ)
+    if typ is Any:
+        typ = None
+    if isinstance(value, abc.Sequence) and not isinstance(value, _NOT_SEQUENCES):
+        element = _list_element_type(typ)
+        return [_serialize(item, deps, key, transformer, element, keep_outputs) for item in value]
+    if isinstance(value, Unknown):
+        return sdk_rpc.UNKNOWN
+    if isinstance(value, (Resource, Asset, Archive, struct_pb2.Value)):
+        raise _Fallback
+    if inspect.isawaitable(value):
+        raise _Fallback
+    if isinstance(value, Output):
+        return _output(value, deps, key, transformer, typ, keep_outputs)
+    value_cls = type(value)
+    if _is_input_type(value_cls):
+        types = _input_types(value_cls)
+        return {k: _serialize(v, deps, key, transformer, types.get(k), keep_outputs)
+                for k, v in _types.input_type_to_dict(value).items()}
+    if isinstance(value, abc.Mapping):
+        return _mapping(value, deps, transformer, typ, keep_outputs)
+    if value is not None and not isinstance(value, _LEGAL):
+        raise _Fallback  # the SDK raises its error about the unexpected input
+    return value
+
+
+def _output(output: Output, deps: list[Resource], key: str | None, transformer: Any, typ: Any, keep_outputs: bool) -> Any:
+    if keep_outputs and settings.monitor_supports_feature(_OUTPUT_VALUES):
+        raise _Fallback  # output values for a remote component
+    future = output._data
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        raise _Fallback
+    data = future.result()
+    resources = data.resources
+    deps.extend(resources)
+    promise_deps: list[Resource] = []
+    value = _serialize(None if sdk_rpc.contains_unknowns(data.value) else data.value, promise_deps, key, transformer,
+                       typ, False)
+    deps.extend(promise_deps)
+    resources.update(promise_deps)  # as the SDK does, into the output's own set
+    if not data.is_known:
+        if data.is_secret and settings.monitor_supports_feature(_SECRETS):
+            return {sdk_rpc._special_sig_key: sdk_rpc._special_secret_sig, "value": sdk_rpc.UNKNOWN}
+        return sdk_rpc.UNKNOWN
+    if data.is_secret and settings.monitor_supports_feature(_SECRETS):
+        return {sdk_rpc._special_sig_key: sdk_rpc._special_secret_sig, "value": value}
+    return value
+
+
+def _mapping(value: abc.Mapping, deps: list[Resource], transformer: Any, typ: Any, keep_outputs: bool) -> dict:
+    get_type: Any = None
+    translate = transformer
+    if typ is not None:
+        case = _types.reduce_discriminated_union(typ, value, _types._py_name_for)
+        if case is not None:
+            typ = case
+        if _is_input_type(typ):
+            names = _input_names(typ)
+            get_type = _input_types(typ).get
+            translate = lambda k: names.get(k) or k  # noqa: E731 - as the SDK translates
+        else:
+            keeps_transformer, value_type = _mapping_value_type(typ)
+            if not keeps_transformer:
+                translate = None
+            if value_type is not None:
+                get_type = lambda _k: value_type  # noqa: E731
+    out = {}
+    for k in value:
+        key = translate(k) if translate is not None else k
+        out[key] = _serialize(value[k], deps, k, transformer, get_type(key) if get_type else None, keep_outputs)
+    return out
+
+
+async def serialize_properties(
+    inputs: Any,
+    property_deps: dict[str, list[Resource]],
+    resource_obj: Resource | None = None,
+    input_transformer: Any = None,
+    typ: Any = None,
+    keep_output_values: bool = False,
+    exclude_resource_refs_from_deps: bool = False,
+) -> struct_pb2.Struct:
+    """``pulumi.runtime.rpc.serialize_properties``: each input through :func:`serialize_property`,
+    and the Struct written as wire bytes (:mod:`automation.offline.struct_wire`)."""
+    if settings.excessive_debug_output:  # the SDK logs every translation then
+        return await _sdk_serialize_properties(inputs, property_deps, resource_obj, input_transformer, typ,
+                                               keep_output_values, exclude_resource_refs_from_deps)
+    get_type: Any = None
+    translate = input_transformer
+    if typ is not None:
+        names, types = _input_names(typ), _input_types(typ)
+        translate = lambda k: names.get(k) or k  # noqa: E731 - as the SDK translates
+        get_type = lambda k: types.get(translate(k))  # noqa: E731
+    fields: dict[str, Any] = {}
+    for k in inputs:  # not items(): as the SDK, for a mapping that redefines items
+        v = inputs[k]
+        deps: list[Resource] = []
+        try:
+            result = await serialize_property(v, deps, k, resource_obj, input_transformer,
+                                              get_type(k) if get_type else None, keep_output_values,
+                                              exclude_resource_refs_from_deps)
+        except ValueError as e:
+            raise ValueError(f"While processing input: {repr(k)}, type {type(k)}, value {repr(v)}\n"
+                             + f"ValueError has risen: {e}") from e
+        except AssertionError as e:
+            raise AssertionError(f"While processing input: {repr(k)}, type {type(k)}, value {repr(v)}\n"
+                                 + f"AssertionError has risen: {e}") from e
+        if result is not None:  # inputs that serialize to None are left out, as by the SDK
+            name = translate(k) if translate is not None else k
+            fields[name] = result
+            property_deps[name] = deps
+    return to_struct(fields)
+
+
+_sdk_serialize_properties = sdk_rpc.serialize_properties

@@ -1,0 +1,103 @@
+"""Structs written as wire bytes equal the ones Struct.update builds, value kinds included."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from google.protobuf import struct_pb2
+
+from automation.offline.struct_wire import Unencodable, merge_into, struct_bytes, to_struct
+
+
+def _updated(mapping) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(mapping)
+    return message
+
+
+def _kinds(value: struct_pb2.Value):
+    """The value's oneof, all the way down (equality alone would not tell 0.0 from False)."""
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _kinds(v) for k, v in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_kinds(v) for v in value.list_value.values]
+    return kind, getattr(value, kind)
+
+
+def _same(ours: struct_pb2.Struct, theirs: struct_pb2.Struct) -> bool:
+    return ours == theirs and {k: _kinds(v) for k, v in ours.fields.items()} == \
+        {k: _kinds(v) for k, v in theirs.fields.items()}
+
+
+EDGES = {
+    "empty": {},
+    "scalars": {"none": None, "true": True, "false": False, "zero": 0, "float zero": 0.0, "int": 7, "float": 2.5,
+                "negative": -3, "big": 2**53 + 1, "tiny": 1e-300, "empty string": "", "unicode": "näh ✓ 日本"},
+    "nested": {"a": {"b": {"c": [1, [2, [3, {}]], {"d": []}]}}, "tuple": (1, "two", None)},
+    "special floats": {"nan": math.nan, "inf": math.inf, "-inf": -math.inf},
+    "long text": {"script": "#!/bin/sh\n" + "echo line\n" * 2000, "key" * 100: "v"},
+    "wire markers": {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "s"},
+}
+
+
+@pytest.mark.parametrize("name", EDGES)
+def test_edges_equal_update(name):
+    mapping = EDGES[name]
+    ours, theirs = to_struct(mapping), _updated(mapping)
+    if name == "special floats":  # NaN is not equal to itself; compare the bits
+        assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
+        return
+    assert _same(ours, theirs)
+
+
+def _random_value(rng: random.Random, depth: int):
+    choice = rng.randrange(9 if depth < 4 else 6)
+    if choice == 0:
+        return None
+    if choice == 1:
+        return rng.random() < 0.5
+    if choice == 2:
+        return rng.randint(-10**12, 10**12)
+    if choice == 3:
+        return rng.uniform(-1e6, 1e6)
+    if choice in (4, 5):
+        return "".join(rng.choice("abc xyz-_/:\n\té✓") for _ in range(rng.randrange(0, 300)))
+    if choice in (6, 7):
+        return {f"k{rng.randrange(50)}": _random_value(rng, depth + 1) for _ in range(rng.randrange(0, 6))}
+    return [_random_value(rng, depth + 1) for _ in range(rng.randrange(0, 6))]
+
+
+def test_random_documents_equal_update():
+    rng = random.Random(20261125)
+    for _ in range(300):
+        mapping = {f"field{i}": _random_value(rng, 0) for i in range(rng.randrange(0, 12))}
+        assert _same(to_struct(mapping), _updated(mapping)), mapping
+
+
+@pytest.mark.parametrize("mapping", [
+    {1: "non-string key"},
+    {"object": object()},
+    {"set": {1, 2}},
+    {"surrogate": "\ud800"},
+    {"huge": 10**400},
+    {"struct": _updated({"a": 1})},
+])
+def test_what_update_treats_its_own_way_is_left_to_update(mapping):
+    with pytest.raises(Unencodable):
+        struct_bytes(mapping)
+    try:
+        theirs = _updated(mapping)
+    except Exception as error:  # noqa: BLE001 - the same error from both
+        with pytest.raises(type(error)):
+            to_struct(mapping)
+    else:
+        assert _same(to_struct(mapping), theirs)
+
+
+def test_merge_into_an_empty_message():
+    message = struct_pb2.Struct()
+    merge_into(message, {"a": [1, {"b": None}]})
+    assert _same(message, _updated({"a": [1, {"b": None}]}))
