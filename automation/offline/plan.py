@@ -223,6 +223,20 @@ class PlatformMocks(Mocks):
         raise NotImplementedError(f"offline mocks do not answer {args.token}; add it to PlatformMocks.call")
 
 
+def _answer(answer: Struct, state: dict[str, Any], inputs: dict[str, Any] | None, sent: Struct) -> None:
+    """``answer.update(state)``. A mock's state is mostly the inputs it was given, the very values
+    (``{**inputs, **outputs}``): the registration's own Struct (``sent``, of which ``inputs`` is the
+    plain form) is copied in C and only the keys the mock added or changed are written."""
+    if inputs is None or any(key not in state for key in inputs):
+        merge_into(answer, state)
+        return
+    answer.CopyFrom(sent)
+    merge_into(answer, {key: value for key, value in state.items() if inputs.get(key, _ABSENT) is not value})
+
+
+_ABSENT = object()
+
+
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
     hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists, with
@@ -262,7 +276,7 @@ class RecordingMonitor(MockMonitor):
         )
         resource_id, state = self.mocks.new_resource(args)
         response.id = resource_id
-        merge_into(response.object, state)
+        _answer(response.object, state, args.inputs if args.inputs is inputs else None, request.object)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         if request.type == MANAGED_NODE_GROUP:
             self._add_node_group_child(response, request.name, inputs)

@@ -33,9 +33,12 @@ class Unencodable(ValueError):
     """A value to leave to ``Struct.update``."""
 
 
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+
+
 def _varint(n: int) -> bytes:
     if n < 0x80:
-        return bytes((n,))
+        return _ONE_BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -44,43 +47,92 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _delimited(tag: bytes, body: bytes) -> bytes:
-    return tag + _varint(len(body)) + body
+#: A map entry's key field, by key: the same few hundred keys recur in every resource.
+_KEY_FIELDS: dict[str, bytes] = {}
+_KEY_FIELDS_MAX = 20_000
+
+
+def _key_field(key: Any) -> bytes:
+    field = _KEY_FIELDS.get(key) if type(key) is str else None
+    if field is None:
+        if not isinstance(key, str):
+            raise Unencodable(f"key {key!r} is not a string")
+        try:
+            encoded = key.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise Unencodable(str(error)) from None
+        field = _FIELD_1 + _varint(len(encoded)) + encoded
+        if len(_KEY_FIELDS) < _KEY_FIELDS_MAX:
+            _KEY_FIELDS[key] = field
+    return field
+
+
+def _string(value: str) -> bytes:
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise Unencodable(str(error)) from None
+    return _STRING + _varint(len(encoded)) + encoded
+
+
+def _number(value: Any) -> bytes:
+    try:
+        return _NUMBER + _DOUBLE(value)
+    except (OverflowError, _struct.error) as error:
+        raise Unencodable(str(error)) from None
+
+
+def _list(value: Any) -> bytes:
+    items = [_value(item) for item in value]
+    body = b"".join([_FIELD_1 + _varint(len(item)) + item for item in items])
+    return _LIST + _varint(len(body)) + body
+
+
+def _struct_value(value: dict) -> bytes:
+    body = _fields(value)
+    return _STRUCT + _varint(len(body)) + body
 
 
 def _value(value: Any) -> bytes:
     """A ``Value`` message for what ``_SetStructValue`` takes, in its order of checks."""
+    encode = _BY_TYPE.get(type(value))
+    if encode is not None:
+        return encode(value)
     if value is None:
         return _NULL
     if isinstance(value, bool):
         return _TRUE if value else _FALSE
     if isinstance(value, str):
-        try:
-            return _delimited(_STRING, value.encode("utf-8"))
-        except UnicodeEncodeError as error:
-            raise Unencodable(str(error)) from None
+        return _string(value)
     if isinstance(value, (int, float)):
-        try:
-            return _NUMBER + _DOUBLE(value)
-        except (OverflowError, _struct.error) as error:
-            raise Unencodable(str(error)) from None
+        return _number(value)
     if isinstance(value, dict):
-        return _delimited(_STRUCT, _fields(value))
+        return _struct_value(value)
     if isinstance(value, (list, tuple)):
-        return _delimited(_LIST, b"".join(_delimited(_FIELD_1, _value(item)) for item in value))
+        return _list(value)
     raise Unencodable(f"unexpected type {type(value).__name__}")
+
+
+#: The exact built-in types, straight to their encoder (subclasses take the checks above).
+_BY_TYPE = {
+    str: _string,
+    int: _number,
+    float: _number,
+    bool: lambda value: _TRUE if value else _FALSE,
+    type(None): lambda _value: _NULL,
+    dict: _struct_value,
+    list: _list,
+    tuple: _list,
+}
 
 
 def _fields(mapping: Mapping[Any, Any]) -> bytes:
     parts = []
     for key, value in mapping.items():
-        if not isinstance(key, str):
-            raise Unencodable(f"key {key!r} is not a string")
-        try:
-            entry = _delimited(_FIELD_1, key.encode("utf-8")) + _delimited(_FIELD_2, _value(value))
-        except UnicodeEncodeError as error:
-            raise Unencodable(str(error)) from None
-        parts.append(_delimited(_FIELD_1, entry))
+        key_field = _key_field(key)
+        encoded = _value(value)
+        entry = key_field + _FIELD_2 + _varint(len(encoded)) + encoded
+        parts.append(_FIELD_1 + _varint(len(entry)) + entry)
     return b"".join(parts)
 
 
@@ -100,7 +152,8 @@ def to_struct(mapping: Mapping[str, Any]) -> struct_pb2.Struct:
 
 
 def merge_into(message: struct_pb2.Struct, mapping: Mapping[str, Any]) -> None:
-    """``message.update(mapping)`` for an empty ``message``."""
+    """``message.update(mapping)``: a key already in ``message`` gets the new value whole (a map
+    entry parsed again replaces the old one, as ``update`` does)."""
     try:
         message.MergeFromString(_fields(mapping))
     except Unencodable:

@@ -101,3 +101,12 @@ def test_merge_into_an_empty_message():
     message = struct_pb2.Struct()
     merge_into(message, {"a": [1, {"b": None}]})
     assert _same(message, _updated({"a": [1, {"b": None}]}))
+
+
+def test_merge_into_replaces_values_whole_as_update_does():
+    before = {"a": {"x": 1, "y": [1, 2]}, "b": "kept", "c": [1, 2, 3]}
+    change = {"a": {"y": 2}, "c": [], "d": None}
+    ours, theirs = _updated(before), _updated(before)
+    merge_into(ours, change)
+    theirs.update(change)
+    assert _same(ours, theirs)
