@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +79,35 @@ def kubernetes_documents(plan: Plan) -> dict[str, dict[str, Any]]:
 
 
 def write_manifests(plan: Plan, directory: Path) -> list[Path]:
+    """One YAML file per object in ``directory``, which then holds nothing else of ours.
+
+    A file the previous check wrote is overwritten in place rather than deleted and made again
+    (creating a file cost twice as much as truncating one, and removing it as much again), and
+    the files are written by a thread of their own while this one renders the next document:
+    the writes wait on the file system, not on the interpreter. At 500 models this was 2,563 files.
+    """
     directory.mkdir(parents=True, exist_ok=True)
+    documents = kubernetes_documents(plan)
     for stale in directory.glob("*.yaml"):
-        stale.unlink()
+        if stale.name not in documents:
+            stale.unlink()
     written = []
-    for name, document in sorted(kubernetes_documents(plan).items()):
-        path = directory / name
-        path.write_text(dumps_yaml(document))
-        written.append(path)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="manifest-writer") as writer:
+        pending = []
+        for name, document in sorted(documents.items()):
+            path = directory / name
+            pending.append(writer.submit(_write, path, dumps_yaml(document).encode()))
+            written.append(path)
+        for done in pending:
+            done.result()  # an error writing a file is the check's error
     return written
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

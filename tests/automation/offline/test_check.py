@@ -71,6 +71,24 @@ def test_manifests_are_written(stack_check):
     assert {"EC2NodeClass", "NodePool", "Deployment", "ScaledObject", "ResourceQuota", "PrometheusRule"} <= kinds
 
 
+def test_a_second_check_leaves_only_its_own_manifests(tmp_path, dev_plan):
+    """Files of objects the plan no longer has are removed, the others rewritten in place; a file
+    that is not a manifest is left alone."""
+    from automation.offline.manifests import kubernetes_documents, write_manifests
+    from automation.offline.emit import dumps_yaml
+
+    directory = tmp_path / "manifests"
+    directory.mkdir()
+    (directory / "deployment-gone-old-model.yaml").write_text("kind: Deployment\n")
+    names = sorted(kubernetes_documents(dev_plan))
+    (directory / names[0]).write_text("stale content that is longer than the new one " * 100)
+    (directory / "notes.txt").write_text("mine")
+    written = write_manifests(dev_plan, directory)
+    assert sorted(p.name for p in directory.glob("*.yaml")) == names == [p.name for p in written]
+    assert (directory / names[0]).read_text() == dumps_yaml(kubernetes_documents(dev_plan)[names[0]])
+    assert (directory / "notes.txt").read_text() == "mine"
+
+
 def test_json_output_for_scripts(dev_check):
     summary = dev_check.json["summary"]
     assert summary["worst_case_gpus"] == 3 + 8 + 4
