@@ -42,18 +42,16 @@ class _Fallback(Exception):
 
 
 def _memo(function: Any) -> Any:
-    """``function(typ)``, remembered per type (typing objects are hashable; an unhashable one is not
-    remembered)."""
-    memo: dict[Any, Any] = {}
+    """``function(typ)``, remembered per type object. By identity: the annotations a program's
+    input types carry live as long as their classes, and hashing a ``typing`` alias is itself a
+    Python-level walk. The entry keeps its type alive, so its id is not reused."""
+    memo: dict[int, tuple[Any, Any]] = {}
 
     def remembered(typ: Any) -> Any:
-        try:
-            return memo[typ]
-        except KeyError:
-            result = memo[typ] = function(typ)
-            return result
-        except TypeError:
-            return function(typ)
+        entry = memo.get(id(typ))
+        if entry is None or entry[0] is not typ:
+            entry = memo[id(typ)] = (typ, function(typ))
+        return entry[1]
 
     return remembered
 
@@ -102,8 +100,17 @@ async def serialize_property(
                                          keep_output_values, exclude_resource_refs_from_deps, return_protobuf_value)
 
 
+#: Values of these exact types are what the SDK returns as they are (no branch before its last takes them).
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _serialize(value: Any, deps: list[Resource], key: str | None, transformer: Any, typ: Any, keep_outputs: bool) -> Any:
     """The SDK's branches, in its order, for the values that need no waiting."""
+    exact = type(value)
+    if exact in _SCALARS:
+        return value
+    if exact is dict:  # no branch before the mapping one takes a dict
+        return _mapping(value, deps, transformer, _unwrap_type(typ) if typ else typ, keep_outputs)
     if typ:
         typ = _unwrap_type(typ)
     if typ is Any:
@@ -155,6 +162,8 @@ def _output(output: Output, deps: list[Resource], key: str | None, transformer: 
 
 
 def _mapping(value: abc.Mapping, deps: list[Resource], transformer: Any, typ: Any, keep_outputs: bool) -> dict:
+    if typ is Any:
+        typ = None
     get_type: Any = None
     translate = transformer
     if typ is not None:
