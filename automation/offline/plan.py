@@ -12,7 +12,6 @@ import asyncio
 import contextvars
 import hashlib
 import json
-import math
 import os
 import runpy
 import sys
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks, _resolve_callbacks
@@ -31,15 +30,18 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from automation.offline import sdk_shortcuts
 from automation.offline.eager import EagerLoop, finished_gathers
-from automation.offline.struct_wire import merge_into
+from automation.offline.struct_wire import (  # noqa: F401 - the wire markers, re-exported
+    RESOURCE_REF_SIG,
+    SECRET_SIG,
+    SENT,
+    SPECIAL_SIG_KEY,
+    merge_into,
+    plain_of,
+)
 
 PROJECT = "llm-platform"
 ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT_ID = "123456789012"
-#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
-SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
-RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 
 
@@ -83,56 +85,6 @@ class Plan:
         names = [f.name for f in fields(PlannedResource)]
         resources = [{name: getattr(r, name) for name in names} for r in self.resources]
         return {"project": self.project, "stack": self.stack, "resources": resources}
-
-
-class _Plain(NamedTuple):
-    value: dict[str, Any]
-    #: It holds a resource reference.
-    refs: bool
-    #: The struct is, as it is, what the engine sends analyzers for these inputs: no resource
-    #: reference or output value to downgrade and no engine-internal (``__``) key to drop.
-    analyzer_form: bool
-
-
-def _plain_struct(struct: Any) -> _Plain:
-    """``json_format.MessageToDict(struct)``, integral numbers as ints (Struct numbers are doubles on
-    the wire), in one pass with what the monitor needs to know about it. json_format's generic walk
-    was the recording monitor's largest cost per resource."""
-    refs = special = False
-
-    def value_of(value: Any) -> Any:
-        nonlocal refs, special
-        kind = value.WhichOneof("kind")
-        if kind == "string_value":
-            return value.string_value
-        if kind == "number_value":
-            number = value.number_value
-            if math.isinf(number) or math.isnan(number):
-                raise ValueError(f"Fail to serialize {number} for Value.number_value")
-            return int(number) if number.is_integer() else number
-        if kind == "bool_value":
-            return value.bool_value
-        if kind == "struct_value":
-            return struct_of(value.struct_value.fields)
-        if kind == "list_value":
-            return [value_of(item) for item in value.list_value.values]
-        return None
-
-    def struct_of(fields: Any) -> dict[str, Any]:
-        nonlocal refs, special
-        out = {}
-        for key in fields:
-            if key[:2] == "__":
-                special = True
-            out[key] = value_of(fields[key])
-        sig = out.get(SPECIAL_SIG_KEY)
-        if sig is not None and sig != SECRET_SIG:
-            special = True
-            refs = refs or sig == RESOURCE_REF_SIG
-        return out
-
-    top = struct_of(struct.fields)
-    return _Plain(top, refs, not special)
 
 
 def _refs_to_urns(value: Any) -> Any:
@@ -262,7 +214,7 @@ class RecordingMonitor(MockMonitor):
         response = resource_pb2.RegisterResourceResponse(urn=urn)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs, refs, analyzer_form = _plain_struct(request.object)
+        inputs, refs, analyzer_form = SENT.take(request.object) or plain_of(request.object)
         # Resource references reach the mocks, and come back in outputs, as plain URNs: rehydrating
         # them would register resources on the SDK's side that the program never created.
         args = MockResourceArgs(
@@ -296,7 +248,7 @@ class RecordingMonitor(MockMonitor):
         return response
 
     def Invoke(self, request):  # noqa: N802 - gRPC method name
-        args = _plain_struct(request.args).value
+        args = (SENT.take(request.args) or plain_of(request.args)).value
         if request.tok == "pulumi:pulumi:getResource":
             registered = self.resources.get(args["urn"])
             if registered is None:
@@ -335,7 +287,7 @@ class RecordingMonitor(MockMonitor):
         )
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
-        self.plan.outputs[request.urn] = _plain_struct(request.outputs).value
+        self.plan.outputs[request.urn] = (SENT.take(request.outputs) or plain_of(request.outputs)).value
         return super().RegisterResourceOutputs(request)
 
 
@@ -406,6 +358,7 @@ def _run_program(program: Path, stack: str, mocks: Mocks, monitor: RecordingMoni
             loop.run_until_complete(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
     finally:
         _forget_outputs()
+        SENT.clear()
         loop.close()
         asyncio.set_event_loop(None)
 

@@ -27,7 +27,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.proto import resource_pb2
 from google.protobuf import struct_pb2
 
-from automation.offline.struct_wire import to_struct
+from automation.offline.struct_wire import SENT, to_struct
 
 _sdk_serialize_property = sdk_rpc.serialize_property
 _SECRETS = resource_pb2.RESOURCE_MONITOR_FEATURE_SECRETS
@@ -225,7 +225,9 @@ async def serialize_properties(
             name = translate(k) if translate is not None else k
             fields[name] = result
             property_deps[name] = deps
-    return to_struct(fields)
+    message = to_struct(fields)
+    SENT.keep(message, fields)
+    return message
 
 
 _sdk_serialize_properties = sdk_rpc.serialize_properties

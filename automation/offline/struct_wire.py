@@ -13,9 +13,10 @@ beyond a double) raises :class:`Unencodable`, and callers build that message the
 
 from __future__ import annotations
 
+import math
 import struct as _struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf import struct_pb2
 
@@ -158,3 +159,155 @@ def merge_into(message: struct_pb2.Struct, mapping: Mapping[str, Any]) -> None:
         message.MergeFromString(_fields(mapping))
     except Unencodable:
         message.update(mapping)
+
+
+# --- the plain form: what the recording keeps of a Struct ---------------------------------------
+
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
+RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+class Plain(NamedTuple):
+    value: dict[str, Any]
+    #: It holds a resource reference.
+    refs: bool
+    #: The struct is, as it is, what the engine sends analyzers for these inputs: no resource
+    #: reference or output value to downgrade and no engine-internal (``__``) key to drop.
+    analyzer_form: bool
+
+
+def plain_of(message: struct_pb2.Struct) -> Plain:
+    """``json_format.MessageToDict(message)``, integral numbers as ints (Struct numbers are doubles
+    on the wire), in one pass with what the recording monitor needs to know about it."""
+    refs = special = False
+
+    def value_of(value: Any) -> Any:
+        kind = value.WhichOneof("kind")
+        if kind == "string_value":
+            return value.string_value
+        if kind == "number_value":
+            number = value.number_value
+            if math.isinf(number) or math.isnan(number):
+                raise ValueError(f"Fail to serialize {number} for Value.number_value")
+            return int(number) if number.is_integer() else number
+        if kind == "bool_value":
+            return value.bool_value
+        if kind == "struct_value":
+            return struct_of(value.struct_value.fields)
+        if kind == "list_value":
+            return [value_of(item) for item in value.list_value.values]
+        return None
+
+    def struct_of(fields: Any) -> dict[str, Any]:
+        nonlocal refs, special
+        out = {}
+        for key in fields:
+            if key[:2] == "__":
+                special = True
+            out[key] = value_of(fields[key])
+        sig = out.get(SPECIAL_SIG_KEY)
+        if sig is not None and sig != SECRET_SIG:
+            special = True
+            refs = refs or sig == RESOURCE_REF_SIG
+        return out
+
+    top = struct_of(message.fields)
+    return Plain(top, refs, not special)
+
+
+#: Integers a double holds exactly.
+_EXACT = 2**53
+
+
+class _NotPlain(Exception):
+    """A number the plain form refuses (infinite, not a number)."""
+
+
+def _plain_in_place(tree: dict[str, Any]) -> Plain:
+    """``tree`` (a Struct's source: fresh dicts and lists, scalar leaves) turned in place into what
+    :func:`plain_of` gives for ``to_struct(tree)``: numbers as a double holds them, integral ones as
+    ints, tuples as lists. Raises :class:`_NotPlain` where ``plain_of`` would raise."""
+    refs = special = False
+
+    def fix(value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            return value
+        if kind is int and -_EXACT <= value <= _EXACT:
+            return value
+        if kind is dict:
+            return walk(value)
+        if kind is list:
+            for index, item in enumerate(value):
+                fixed = fix(item)
+                if fixed is not item:
+                    value[index] = fixed
+            return value
+        # What the encoder takes beyond the exact types, as the Struct holds it.
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, str):
+            return str.__str__(value)  # a str enum's text, not its name
+        if isinstance(value, (int, float)):
+            number = float(value)
+            if math.isinf(number) or math.isnan(number):
+                raise _NotPlain
+            return int(number) if number.is_integer() else number
+        if isinstance(value, dict):
+            return walk(dict(value))
+        if isinstance(value, (list, tuple)):
+            return fix(list(value))
+        raise _NotPlain
+
+    def walk(mapping: dict[str, Any]) -> dict[str, Any]:
+        nonlocal refs, special
+        for key, value in mapping.items():
+            if key[:2] == "__":
+                special = True
+            fixed = fix(value)
+            if fixed is not value:
+                mapping[key] = fixed
+        sig = mapping.get(SPECIAL_SIG_KEY)
+        if sig is not None and sig != SECRET_SIG:
+            special = True
+            refs = refs or sig == RESOURCE_REF_SIG
+        return mapping
+
+    return Plain(walk(tree), refs, not special)
+
+
+class SentStructs:
+    """Structs the recording built from plain data, with that data, found again by content.
+
+    The SDK builds a registration's inputs as a Struct from plain values, puts a copy in the
+    request, and the recording monitor turned that copy back into plain values, a walk through
+    every field. When the recording built the Struct itself (``sdk_serialize``), it keeps the plain
+    values here under the Struct's deterministic encoding, and the monitor takes them back by the
+    same key: the same message always has the same deterministic bytes, and equal messages have
+    equal plain forms, so what it takes is what the walk would have given.
+    """
+
+    def __init__(self) -> None:
+        self._by_wire: dict[bytes, Plain] = {}
+
+    def keep(self, message: struct_pb2.Struct, tree: dict[str, Any]) -> None:
+        """``message`` was built from ``tree`` (fresh containers: this normalizes it in place)."""
+        try:
+            plain = _plain_in_place(tree)
+        except _NotPlain:
+            return  # the monitor's walk raises for it, as it always did
+        self._by_wire[message.SerializeToString(deterministic=True)] = plain
+
+    def take(self, message: struct_pb2.Struct) -> Plain | None:
+        if not self._by_wire:
+            return None
+        return self._by_wire.pop(message.SerializeToString(deterministic=True), None)
+
+    def clear(self) -> None:
+        self._by_wire.clear()
+
+
+#: The recording's one registry of sent Structs (a recording runs on one thread).
+SENT = SentStructs()

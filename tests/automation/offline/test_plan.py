@@ -13,7 +13,8 @@ from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
 from automation.offline.pack_runner import to_struct
-from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _plain_struct, _refs_to_urns, record_plan
+from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
+from automation.offline.struct_wire import plain_of
 from automation.stacks import read_stack_config
 from components.settings import config_strings
 from tests.conftest import plan_with
@@ -35,7 +36,7 @@ class _KeepingMonitor(plan_module.RecordingMonitor):
 
 def _sdk_answer(sdk: MockMonitor, request):
     """The SDK's MockMonitor answer, with resource references given as URNs as the recording does."""
-    plain = _plain_struct(request.object)
+    plain = plain_of(request.object)
     if plain.refs:
         flattened = type(request)()
         flattened.CopyFrom(request)

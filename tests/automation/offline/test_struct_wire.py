@@ -110,3 +110,51 @@ def test_merge_into_replaces_values_whole_as_update_does():
     merge_into(ours, change)
     theirs.update(change)
     assert _same(ours, theirs)
+
+
+def _plain_cases():
+    import copy
+    import enum
+
+    class Mode(str, enum.Enum):
+        API = "API"
+
+    class Count(enum.IntEnum):
+        TWO = 2
+
+    rng = random.Random(7)
+    cases = [
+        {"enum": Mode.API, "int enum": Count.TWO, "tuple": (1, 2.0, "x"), "big": 2**60 + 1, "float": 3.0,
+         "half": 0.5, "bool": True, "none": None},
+        {"4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e", "urn": "u"},
+        {"a": {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "s"}},
+        {"__internal": 1},
+        {"a": [{"4dabf18193072939515e22adb298388d": "d0e6a833031e9bbcd3f4e8bde6ca49a4"}]},
+    ]
+    cases += [{f"k{i}": _random_value(rng, 0) for i in range(rng.randrange(0, 10))} for _ in range(200)]
+    return [copy.deepcopy(case) for case in cases]
+
+
+def test_the_plain_form_kept_equals_the_walk_over_the_struct():
+    """What the recording keeps of a Struct it built is what the monitor's walk over that Struct
+    gives: values, number kinds, and whether it holds references or engine-only markers."""
+    from automation.offline.struct_wire import SentStructs, plain_of
+
+    for tree in _plain_cases():
+        message = to_struct(tree)
+        expected = plain_of(message)
+        sent = SentStructs()
+        sent.keep(message, tree)
+        kept = sent.take(message)
+        assert kept == expected, tree
+        assert {k: type(v) for k, v in kept.value.items()} == {k: type(v) for k, v in expected.value.items()}
+        assert sent.take(message) is None, "taken once"
+
+
+def test_a_number_the_walk_refuses_is_not_kept():
+    from automation.offline.struct_wire import SentStructs
+
+    sent = SentStructs()
+    message = to_struct({"bad": math.inf})
+    sent.keep(message, {"bad": math.inf})
+    assert sent.take(message) is None
