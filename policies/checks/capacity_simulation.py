@@ -16,6 +16,7 @@ from typing import Any
 from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
+from lib.request_cache import per_request
 from lib.values import contains_unknown
 from lib.resources import (
     ASG_TAG,
@@ -53,13 +54,19 @@ def _knowable(stack: Stack) -> bool:
 
 
 def _findings(stack: Stack, config: dict[str, Any]):
-    if not _knowable(stack):
-        return None
+    """The simulation's findings; both policies of this module ask for them in the same
+    AnalyzeStack, and it runs once per request and metric prefixes."""
     prefixes = tuple(config.get("selfMetricPrefixes") or SELF_METRIC_PREFIXES)
-    cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes)
-    if not cluster.pools:
-        return None
-    return simulate(cluster).findings
+
+    def judge():
+        if not _knowable(stack):
+            return None
+        cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes)
+        if not cluster.pools:
+            return None
+        return tuple(simulate(cluster).findings)
+
+    return per_request(("capacity findings", prefixes), judge)
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:

@@ -23,7 +23,7 @@ from pulumi_policy import (
 )
 
 from lib.contract_config import contract_schema
-from lib.request_cache import plain_once
+from lib.request_cache import copy_plain, plain_once
 from lib.values import contains_unknown, plain
 from lib.resources import Resource
 from lib.pod_templates import (
@@ -34,8 +34,10 @@ from lib.pod_templates import (
     workload_paths,
 )
 
-#: Every stack policy converts every resource; the conversion is shared within a request.
+#: Every stack policy converts every resource, and every resource policy that applies converts the
+#: resource of an Analyze call: the conversion is shared within a request, each policy gets a copy.
 _stack_plain = plain_once(plain)
+_resource_plain = plain_once(plain)
 
 #: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
 STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
@@ -121,6 +123,19 @@ def _config(schema: PolicyConfigSchema | None, given: Any) -> dict[str, Any]:
     return config
 
 
+def _config_once(schema: PolicyConfigSchema | None) -> Callable[[Any], dict[str, Any]]:
+    """``_config(schema, given)``, worked out again only when the configured mapping changes (the
+    analyzer hands every call the one mapping ``Configure`` stored); a copy per call."""
+    last: list[Any] = [None, None]
+
+    def config(given: Any) -> dict[str, Any]:
+        if last[0] is not given or last[0] is None:
+            last[0], last[1] = given, _config(schema, given)
+        return copy_plain(last[1])
+
+    return config
+
+
 def resource_policy(
     *,
     name: str,
@@ -139,11 +154,15 @@ def resource_policy(
         params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
     schema = _schema(params, contract, required)
 
+    configured = _config_once(schema)
+
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-        config = _config(schema, args.get_config())
+        if args.resource_type not in wanted and not custom_workloads:
+            return
+        config = configured(args.get_config())
         if args.resource_type not in wanted and args.resource_type not in (config.get(CUSTOM_WORKLOADS) or {}):
             return
-        resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
+        resource = Resource(args.resource_type, args.name, args.urn, _resource_plain(args.props), args.opts.parent)
         for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
             report(message, None)
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pulumi_policy.policy as _policy
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
 _request = threading.local()
 
@@ -48,10 +49,47 @@ def _once_per_request(convert: Callable[[Any], Any]) -> Callable[..., Any]:
     return memoized
 
 
+def message_to_dict(message: Any, *args: Any, **kwargs: Any) -> Any:
+    """``json_format.MessageToDict``; a ``Struct`` (every resource's properties) by a direct walk.
+
+    json_format's printer reaches each field through descriptors and a dispatch per field kind;
+    for a Struct the result is simply its values (numbers as floats, null as ``None``), keys in the
+    map's own order, which is what the walk below gives. Other messages and options go to
+    json_format.
+    """
+    if args or kwargs or type(message) is not struct_pb2.Struct:
+        return json_format.MessageToDict(message, *args, **kwargs)
+    return _fields(message.fields)
+
+
+def _fields(fields: Any) -> dict[str, Any]:
+    return {key: _value(fields[key]) for key in fields}
+
+
+def _value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        if math.isinf(number):
+            raise ValueError("Fail to serialize Infinity for Value.number_value, which would parse as string_value")
+        if math.isnan(number):
+            raise ValueError("Fail to serialize NaN for Value.number_value, which would parse as string_value")
+        return number
+    if kind == "struct_value":
+        return _fields(value.struct_value.fields)
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    if kind == "bool_value":
+        return value.bool_value
+    return None  # null_value, or no kind at all
+
+
 class _JsonFormat:
     """``json_format`` as pulumi_policy's analyzer sees it, with ``MessageToDict`` memoized."""
 
-    MessageToDict = staticmethod(_once_per_request(json_format.MessageToDict))
+    MessageToDict = staticmethod(_once_per_request(message_to_dict))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(json_format, name)
@@ -67,6 +105,18 @@ def _per_request(method: Callable[..., Any]) -> Callable[..., Any]:
             _request.memo = None
 
     return serve
+
+
+def per_request(key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per request for ``key`` (hashable), every time outside a request. For a
+    result two policies derive alike from the same request; they must only read it."""
+    memo = getattr(_request, "memo", None)
+    if memo is None:
+        return compute()
+    entry = ("per_request", key)
+    if entry not in memo:
+        memo[entry] = compute()
+    return memo[entry]
 
 
 def copy_plain(value: Any) -> Any:
