@@ -61,6 +61,9 @@ _list_element_type = _memo(sdk_rpc._get_list_element_type)
 _input_names = _memo(_types.input_type_py_to_pulumi_names)
 _input_types = _memo(_types.input_type_types)
 _is_input_type = _memo(_types.is_input_type)
+#: Whether ``reduce_discriminated_union`` can pick a member for ``typ`` at all (it returns None
+#: at once for a type that is not a union of two matchable members).
+_is_wire_union = _memo(_types.is_discriminated_union)
 
 
 @_memo
@@ -148,8 +151,10 @@ def _output(output: Output, deps: list[Resource], key: str | None, transformer: 
     resources = data.resources
     deps.extend(resources)
     promise_deps: list[Resource] = []
-    value = _serialize(None if sdk_rpc.contains_unknowns(data.value) else data.value, promise_deps, key, transformer,
-                       typ, False)
+    inner = data.value
+    if type(inner) not in _SCALARS and sdk_rpc.contains_unknowns(inner):  # a scalar is never a container of one
+        inner = None
+    value = _serialize(inner, promise_deps, key, transformer, typ, False)
     deps.extend(promise_deps)
     resources.update(promise_deps)  # as the SDK does, into the output's own set
     if not data.is_known:
@@ -167,7 +172,7 @@ def _mapping(value: abc.Mapping, deps: list[Resource], transformer: Any, typ: An
     get_type: Any = None
     translate = transformer
     if typ is not None:
-        case = _types.reduce_discriminated_union(typ, value, _types._py_name_for)
+        case = _types.reduce_discriminated_union(typ, value, _types._py_name_for) if _is_wire_union(typ) else None
         if case is not None:
             typ = case
         if _is_input_type(typ):

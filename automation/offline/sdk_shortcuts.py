@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf.struct_pb2 import Struct
 from pulumi.output import Output, _OutputData
+from pulumi import log as pulumi_log
 from pulumi.resource import Resource
+from pulumi.runtime.mocks import MockEngine
 from pulumi.runtime import settings
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime import resource as sdk_resources
@@ -212,6 +215,19 @@ def create_urn(name: Any, type_: Any, parent: Any = None, project: str | None = 
     return Output._from_data(data)
 
 
+_sdk_debug = pulumi_log.debug
+
+
+def debug(msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None) -> None:
+    """``pulumi.log.debug``, not sent where it would be dropped: the mocks' engine hands debug
+    messages to its Python logger, which discards them unless DEBUG is enabled for it. The SDK logs
+    a few per registration, each built into a LogRequest first."""
+    engine = settings.get_engine()
+    if isinstance(engine, MockEngine) and not engine.logger.isEnabledFor(logging.DEBUG):
+        return
+    _sdk_debug(msg, resource, stream_id, ephemeral)
+
+
 _NO_STACK_TRACE = source_pb2.StackTrace()
 
 
@@ -237,6 +253,7 @@ SHORTCUTS = (
     (sdk_rpc, "serialize_properties", sdk_serialize.serialize_properties),
     (sdk_resources, "_get_stack_trace", no_stack_trace),
     (Output, "_track", track),
+    (pulumi_log, "debug", debug),
 )
 
 

@@ -291,3 +291,20 @@ def test_serialized_values_equal_the_sdks(tmp_path):
     assert SERIALIZED["input type"][0][1]["template"]["metadata"]["labels"]["app"]
     assert SERIALIZED["input type"][0][2] == ["password"]
     assert SERIALIZED["illegal"][0][0] == "raised"
+
+
+def test_debug_messages_still_reach_a_logger_that_wants_them(tmp_path, caplog):
+    """Debug messages are left out only where the mocks' engine would drop them."""
+    import logging
+
+    from automation.offline.plan import record_plan
+
+    program = tmp_path / "__main__.py"
+    program.write_text("import pulumi\npulumi.log.debug('probe says hello')\npulumi.log.warn('probe warns')\n")
+    with caplog.at_level(logging.WARNING):
+        record_plan("probe", {}, region="us-east-1", program=program)
+    assert "probe warns" in caplog.text and "probe says hello" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        record_plan("probe", {}, region="us-east-1", program=program)
+    assert "probe says hello" in caplog.text and "registering resource" in caplog.text
