@@ -22,7 +22,7 @@ import functools
 import gc
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi_policy.policy as _policy
@@ -86,10 +86,92 @@ def _value(value: Any) -> Any:
     return None  # null_value, or no kind at all
 
 
-class _JsonFormat:
-    """``json_format`` as pulumi_policy's analyzer sees it, with ``MessageToDict`` memoized."""
+class PropertiesUnreadable(BaseException):
+    """A resource's properties could not be converted when a policy first read them.
 
-    MessageToDict = staticmethod(_once_per_request(message_to_dict))
+    A BaseException, so that it is not taken for a policy's own failure (``kit`` turns those into
+    findings) and fails the request as the conversion failing up front did."""
+
+
+class _Deferred:
+    """A conversion of a request's properties, run when first needed and then kept."""
+
+    __slots__ = ("_compute", "_value")
+    _PENDING = object()
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute, self._value = compute, self._PENDING
+
+    def get(self) -> Any:
+        if self._value is self._PENDING:
+            try:
+                self._value = self._compute()
+            except Exception as error:  # noqa: BLE001 - re-raised as what it is, see PropertiesUnreadable
+                raise PropertiesUnreadable(f"{type(error).__name__}: {error}") from error
+            self._compute = None
+        return self._value
+
+
+class LazyProps(Mapping):
+    """A resource's properties as pulumi_policy's unknown-checking proxy, built when first read.
+
+    pulumi_policy converts every resource's properties for every call (Struct to dict,
+    deserialized, then copied into a proxy tree) before any policy looks at them; most resources of
+    a plan are of types no policy of this pack takes. ``lib.values.plain`` reads the deserialized
+    data directly (:meth:`raw`), which gives what reading the proxy gives: the proxy only raises on
+    the unknown sentinels that ``plain`` turns into ``UNKNOWN`` anyway. Anything else that reads
+    these properties gets the real proxy.
+    """
+
+    __slots__ = ("_deserialized", "_proxy")
+
+    def __init__(self, deserialized: _Deferred) -> None:
+        self._deserialized, self._proxy = deserialized, None
+
+    def raw(self) -> Any:
+        """The deserialized properties (read only)."""
+        return self._deserialized.get()
+
+    def _real(self) -> Any:
+        if self._proxy is None:
+            self._proxy = _sdk_unknown_checking_proxy(self.raw())
+        return self._proxy
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._real()[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._real())
+
+    def __len__(self) -> int:
+        return len(self._real())
+
+
+_sdk_deserialize_properties = _policy.deserialize_properties
+_sdk_unknown_checking_proxy = _policy.unknown_checking_proxy
+
+
+def _deferred_message_to_dict(message: Any, *args: Any, **kwargs: Any) -> Any:
+    if args or kwargs or type(message) is not struct_pb2.Struct or getattr(_request, "memo", None) is None:
+        return message_to_dict(message, *args, **kwargs)
+    return _Deferred(lambda: message_to_dict(message))
+
+
+def _deferred_deserialize(value: Any, *args: Any, **kwargs: Any) -> Any:
+    if isinstance(value, _Deferred):
+        return _Deferred(lambda: _sdk_deserialize_properties(value.get(), *args, **kwargs))
+    return _sdk_deserialize_properties(value, *args, **kwargs)
+
+
+def _deferred_proxy(value: Any) -> Any:
+    return LazyProps(value) if isinstance(value, _Deferred) else _sdk_unknown_checking_proxy(value)
+
+
+class _JsonFormat:
+    """``json_format`` as pulumi_policy's analyzer sees it, with ``MessageToDict`` memoized (and,
+    within Analyze and AnalyzeStack, deferred: see :class:`LazyProps`)."""
+
+    MessageToDict = staticmethod(_once_per_request(_deferred_message_to_dict))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(json_format, name)
@@ -145,5 +227,5 @@ def install() -> None:
     servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
     servicer._converts_once_per_request = True
     _policy.json_format = _JsonFormat()
-    _policy.deserialize_properties = _once_per_request(_policy.deserialize_properties)
-    _policy.unknown_checking_proxy = _once_per_request(_policy.unknown_checking_proxy)
+    _policy.deserialize_properties = _once_per_request(_deferred_deserialize)
+    _policy.unknown_checking_proxy = _once_per_request(_deferred_proxy)

@@ -14,6 +14,8 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
+from lib.request_cache import LazyProps
+
 from capacity.model import quantity as _model_quantity
 
 #: Sentinels of the engine's unknown values (sdk/go/common/resource/plugin/rpc.go).
@@ -52,6 +54,8 @@ UNKNOWN: Any = _Unknown()
 
 def plain(value: Any) -> Any:
     """Plain dicts/lists from the SDK's proxies, with :data:`UNKNOWN` for unknown values."""
+    if type(value) is LazyProps:
+        return _plain_raw(value.raw())
     if isinstance(value, str):
         return UNKNOWN if value in UNKNOWN_SENTINELS else value
     if isinstance(value, Mapping):
@@ -71,6 +75,19 @@ def plain(value: Any) -> Any:
                 items.append(UNKNOWN)
         return items
     return value
+
+
+def _plain_raw(value: Any) -> Any:
+    """``plain`` of the proxy over ``value``, read from ``value`` itself: the proxy raises exactly
+    where ``value`` holds an unknown sentinel, and ``plain`` makes both :data:`UNKNOWN`."""
+    kind = type(value)
+    if kind is str:
+        return UNKNOWN if value in UNKNOWN_SENTINELS else value
+    if kind is dict:
+        return {key: _plain_raw(item) for key, item in value.items()}
+    if kind is list:
+        return [_plain_raw(item) for item in value]
+    return plain(value)
 
 
 def dig(value: Any, *path: str | int, default: Any = None) -> Any:

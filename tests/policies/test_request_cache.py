@@ -1,0 +1,73 @@
+"""The pack's request cache: what a policy reads is what pulumi_policy's own conversion gives.
+
+Run in the pack's directory, as the CLI runs the pack (its modules import each other by plain names).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from automation.offline.plan import ROOT
+
+_PROBE = r"""
+import json, sys
+from google.protobuf import json_format, struct_pb2
+import pulumi_policy.policy as policy
+from lib import request_cache, values
+
+request_cache.install()
+UNKNOWNS = sorted(values.UNKNOWN_SENTINELS)
+SECRET = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "hidden"}
+documents = [
+    {"a": 1, "b": [1.5, "x", None, True, {"c": UNKNOWNS[0]}], "d": {}, "e": []},
+    {"top": UNKNOWNS[1], "nested": {"deep": [UNKNOWNS[2], {"k": UNKNOWNS[3]}]}, "secret": SECRET},
+    {"spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}},
+]
+out = []
+for document in documents:
+    message = struct_pb2.Struct()
+    message.update(document)
+    sdk = values.plain(request_cache._sdk_unknown_checking_proxy(
+        request_cache._sdk_deserialize_properties(json_format.MessageToDict(message))))
+    request_cache._request.memo = {}  # as inside Analyze
+    try:
+        lazy = policy.unknown_checking_proxy(policy.deserialize_properties(policy.json_format.MessageToDict(message)))
+        assert type(lazy) is request_cache.LazyProps
+        fast = values.plain(lazy)
+        as_mapping = values.plain(lazy._real())  # what a reader that is not plain() gets
+        assert list(lazy) == list(lazy._real()) and len(lazy) == len(lazy._real())
+    finally:
+        request_cache._request.memo = None
+    out.append([repr(sdk), repr(fast), repr(sdk) == repr(as_mapping) or repr(as_mapping)])
+    assert request_cache.message_to_dict(message) == json_format.MessageToDict(message)
+
+broken = struct_pb2.Struct()
+broken.update({"n": float("nan")})
+request_cache._request.memo = {}
+lazy = policy.unknown_checking_proxy(policy.deserialize_properties(policy.json_format.MessageToDict(broken)))
+try:
+    values.plain(lazy)
+    unreadable = "read"
+except request_cache.PropertiesUnreadable as error:
+    unreadable = str(error)
+except Exception as error:
+    unreadable = "caught as a policy error: " + repr(error)
+print(json.dumps({"documents": out, "unreadable": unreadable}))
+"""
+
+
+def test_properties_read_lazily_equal_pulumi_policys_conversion():
+    """plain() of the deferred properties equals plain() of pulumi_policy's own proxy, unknowns at
+    every depth and secrets included; read as a mapping they are the proxy's too. Properties that
+    cannot be converted fail the request (not a policy finding), as the eager conversion did."""
+    done = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT / "policies", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for sdk, fast, as_mapping in result["documents"]:
+        assert fast == sdk
+        assert as_mapping is True, as_mapping
+    assert "<unknown>" in result["documents"][1][1], "the unknowns were kept as UNKNOWN"
+    assert result["unreadable"].startswith("ValueError: Fail to serialize NaN"), result["unreadable"]
