@@ -167,6 +167,24 @@ def _deferred_proxy(value: Any) -> Any:
     return LazyProps(value) if isinstance(value, _Deferred) else _sdk_unknown_checking_proxy(value)
 
 
+def _once_per_request_method(method: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``method(self, message)`` memoized like :func:`_once_per_request`, by the message (the
+    objects it returns are read, never changed, by this pack's policies)."""
+
+    @functools.wraps(method)
+    def once(self: Any, message: Any) -> Any:
+        memo = getattr(_request, "memo", None)
+        if memo is None:
+            return method(self, message)
+        key = ("method", method, id(message))
+        hit = memo.get(key)
+        if hit is None or hit[0] is not message:
+            hit = memo[key] = (message, method(self, message))
+        return hit[1]
+
+    return once
+
+
 class _JsonFormat:
     """``json_format`` as pulumi_policy's analyzer sees it, with ``MessageToDict`` memoized (and,
     within Analyze and AnalyzeStack, deferred: see :class:`LazyProps`)."""
@@ -226,6 +244,9 @@ def install() -> None:
     servicer.Analyze = _per_request(servicer.Analyze)
     servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
     servicer._converts_once_per_request = True
+    # Options and provider of a request's resource, built once per request rather than per policy.
+    servicer._get_resource_options = _once_per_request_method(servicer._get_resource_options)
+    servicer._get_provider_resource = _once_per_request_method(servicer._get_provider_resource)
     _policy.json_format = _JsonFormat()
     _policy.deserialize_properties = _once_per_request(_deferred_deserialize)
     _policy.unknown_checking_proxy = _once_per_request(_deferred_proxy)
