@@ -215,3 +215,20 @@ def test_stack_request_is_written_as_the_message_would_be(prod_plan):
         assert item.properties == to_struct(r.inputs), r.urn
         assert item.provider.urn == _provider_urn({"provider": r.provider}) if r.provider else not item.HasField("provider")
     assert any(item.HasField("provider") for item in message.resources)
+
+
+def test_the_pack_works_at_a_lower_priority_than_the_program(dev_plan):
+    """The feeder, and the pack it starts, yield the processor to the recording."""
+    from automation.offline.pack_feeder import NICENESS
+
+    with StreamingAnalysis(CONFIG_DIR / "dev.json") as streaming:
+        deadline = time.monotonic() + 60
+        while not _children_of(streaming.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        (pack,) = _children_of(streaming.pid)
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, streaming.pid) == os.getpriority(os.PRIO_PROCESS, pack) == \
+            min(mine + NICENESS, 19)
+        report = streaming.finish(dev_plan.resources)
+    assert report.pack.startswith("llm-platform-gpu@")
