@@ -45,15 +45,94 @@ class ManifestDumper(yaml.SafeDumper):
 
 ManifestDumper.add_representer(str, _represent_str)
 
+_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+class _Unplain(Exception):
+    """The document holds something the fast representation leaves to PyYAML's own path."""
+
+
+class _NeedsPythonEmitter(Exception):
+    """A string in the document is one libyaml writes differently (see ``_needs_python_emitter``)."""
+
+
+class _FastRepresentation:
+    """PyYAML's safe representation of plain data, node for node, with less in between.
+
+    ``represent_data`` goes through the type's MRO, a representer lookup and, for every scalar,
+    ``ignore_aliases``; here the exact built-in types a manifest holds go straight to the node
+    their representer makes (mappings and lists still registered by identity, so an object met
+    twice becomes an anchor and alias as before), each string checked on the way for what
+    ``_needs_python_emitter`` looks for. Any other type raises :class:`_Unplain` and the document
+    takes the usual path. The emitter asks the resolver twice per scalar which tag a plain scalar
+    would read as; the answer depends only on the scalar (there are no path resolvers here), so it
+    is remembered.
+    """
+
+    def represent_data(self, data: Any) -> Any:
+        kind = type(data)
+        if kind is str:
+            if _string_needs_python(data, key=False):
+                raise _NeedsPythonEmitter
+            return yaml.ScalarNode(_STR, data, style="|" if "\n" in data else None)
+        if kind is dict or kind is list:
+            node = self.represented_objects.get(id(data))
+            if node is not None:
+                return node
+            self.object_keeper.append(data)
+            represent = self.represent_data
+            if kind is dict:
+                pairs: list[Any] = []
+                node = self.represented_objects[id(data)] = yaml.MappingNode(_MAP, pairs, flow_style=False)
+                for key, value in data.items():
+                    if type(key) is str and _string_needs_python(key, key=True):
+                        raise _NeedsPythonEmitter
+                    pairs.append((represent(key), represent(value)))
+            else:
+                items: list[Any] = []
+                node = self.represented_objects[id(data)] = yaml.SequenceNode(_SEQ, items, flow_style=False)
+                items.extend(represent(item) for item in data)
+            return node
+        if kind is bool:
+            return yaml.ScalarNode(_BOOL, "true" if data else "false")
+        if kind is int:
+            return yaml.ScalarNode(_INT, str(data))
+        if data is None:
+            return yaml.ScalarNode(_NULL, "null")
+        if kind is float:  # its own spelling rules (.inf, .nan, exponents): PyYAML's representer
+            return yaml.representer.SafeRepresenter.represent_float(self, data)
+        raise _Unplain
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        key = (value, tuple(implicit))
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(_RESOLVED) < 100_000:
+                _RESOLVED[key] = tag
+        return tag
+
+
+_RESOLVED: dict[Any, str] = {}
+
 if hasattr(yaml, "CSafeDumper"):
 
     class _CManifestDumper(yaml.CSafeDumper):
         """The same representation, emitted by libyaml."""
 
     _CManifestDumper.add_representer(str, _represent_str)
+
+    class _FastCManifestDumper(_FastRepresentation, _CManifestDumper):
+        """The same again, for documents of plain data only (``default_flow_style=False``, as
+        ``yaml.dump`` has it)."""
+
     _YAML_CSAFE: type | None = _CManifestDumper
 else:  # pragma: no cover - exercised only where PyYAML was built without libyaml
     _YAML_CSAFE = None
+    _FastCManifestDumper = None
 
 
 def _refuse(value: Any) -> Any:
@@ -118,19 +197,30 @@ def _json_bytes(value: Any) -> bytes:
 
 def dumps_yaml(document: Any) -> str:
     """``yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)``."""
+    if _FastCManifestDumper is not None and type(document) in (dict, list):
+        try:
+            return yaml.dump(document, Dumper=_FastCManifestDumper, sort_keys=False)
+        except _NeedsPythonEmitter:
+            return yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)
+        except _Unplain:
+            pass
     # A bare scalar gets PyYAML's document-end marker, which libyaml leaves out.
     if _YAML_CSAFE is None or not isinstance(document, (dict, list)) or _needs_python_emitter(document):
         return yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)
     return yaml.dump(document, Dumper=_YAML_CSAFE, sort_keys=False)
 
 
+def _string_needs_python(value: str, *, key: bool) -> bool:
+    if "\n" in value and not key:
+        return not (value.isascii() and value.replace("\n", "").isprintable()) or " \n" in value or value.endswith(" ")
+    return not (value.isascii() and value.isprintable())
+
+
 def _needs_python_emitter(value: Any, *, key: bool = False) -> bool:
     """A string anywhere in ``value`` that PyYAML would double-quote (escapes, non-ASCII, and text
     with line breaks that cannot be a literal block: a key, a space before a break or at the end)."""
     if isinstance(value, str):
-        if "\n" in value and not key:
-            return not (value.isascii() and value.replace("\n", "").isprintable()) or " \n" in value or value.endswith(" ")
-        return not (value.isascii() and value.isprintable())
+        return _string_needs_python(value, key=key)
     if isinstance(value, dict):
         return any(_needs_python_emitter(k, key=True) or _needs_python_emitter(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):

@@ -145,3 +145,24 @@ def test_json_files_written_piece_by_piece_identical(tmp_path):
         path = tmp_path / "out.json"
         emit.write_json(path, document)
         assert path.read_text() == json.dumps(document, indent=2) + "\n", document
+
+
+def test_plain_documents_take_the_fast_representation(monkeypatch):
+    """The manifests above were written by the fast representation (so the comparisons cover it);
+    shared objects still become anchors and aliases, and other types take PyYAML's own path."""
+    calls = []
+    real = emit._FastRepresentation.represent_data
+
+    def counting(self, data):
+        calls.append(type(data))
+        return real(self, data)
+
+    monkeypatch.setattr(emit._FastRepresentation, "represent_data", counting)
+    assert emit.dumps_yaml({"a": [1, "x", None, True]}) == python_yaml({"a": [1, "x", None, True]})
+    assert calls and dict in calls
+    shared = {"x": [1, 2]}
+    for document in ({"one": shared, "two": shared}, [shared, shared, {"deeper": shared["x"]}]):
+        assert emit.dumps_yaml(document) == python_yaml(document)
+        assert "&id001" in emit.dumps_yaml(document)
+    for document in ({"t": (1, 2)}, {"f": 0.5, "g": -1e-30, "h": math.inf}, {"nested": {"tuple": ("a",)}}):
+        assert emit.dumps_yaml(document) == python_yaml(document)
