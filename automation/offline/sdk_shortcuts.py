@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf.struct_pb2 import Struct
-from pulumi.output import Output, _OutputData
+from pulumi.output import Output, Unknown, _OutputData
 from pulumi import log as pulumi_log
 from pulumi.resource import Resource
 from pulumi.runtime.mocks import MockEngine
@@ -228,6 +228,38 @@ def debug(msg: str, resource: Any = None, stream_id: int | None = None, ephemera
     _sdk_debug(msg, resource, stream_id, ephemeral)
 
 
+_PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def contains_unknowns(val: Any) -> bool:
+    """``pulumi.runtime.rpc.contains_unknowns``: is an ``Unknown`` anywhere in ``val``'s dicts and
+    lists. The SDK asks it of every output's value as the output is made, through a recursive
+    generator per container; here a loop over a stack, plain scalars passed over at once. The
+    same containers are entered (each once, by identity) and read the same way (a dict that is
+    not exactly a dict through its ``__getitem__``)."""
+    if type(val) in _PLAIN_SCALARS:
+        return False
+    seen: set[int] = set()
+    pending = [val]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Unknown):
+            return True
+        kind = type(value)
+        if kind in _PLAIN_SCALARS or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if kind is dict:
+            pending.extend(value.values())
+        elif kind is list:
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value[key] for key in value)
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
+
+
 _NO_STACK_TRACE = source_pb2.StackTrace()
 
 
@@ -254,6 +286,7 @@ SHORTCUTS = (
     (sdk_resources, "_get_stack_trace", no_stack_trace),
     (Output, "_track", track),
     (pulumi_log, "debug", debug),
+    (sdk_rpc, "contains_unknowns", contains_unknowns),
 )
 
 

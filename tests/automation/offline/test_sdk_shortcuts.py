@@ -308,3 +308,34 @@ def test_debug_messages_still_reach_a_logger_that_wants_them(tmp_path, caplog):
     with caplog.at_level(logging.DEBUG):
         record_plan("probe", {}, region="us-east-1", program=program)
     assert "probe says hello" in caplog.text and "registering resource" in caplog.text
+
+
+def test_unknowns_found_as_the_sdk_finds_them():
+    import random
+
+    from pulumi.output import UNKNOWN
+
+    class Odd(dict):
+        def __getitem__(self, key):
+            return UNKNOWN if key == "hidden" else super().__getitem__(key)
+
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    cases = [None, "x", 3, [], {}, UNKNOWN, [UNKNOWN], {"a": [1, {"b": UNKNOWN}]}, {"a": [1, {"b": 2}]}, cyclic,
+             Odd(hidden=1), Odd(shown=1), ("tuple", UNKNOWN), [[[[[UNKNOWN]]]]]]
+    rng = random.Random(3)
+
+    def value(depth):
+        kind = rng.randrange(6 if depth < 5 else 3)
+        if kind == 0:
+            return UNKNOWN if rng.random() < 0.05 else "s"
+        if kind in (1, 2):
+            return rng.choice([1, 2.5, None, True])
+        if kind in (3, 4):
+            return {f"k{i}": value(depth + 1) for i in range(rng.randrange(4))}
+        return [value(depth + 1) for _ in range(rng.randrange(4))]
+
+    cases += [value(0) for _ in range(500)]
+    assert any(sdk_rpc.contains_unknowns(case) for case in cases[20:]), "some random cases hold an unknown"
+    for case in cases:
+        assert sdk_shortcuts.contains_unknowns(case) == sdk_rpc.contains_unknowns(case), case
