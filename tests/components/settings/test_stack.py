@@ -490,3 +490,34 @@ def test_encrypted_values_read_offline_stand_for_an_opaque_secret():
         "warning: llm-platform:observability.alerting.receivers[1].slack.apiUrl is stored in plain text; store it "
         "encrypted with `pulumi config set --secret --path 'llm-platform:observability.alerting.receivers[1].slack.apiUrl' ...`"
     ]
+
+
+def test_stack_files_read_by_libyaml_as_by_pyyaml(tmp_path):
+    """The fast loader gives the pure-Python loader's values, types included, for the project's
+    stack files, a generated 100-model stack and YAML's corner cases; a file it cannot read is
+    read again by the pure-Python loader, so errors read as they always did."""
+    import yaml
+
+    from automation import stacks
+    from benchmarks.generated_stack import write_stack
+
+    texts = [p.read_text() for p in sorted(stacks.ROOT.glob("Pulumi.*.yaml"))]
+    texts.append(write_stack(100, tmp_path)[0].read_text())
+    texts.append("a: &x {b: [1, 2.5, yes, null, ~, '0x1F', 0x1F, 1e3, 2026-11-25]}\nc: *x\nd: |\n  text\n  more\n"
+                 "e: !!str 12\nf: 'it''s'\ng: \"\\u00e9\\t\"\nh: [] \ni: {}\nj: -.inf\nk: .nan\n")
+
+    def typed(value):
+        if isinstance(value, dict):
+            return {typed(k): typed(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [typed(v) for v in value]
+        return (type(value).__name__, repr(value))
+
+    for text in texts:
+        assert typed(stacks.load_yaml(text)) == typed(yaml.load(text, Loader=stacks._StackFileLoader))
+    for broken in ("a: 1\na: 2\n", "a: [1, 2\n", "a:\n  - b\n c: 1\n"):
+        with pytest.raises(yaml.YAMLError) as fast:
+            stacks.load_yaml(broken)
+        with pytest.raises(yaml.YAMLError) as plain:
+            yaml.load(broken, Loader=stacks._StackFileLoader)
+        assert str(fast.value) == str(plain.value)
