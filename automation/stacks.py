@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from components.settings import Settings, parse_settings
+from components.settings import Settings, SettingsError, config_strings, parse_settings
 
 from automation.offline.plan import ROOT
 
@@ -99,6 +99,20 @@ def read_stack_config(stack: str, root: Path = ROOT, path: Path | None = None) -
 
 
 def load_stack(stack: str, root: Path = ROOT, path: Path | None = None) -> tuple[dict[str, Any], Settings]:
-    """Config and validated settings; raises StackFileError or SettingsError."""
+    """Config and validated settings; raises StackFileError or SettingsError.
+
+    The settings are parsed from the strings the language host passes the program
+    (``config_strings``), as the program itself parses them: the program's parse of the same text
+    is then the one already made (``parse_settings`` keeps it). Where those strings do not parse,
+    the problems are reported from the stack file's typed values, whose messages show values as
+    written (``got 3`` rather than ``got "3"``), if those fail too.
+    """
     config = read_stack_config(stack, root, path)
-    return config, parse_settings(config)
+    try:
+        return config, parse_settings(config_strings(config))
+    except SettingsError as as_passed:
+        try:
+            parse_settings(config)
+        except SettingsError as as_written:
+            raise as_written from None
+        raise as_passed from None

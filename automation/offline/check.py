@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.settings import config_strings, pack_config_disagreements
+from components.settings.stack import parsed_once
 
 from automation.offline.pack_report import PackReport, PolicyConfigError
 from automation.offline.streaming import StreamingAnalysis
@@ -84,6 +85,11 @@ def run_check(
 
     Raises StackFileError, SettingsError or PolicyConfigMissing before any resource is registered.
     """
+    with parsed_once():  # the program parses the same settings again; that parse is this one
+        return _check(stack, out_dir, stack_file, policy_config)
+
+
+def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_config: Path | None) -> CheckResult:
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
     # The stack's own pack config must repeat its gpuBudget; an explicit --policy-config is an override.

@@ -521,3 +521,35 @@ def test_stack_files_read_by_libyaml_as_by_pyyaml(tmp_path):
         with pytest.raises(yaml.YAMLError) as plain:
             yaml.load(broken, Loader=stacks._StackFileLoader)
         assert str(fast.value) == str(plain.value)
+
+
+def test_the_check_parses_its_settings_once(monkeypatch, tmp_path):
+    """Within the offline check the program's parse of its settings is the check's own; anywhere
+    else every call parses (so nothing depends on what was parsed before)."""
+    import components.settings.stack as stack_module
+    from automation.offline.check import run_check
+    from automation.stacks import load_stack
+
+    parses = []
+    real = stack_module._parse
+    monkeypatch.setattr(stack_module, "_parse", lambda raw: parses.append(1) or real(raw))
+    run_check("dev", tmp_path / "out")
+    assert len(parses) == 1
+    parses.clear()
+    load_stack("dev")
+    load_stack("dev")
+    assert len(parses) == 2
+
+
+def test_settings_problems_show_values_as_written(tmp_path):
+    """The check parses the strings the program gets; where they fail, the problems name the
+    values as the stack file writes them."""
+    from automation.stacks import load_stack
+
+    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("kmsDeletionWindowDays: 7", "kmsDeletionWindowDays: 3")
+    assert "kmsDeletionWindowDays: 3" in text
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text)
+    with pytest.raises(SettingsError) as caught:
+        load_stack("dev", path=path)
+    assert "llm-platform:kmsDeletionWindowDays: got 3:" in str(caught.value)
