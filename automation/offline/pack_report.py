@@ -3,8 +3,19 @@ these from the pack feeder without loading the pack client)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
+
+
+def resource_dict(resource: Any) -> dict[str, Any]:
+    """A plan resource (a mapping or a ``PlannedResource``) as a plain mapping of its fields."""
+    if isinstance(resource, Mapping):
+        return dict(resource)
+    if is_dataclass(resource):
+        # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
+        return {f.name: getattr(resource, f.name) for f in fields(resource)}
+    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
 
 
 class PolicyPackError(RuntimeError):

@@ -36,7 +36,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from automation.offline.pack_report import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
+    resource_dict,
     PackReport,
     PolicyConfigError,
     PolicyInfo,
@@ -107,15 +107,6 @@ def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
     struct = struct_pb2.Struct()
     struct.update(engine_value(dict(inputs or {})))
     return struct
-
-
-def _resource_dict(resource: Any) -> dict[str, Any]:
-    if isinstance(resource, Mapping):
-        return dict(resource)
-    if is_dataclass(resource):
-        # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
-        return {f.name: getattr(resource, f.name) for f in fields(resource)}
-    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
 
 
 def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -414,13 +405,13 @@ class PolicyPackRunner:
 
     def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
         """``Analyze`` one plan resource; ``provider`` is its provider's plan resource, if known."""
-        r = _resource_dict(resource)
+        r = resource_dict(resource)
         reply = self._call("Analyze", _analyze_request(r, provider))
         return [_violation(d, r["urn"]) for d in reply.diagnostics]
 
     def analyze_async(self, resource: Any, provider: Any = None, *, structs: _Structs | None = None) -> grpc.Future:
         """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
-        return self.stub.Analyze.future(_analyze_request(_resource_dict(resource), provider, structs),
+        return self.stub.Analyze.future(_analyze_request(resource_dict(resource), provider, structs),
                                         timeout=self.call_timeout)
 
     def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
@@ -450,7 +441,7 @@ class PolicyPackRunner:
 
         Analyze calls are pipelined (up to ``in_flight`` unanswered); findings keep the resources' order.
         """
-        items = [_resource_dict(r) for r in resources]
+        items = [resource_dict(r) for r in resources]
         by_urn = {r["urn"]: r for r in items}
         structs = _Structs()
         pending: collections.deque[tuple[str, grpc.Future]] = collections.deque()
@@ -475,7 +466,7 @@ def _analyze_stack_request(
     structs = structs if structs is not None else _Structs()
     parts: list[bytes] = []
     for resource in resources:
-        r = _resource_dict(resource)
+        r = resource_dict(resource)
         item = analyzer_pb2.AnalyzerResource(
             urn=r["urn"],
             type=r["type"],
@@ -552,7 +543,7 @@ def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Struc
 
 
 def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:
-    p = _resource_dict(provider)
+    p = resource_dict(provider)
     message = analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""))
     message.properties.MergeFromString((structs if structs is not None else _Structs()).of(p))
     return message

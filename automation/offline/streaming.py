@@ -22,12 +22,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from automation.offline.pack_feeder import HEADER
-from automation.offline.pack_report import PackReport, PolicyConfigError, PolicyPackError
+from automation.offline.pack_report import PackReport, PolicyConfigError, PolicyPackError, resource_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
@@ -37,14 +36,6 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 #: 500-model check); the feeder gets them a few dozen resources at a time.
 _BATCH = 64 * 1024
 _ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPackError}
-
-
-def _resource_dict(resource: Any) -> dict[str, Any]:
-    if isinstance(resource, Mapping):
-        return dict(resource)
-    if is_dataclass(resource):
-        return {f.name: getattr(resource, f.name) for f in fields(resource)}
-    raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
 
 
 class StreamingAnalysis:
@@ -98,7 +89,7 @@ class StreamingAnalysis:
         """Hand one registered resource to the pack. ``properties``: its inputs' Struct when the
         recording has it in the form the engine sends analyzers (sent as its bytes); ``None``: the
         feeder marshals ``inputs``."""
-        r = _resource_dict(resource)
+        r = resource_dict(resource)
         identity = {key: r[key] for key in _IDENTITY if key in r}
         if properties is None:
             identity["inputs"] = r.get("inputs") or {}
@@ -111,7 +102,7 @@ class StreamingAnalysis:
         """No more resources: hand over any not submitted yet, then the report's order (``resources``'s)."""
         order = []
         for resource in resources:
-            r = _resource_dict(resource)
+            r = resource_dict(resource)
             if r["urn"] not in self._submitted:
                 self.submit(r)
             order.append(r["urn"])
