@@ -149,11 +149,11 @@ OUTCOMES: dict[str, Outcome] = {
     "automation.errors.InvalidStackSettings": Outcome(exit_codes.USAGE, _settings_lines),
     "automation.stacks.StackFileError": Outcome(exit_codes.USAGE),
     "automation.offline.check.PolicyConfigMissing": Outcome(exit_codes.USAGE),
-    "automation.offline.pack_report.PolicyConfigError": Outcome(exit_codes.USAGE),
+    "automation.offline.pack.findings.PolicyConfigError": Outcome(exit_codes.USAGE),
     "automation.driver.workspace.WorkspaceError": Outcome(exit_codes.USAGE),
     "automation.driver.environments.EnvRequestError": Outcome(exit_codes.USAGE),
     # It ran and failed.
-    "automation.offline.pack_report.PolicyPackError": Outcome(exit_codes.FAILED, _line("the policy pack failed: ")),
+    "automation.offline.pack.findings.PolicyPackError": Outcome(exit_codes.FAILED, _line("the policy pack failed: ")),
     "automation.driver.postdeploy.KubectlError": Outcome(exit_codes.FAILED),
     # Failed, locked, not found, preflight: the code travels with the error.
     "automation.errors.DriverError": Outcome("code"),

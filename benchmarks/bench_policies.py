@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from automation.offline.pack_runner import PolicyPackRunner, _Structs, load_plan  # noqa: E402
+from automation.offline.pack.runner import PolicyPackRunner, _Structs, load_plan  # noqa: E402
 
 DEFAULT_PLAN = ROOT / "build" / "prod" / "plan.json"
 

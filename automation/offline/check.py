@@ -12,8 +12,8 @@ from pathlib import Path
 from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
 
-from automation.offline.pack_report import PackReport, PolicyConfigError
-from automation.offline.streaming import StreamingAnalysis
+from automation.offline.pack.findings import PackReport, PolicyConfigError
+from automation.offline.pack.streaming import StreamingAnalysis
 from automation.offline.emit import write_json
 from automation.offline.manifests import redact_secrets, write_manifests
 from automation.offline.plan import ROOT, Plan, record_plan

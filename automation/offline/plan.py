@@ -28,9 +28,9 @@ from pulumi.runtime.proto import provider_pb2, resource_pb2
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 
-from automation.offline import sdk_shortcuts
-from automation.offline.eager import EagerLoop, finished_gathers
-from automation.offline.struct_wire import (  # noqa: F401 - the wire markers, re-exported
+from automation.offline.recording import sdk_shortcuts
+from automation.offline.recording.eager import EagerLoop, finished_gathers
+from automation.offline.recording.struct_wire import (  # noqa: F401 - the wire markers, re-exported
     RESOURCE_REF_SIG,
     SECRET_SIG,
     SENT,
@@ -326,7 +326,7 @@ def record_plan(
     Resources are recorded into ``into`` when given, so a caller can see what was registered
     before the program failed; ``on_record`` is called with each resource as it is registered.
     ``fast=False`` records on the SDK's own runtime (a plain event loop, none of the shortcuts of
-    :mod:`automation.offline.eager` and :mod:`automation.offline.sdk_shortcuts`): the reference
+    :mod:`automation.offline.recording.eager` and :mod:`automation.offline.recording.sdk_shortcuts`): the reference
     the fast recording is tested against.
     """
     plan = into if into is not None else Plan(project=PROJECT, stack=stack)

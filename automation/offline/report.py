@@ -22,7 +22,7 @@ from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
-from automation.offline.pack_report import PackReport
+from automation.offline.pack.findings import PackReport
 from automation.offline.plan import Plan
 
 NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")

@@ -10,7 +10,7 @@ import pytest
 
 from automation import errors, exit_codes
 from automation.driver.interrupts import Interrupted
-from automation.offline.pack_runner import PackReport, Violation
+from automation.offline.pack.runner import PackReport, Violation
 from automation.offline.report import PoolSummary, Summary, render, render_policies
 from automation.console import stdout
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from automation.offline.pack_runner import PolicyPackRunner, Violation
+from automation.offline.pack.runner import PolicyPackRunner, Violation
 
 #: Every policy mandatory, contract and parameters at the pack's defaults.
 BASELINE: dict[str, Any] = {"all": "mandatory"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from automation.offline.pack_runner import (
+from automation.offline.pack.runner import (
     PackReport,
     PolicyConfigError,
     PolicyPackError,

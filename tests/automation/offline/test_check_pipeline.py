@@ -18,7 +18,7 @@ import time
 import pytest
 from pulumi.runtime.proto import analyzer_pb2
 
-from automation.offline.pack_runner import (
+from automation.offline.pack.runner import (
     PolicyConfigError,
     PolicyPackError,
     PolicyPackRunner,
@@ -28,7 +28,7 @@ from automation.offline.pack_runner import (
     to_struct,
 )
 from automation.offline.plan import ROOT, PlannedResource
-from automation.offline.streaming import StreamingAnalysis
+from automation.offline.pack.streaming import StreamingAnalysis
 
 CONFIG_DIR = ROOT / "policies" / "config"
 
@@ -173,7 +173,7 @@ def _modules_after(code: str) -> set[str]:
 def test_cli_start_up_does_not_load_the_pack_client():
     """Verbs other than check (env, preview, ...) do not pay for gRPC stubs, jsonschema or the check."""
     loaded = _modules_after("from automation.cli import build_parser; build_parser()")
-    assert not loaded & {"automation.offline.pack_runner", "automation.offline.check", "jsonschema", "orjson"}
+    assert not loaded & {"automation.offline.pack.runner", "automation.offline.check", "jsonschema", "orjson"}
 
 
 def test_the_checks_process_leaves_the_pack_client_to_the_feeder():
@@ -181,7 +181,7 @@ def test_the_checks_process_leaves_the_pack_client_to_the_feeder():
     in the feeder."""
     loaded = _modules_after("import automation.offline.check")
     assert "automation.offline.check" in loaded
-    assert not loaded & {"automation.offline.pack_runner", "jsonschema"}
+    assert not loaded & {"automation.offline.pack.runner", "jsonschema"}
 
 
 def test_sdk_modules_follow_the_settings():
@@ -219,7 +219,7 @@ def test_stack_request_is_written_as_the_message_would_be(prod_plan):
 
 def test_the_pack_works_at_a_lower_priority_than_the_program(dev_plan):
     """The feeder, and the pack it starts, yield the processor to the recording."""
-    from automation.offline.pack_feeder import NICENESS
+    from automation.offline.pack.feeder import NICENESS
 
     with StreamingAnalysis(CONFIG_DIR / "dev.json") as streaming:
         deadline = time.monotonic() + 60

@@ -12,9 +12,9 @@ from google.protobuf.struct_pb2 import Struct
 from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
-from automation.offline.pack_runner import to_struct
+from automation.offline.pack.runner import to_struct
 from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
-from automation.offline.struct_wire import plain_of
+from automation.offline.recording.struct_wire import plain_of
 from automation.stacks import read_stack_config
 from components.settings import config_strings
 from tests.conftest import plan_with

@@ -8,7 +8,7 @@ import pulumi
 from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.settings import SETTINGS
 
-from automation.offline import sdk_shortcuts
+from automation.offline.recording import sdk_shortcuts
 from tests.conftest import plan_with
 
 
@@ -156,9 +156,9 @@ def test_outputs_are_built_when_first_read_and_equal_the_sdks(tmp_path, monkeypa
 _URN_PROGRAM = """
 import sys
 import pulumi
-from automation.offline import sdk_shortcuts
+from automation.offline.recording import sdk_shortcuts
 
-seen = sys.modules["tests.automation.offline.test_sdk_shortcuts"].URNS_SEEN
+seen = sys.modules["tests.automation.offline.recording.test_sdk_shortcuts"].URNS_SEEN
 parent = pulumi.ComponentResource("test:index:Parent", "parent")
 secret_parent_urn = pulumi.Output.secret("urn:pulumi:probe::llm-platform::test:index:Parent::hidden")
 cases = {
@@ -213,9 +213,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random
-from automation.offline import sdk_serialize
+from automation.offline.recording import sdk_serialize
 
-seen = sys.modules["tests.automation.offline.test_sdk_shortcuts"].SERIALIZED
+seen = sys.modules["tests.automation.offline.recording.test_sdk_shortcuts"].SERIALIZED
 
 
 class Color(str, enum.Enum):

@@ -6,7 +6,7 @@ built that way for every resource, and that was a fifth of the recording. Here t
 written as its wire encoding in one pass and parsed in C (``Struct.FromString``). The encoding is
 protobuf's own for ``struct.proto`` (map entries in the dict's order, which a map does not keep
 anyway), and the message parsed from it equals the one ``update`` builds, value kinds included
-(``tests/automation/offline/test_struct_wire.py``). A value ``update`` would refuse or convert in
+(``tests/automation/offline/recording/test_struct_wire.py``). A value ``update`` would refuse or convert in
 its own way (a non-string key, an unexpected type, a string that is not valid UTF-8, an integer
 beyond a double) raises :class:`Unencodable`, and callers build that message the usual way.
 """

@@ -1,6 +1,6 @@
 """The policy pack run beside the recording, fed through the pack feeder process.
 
-:class:`StreamingAnalysis` starts :mod:`automation.offline.pack_feeder` (which starts the pack and
+:class:`StreamingAnalysis` starts :mod:`automation.offline.pack.feeder` (which starts the pack and
 configures it) as soon as it exists, and hands it each resource as the program registers it. The
 program's thread only writes a frame to a pipe; the feeder makes the gRPC calls on the other core.
 
@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from automation.offline.pack_feeder import HEADER
-from automation.offline.pack_report import PackReport, PolicyConfigError, PolicyPackError, resource_dict
+from automation.offline.pack.feeder import HEADER
+from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
 _IDENTITY = ("urn", "type", "name", "parent", "provider", "dependencies", "propertyDependencies")
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -45,7 +45,7 @@ class StreamingAnalysis:
     takes them, the rest stays buffered for the next ``submit`` or ``end``. ``end`` sends the rest
     and the plan's order, so the feeder sends AnalyzeStack while the caller writes its files;
     ``finish`` reads the report, the same report in the same order as
-    :func:`~automation.offline.pack_runner.run_pack` over the same resources. Errors of start-up or
+    :func:`~automation.offline.pack.runner.run_pack` over the same resources. Errors of start-up or
     configuration are raised by ``finish``, where ``run_pack`` would have raised them. Use as a
     context manager: leaving it stops the feeder, which stops the pack.
     """
@@ -57,7 +57,7 @@ class StreamingAnalysis:
     ) -> None:
         self._stderr = tempfile.TemporaryFile()
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "automation.offline.pack_feeder"],
+            [sys.executable, "-m", "automation.offline.pack.feeder"],
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
         )
         assert self._process.stdin is not None

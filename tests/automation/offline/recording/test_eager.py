@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from automation.offline.eager import EagerLoop, _gather, finished_gathers
+from automation.offline.recording.eager import EagerLoop, _gather, finished_gathers
 
 VAR = contextvars.ContextVar("var", default="unset")
 

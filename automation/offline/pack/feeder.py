@@ -4,13 +4,13 @@ Under ``pulumi preview --policy-pack``, the program (language host) sends regist
 engine, and the engine, another process, sends ``Analyze`` to the pack. The offline check keeps
 that split: the recording hands each resource, already in wire form, to this process through a
 pipe (a few microseconds), and this process drives the pack over its gRPC protocol
-(:class:`~automation.offline.pack_runner.PolicyPackRunner`). The gRPC client's work per call
+(:class:`~automation.offline.pack.runner.PolicyPackRunner`). The gRPC client's work per call
 (a message, a call object, a completion thread that wants the interpreter lock) then runs on
 the other core instead of between the program's registrations: at 500 models it had cost the
 recording 3 s.
 
-Run as ``python -m automation.offline.pack_feeder`` by :class:`~automation.offline.streaming.StreamingAnalysis`;
-frames on stdin (see :mod:`automation.offline.streaming`), the report as one JSON line on stdout.
+Run as ``python -m automation.offline.pack.feeder`` by :class:`~automation.offline.pack.streaming.StreamingAnalysis`;
+frames on stdin (see :mod:`automation.offline.pack.streaming`), the report as one JSON line on stdout.
 Ctrl-C is the check's to handle: this process ignores SIGINT, and stops (stopping the pack) when
 its stdin closes or on SIGTERM.
 """
@@ -61,7 +61,7 @@ class _Feeder:
     """One pack run: ``start``, ``resource`` per registered resource, ``end`` with the plan's order."""
 
     def __init__(self) -> None:
-        from automation.offline.pack_runner import _Structs
+        from automation.offline.pack.runner import _Structs
 
         self.runner: Any = None
         self.error: BaseException | None = None
@@ -71,7 +71,7 @@ class _Feeder:
         self.futures: dict[str, Any] = {}
 
     def start(self, config: Any, pack_dir: str | None) -> None:
-        from automation.offline.pack_runner import PolicyPackRunner
+        from automation.offline.pack.runner import PolicyPackRunner
 
         try:
             self.runner = PolicyPackRunner(pack_dir)
@@ -83,7 +83,7 @@ class _Feeder:
     def resource(self, r: dict[str, Any], properties: bytes | None) -> None:
         """``properties``: the inputs' Struct, serialized, as the engine sends analyzers; ``None``: the
         dict carries ``inputs`` to marshal."""
-        from automation.offline.pack_runner import _provider_urn
+        from automation.offline.pack.runner import _provider_urn
 
         if properties is not None:
             self.structs._by_urn[r["urn"]] = properties
@@ -95,7 +95,7 @@ class _Feeder:
             self._send(r)
 
     def _send(self, r: dict[str, Any]) -> None:
-        from automation.offline.pack_runner import _provider_urn
+        from automation.offline.pack.runner import _provider_urn
 
         if self.error is None:
             try:
@@ -130,7 +130,7 @@ class _Feeder:
 
 def _error(error: BaseException) -> dict[str, Any]:
     """An error as the check's process raises it again: its kind and its one-line message."""
-    from automation.offline.pack_report import PolicyConfigError, PolicyPackError
+    from automation.offline.pack.findings import PolicyConfigError, PolicyPackError
 
     if isinstance(error, (PolicyConfigError, PolicyPackError)):
         return {"error": {"kind": type(error).__name__, "message": str(error)}}

@@ -45,7 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from automation.offline.pack_report import (  # noqa: F401 - the pack's findings, re-exported
+from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
     resource_dict,
     PackReport,
@@ -55,7 +55,7 @@ from automation.offline.pack_report import (  # noqa: F401 - the pack's findings
     Violation,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PACK_DIR = ROOT / "policies"
 
 #: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).

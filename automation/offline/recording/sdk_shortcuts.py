@@ -2,7 +2,7 @@
 
 Each function here stands in for one function of the Pulumi Python SDK (pinned in
 requirements.txt) and gives what that function gives, by a path that costs less under the
-recording; each is tested against the SDK's own (tests/automation/offline/test_sdk_shortcuts.py).
+recording; each is tested against the SDK's own (tests/automation/offline/recording/test_sdk_shortcuts.py).
 A plan recorded with them is byte-identical to one recorded without (``record_plan(..., fast=False)``).
 """
 
@@ -26,7 +26,7 @@ from pulumi.runtime import resource as sdk_resources
 from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.proto import source_pb2
 
-from automation.offline import sdk_serialize
+from automation.offline.recording import sdk_serialize
 
 
 class _PropertyOutput(Output):

@@ -8,7 +8,7 @@ import random
 import pytest
 from google.protobuf import struct_pb2
 
-from automation.offline.struct_wire import Unencodable, merge_into, struct_bytes, to_struct
+from automation.offline.recording.struct_wire import Unencodable, merge_into, struct_bytes, to_struct
 
 
 def _updated(mapping) -> struct_pb2.Struct:
@@ -138,7 +138,7 @@ def _plain_cases():
 def test_the_plain_form_kept_equals_the_walk_over_the_struct():
     """What the recording keeps of a Struct it built is what the monitor's walk over that Struct
     gives: values, number kinds, and whether it holds references or engine-only markers."""
-    from automation.offline.struct_wire import SentStructs, plain_of
+    from automation.offline.recording.struct_wire import SentStructs, plain_of
 
     for tree in _plain_cases():
         message = to_struct(tree)
@@ -152,7 +152,7 @@ def test_the_plain_form_kept_equals_the_walk_over_the_struct():
 
 
 def test_a_number_the_walk_refuses_is_not_kept():
-    from automation.offline.struct_wire import SentStructs
+    from automation.offline.recording.struct_wire import SentStructs
 
     sent = SentStructs()
     message = to_struct({"bad": math.inf})
