@@ -139,7 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of the floor, dev, prod and checkov")
     parser.add_argument("--models", type=int, nargs="*", default=[10, 100, 500])
-    parser.add_argument("--model-runs", type=int, default=3, help="runs per generated stack (1 for 500 and more)")
+    parser.add_argument("--model-runs", type=int, default=3, help="runs per generated stack")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-check-"))
@@ -173,7 +173,7 @@ def main() -> None:
             stack_file, policy = write_stack(models, work)
             row = Row(f"check, {models} models", check_command(f"bench{models}", work / f"bench{models}",
                       "--stack-file", str(stack_file), "--policy-config", str(policy)))
-            for _ in range(1 if models >= 500 else args.model_runs):
+            for _ in range(args.model_runs):
                 row.measure()
                 paired.setdefault(f"{models} models / prod", []).append(row.wall[-1] / prod.measure())
             row.resources = resources_of(row.stdout)
