@@ -159,3 +159,21 @@ def test_check_says_where_its_time_went(dev_check):
     assert seconds["record"] > 0 and seconds["write"] > 0 and seconds["pack_wait"] >= 0
     assert seconds["record"] > seconds["write"], "recording the program is the larger part"
     assert f"recorded and analyzed in {seconds['record']:.2f} s" in dev_check.text
+
+
+def test_the_collector_is_back_as_it_was_after_the_check(tmp_path):
+    """Off while a check runs (nested blocks included), on again afterwards with nothing young left
+    for its first pass, and the heap no longer frozen."""
+    import gc
+
+    from automation.offline.check import fewer_collections, run_check
+
+    assert gc.isenabled()
+    with fewer_collections():
+        assert not gc.isenabled()
+        run_check("dev", tmp_path / "out")
+        assert not gc.isenabled(), "the nested block left it as it found it"
+        garbage = [[] for _ in range(1000)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 1000, "what the check made is not young any more"
+    del garbage
