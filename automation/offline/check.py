@@ -15,7 +15,7 @@ from components.settings.stack import parsed_once
 from automation.offline.pack.findings import PackReport, PolicyConfigError
 from automation.offline.pack.streaming import StreamingAnalysis
 from automation.offline.emit import write_json
-from automation.offline.manifests import redact_secrets, write_manifests
+from automation.offline.manifests import redact_plan, write_manifests
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
 from automation.stacks import load_stack
@@ -129,7 +129,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         out = out_dir or default_out_dir(stack)
         out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
-        write_json(plan_path, redact_secrets(plan.to_json(copy=False)))
+        write_json(plan_path, redact_plan(plan))
         manifests = write_manifests(plan, out / "manifests")
         written = lap()
         policies = pack.finish()

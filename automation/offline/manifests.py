@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automation.offline.emit import dumps_yaml
+from automation.offline.emit import dumps_yaml, orjson
 from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
 
 HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
@@ -19,22 +19,53 @@ def redact_secrets(value: Any, *, wire: bool = True) -> Any:
 
     Copies only the dicts and lists on the way to a secret and shares the rest with ``value`` (a
     500-model plan is otherwise copied whole, tens of MiB, to hide a handful of values): treat the
-    result as read-only.
+    result as read-only. A value whose JSON text does not hold the secret marker at all is given
+    back as it is without a walk (orjson writes that text in C; most resources hold no secret).
     """
+    if not _may_hold_secret(value):
+        return value
+    return _redacted(value, wire)
+
+
+def redact_plan(plan: Plan) -> dict[str, Any]:
+    """The plan file's content with secrets redacted, resource by resource."""
+    content = plan.to_json(copy=False)
+    content["resources"] = [redact_secrets(resource) for resource in content["resources"]]
+    return content
+
+
+_SECRET_MARKER = SECRET_SIG.encode()
+
+
+def _may_hold_secret(value: Any) -> bool:
+    if orjson is None or not isinstance(value, (dict, list)):
+        return True
+    try:
+        return _SECRET_MARKER in orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS,
+                                              default=_unwritable)
+    except (TypeError, orjson.JSONEncodeError):
+        return True  # not plain JSON data: walk it
+
+
+def _unwritable(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def _redacted(value: Any, wire: bool) -> Any:
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
             hidden = _hide(value.get("value"))
             return {SPECIAL_SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
         copy = None
         for key, item in value.items():
-            redacted = redact_secrets(item, wire=wire)
+            redacted = _redacted(item, wire)
             if redacted is not item:
                 if copy is None:
                     copy = dict(value)
                 copy[key] = redacted
         return value if copy is None else copy
     if isinstance(value, list):
-        redacted_items = [redact_secrets(item, wire=wire) for item in value]
+        redacted_items = [_redacted(item, wire) for item in value]
         return value if all(r is i for r, i in zip(redacted_items, value)) else redacted_items
     return value
 

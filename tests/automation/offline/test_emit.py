@@ -166,3 +166,22 @@ def test_plain_documents_take_the_fast_representation(monkeypatch):
         assert "&id001" in emit.dumps_yaml(document)
     for document in ({"t": (1, 2)}, {"f": 0.5, "g": -1e-30, "h": math.inf}, {"nested": {"tuple": ("a",)}}):
         assert emit.dumps_yaml(document) == python_yaml(document)
+
+
+def test_redaction_skips_only_what_holds_no_secret(checked):
+    """The shortcut (no walk where the JSON text holds no secret marker) redacts what the walk
+    redacts: the plan resource by resource, each manifest, and values orjson cannot write."""
+    from automation.offline.manifests import _redacted, redact_plan
+
+    whole = checked.plan.to_json()
+    assert redact_plan(checked.plan) == _redacted(whole, True) == redact_secrets(whole)
+    assert "[secret]" in json.dumps(redact_plan(checked.plan)), "the stack holds secrets to redact"
+    for resource in checked.plan.resources:
+        assert redact_secrets(resource.inputs, wire=False) == _redacted(resource.inputs, False), resource.urn
+    marker = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": {"k": "plain"}}
+    for value in ({"a": [1, {"b": marker}]}, {1: marker}, {"big": 2**70, "s": marker},
+                  {"text": "1b47061264138c4ac30d75fd1eb44270"}, [marker], {"none": None}):
+        assert redact_secrets(value) == _redacted(value, True)
+        assert redact_secrets(value, wire=False) == _redacted(value, False)
+    untouched = {"a": {"b": [1, 2]}}
+    assert redact_secrets(untouched) is untouched
