@@ -37,7 +37,10 @@ class _PropertyOutput(Output):
     whether or not the program ever reads it; the program reads a few (an ARN, a name). Here the
     registration's answer is kept as it came, and the SDK's own ``resolve_outputs`` runs over it
     the first time the program reads any output of that resource (``_data``), or at once if
-    something was already waiting for one. What is read is what the SDK would have given.
+    something was already waiting for one. What is read is what the SDK would have given. One
+    difference: a registration answer that cannot be turned into output values (none under the
+    recording's mocks, whose answers echo the inputs) fails the output it was read for, where the
+    SDK would have failed the registration, and the outputs nobody reads are never built.
     """
 
     def __init__(self, res: Any) -> None:  # noqa: D107 - made by transfer_properties only
