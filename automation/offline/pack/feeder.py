@@ -24,6 +24,7 @@ import signal
 import struct
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 #: Frame header: payload length, unsigned 32-bit little-endian.
@@ -33,11 +34,13 @@ HEADER = struct.Struct("<I")
 def frames(stream: BinaryIO) -> Iterator[Any]:
     """Unpickled frames until the stream ends (a frame cut short ends it too)."""
     while True:
-        header = stream.read(HEADER.size)
+        with _waiting():
+            header = stream.read(HEADER.size)
         if len(header) < HEADER.size:
             return
         (size,) = HEADER.unpack(header)
-        payload = stream.read(size)
+        with _waiting():
+            payload = stream.read(size)
         if len(payload) < size:
             return
         yield pickle.loads(payload)
@@ -54,7 +57,7 @@ def serve(stream: BinaryIO) -> dict[str, Any] | None:
             getattr(feeder, frame[0])(*frame[1:])
         return None
     finally:
-        feeder.close()
+        feeder.close()  # not cut short by SIGTERM: it only cuts waits short (see _stop)
 
 
 class _Feeder:
@@ -114,10 +117,11 @@ class _Feeder:
             items = [self.by_urn[urn] for urn in order]
             stack = self.runner.analyze_stack_async(items, self.by_urn, structs=self.structs)
             violations = []
-            for r in items:
-                violations += self.runner.violations_of(self.futures[r["urn"]], r["urn"])
-            violations += self.runner.violations_of(stack, "")
-        except BaseException as error:  # noqa: BLE001 - reported as the pack's failure
+            with _waiting():
+                for r in items:
+                    violations += self.runner.violations_of(self.futures[r["urn"]], r["urn"])
+                violations += self.runner.violations_of(stack, "")
+        except Exception as error:  # noqa: BLE001 - reported as the pack's failure (a stop still stops)
             return _error(error)
         info = self.runner.info()
         return {"report": {"pack": f"{info.name}@{info.version}", "config": self.runner.config_source,
@@ -137,8 +141,32 @@ def _error(error: BaseException) -> dict[str, Any]:
     return {"error": {"kind": "PolicyPackError", "message": f"{type(error).__name__}: {error}"}}
 
 
+_stop_asked: int | None = None
+_waits = False
+
+
 def _stop(signum: int, _frame: Any) -> None:
-    raise SystemExit(128 + signum)  # unwinds through serve(), which stops the pack
+    """SIGTERM: stop, stopping the pack. Raised only out of a wait (reading frames, waiting for the
+    pack's answers), so that nothing in between is cut short: a stop raised in the middle of
+    starting the pack, or of stopping it, left it running on its own. Elsewhere it is noted, and
+    the next wait raises it."""
+    global _stop_asked
+    _stop_asked = signum
+    if _waits:
+        raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _waiting() -> Iterator[None]:
+    """A blocking wait that a SIGTERM ends (see _stop)."""
+    global _waits
+    _waits = True
+    try:
+        if _stop_asked is not None:  # asked before the wait began
+            raise SystemExit(128 + _stop_asked)
+        yield
+    finally:
+        _waits = False
 
 
 #: How much less of the machine this process and the pack it starts ask for than the check's

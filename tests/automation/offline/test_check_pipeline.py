@@ -232,3 +232,43 @@ def test_the_pack_works_at_a_lower_priority_than_the_program(dev_plan):
             min(mine + NICENESS, 19)
         report = streaming.finish(dev_plan.resources)
     assert report.pack.startswith("llm-platform-gpu@")
+
+
+@pytest.mark.parametrize("after", [0.05, 0.2, 0.35, 0.5, 0.7, 1.0])
+def test_stopping_at_any_moment_leaves_no_pack_behind(dev_plan, after):
+    """The check may stop while the feeder reads frames, starts the pack, waits for answers or is
+    already stopping: in each case the feeder stops the pack before it goes (a stop raised in the
+    middle of starting or stopping the pack used to leave the pack running on its own)."""
+    before = _orphan_packs()
+    streaming = StreamingAnalysis(CONFIG_DIR / "dev.json")
+    try:
+        for r in dev_plan.resources:
+            streaming.submit(r)
+        time.sleep(after)
+        feeder = streaming.pid
+        children = _children_of(feeder)
+    finally:
+        streaming.close()
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in children | {feeder}) or _orphan_packs() - before:
+        assert time.monotonic() < deadline, f"left running: {_orphan_packs() - before or children}"
+        time.sleep(0.05)
+
+
+def _orphan_packs() -> set[int]:
+    """Pack processes whose parent is gone (adopted by init)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if b"policies/__main__.py" not in cmdline.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == "1" and fields[0] != "Z":
+            found.add(int(entry))
+    return found
