@@ -51,10 +51,15 @@ def serve(stream: BinaryIO) -> dict[str, Any] | None:
     ``None`` if the stream ended before ``end`` (the check stopped)."""
     feeder = _Feeder()
     try:
-        for frame in frames(stream):
-            if frame[0] == "end":
-                return feeder.end(frame[1])
-            getattr(feeder, frame[0])(*frame[1:])
+        for kind, *fields in frames(stream):
+            if kind == "end":
+                return feeder.end(*fields)
+            if kind == "resource":
+                feeder.resource(*fields)
+            elif kind == "start":
+                feeder.start(*fields)
+            else:
+                raise ValueError(f"unknown frame {kind!r}")
         return None
     finally:
         feeder.close()  # not cut short by SIGTERM: it only cuts waits short (see _stop)
