@@ -11,7 +11,6 @@ Struct gives a map's), and the registration requests differ only in the stack tr
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager

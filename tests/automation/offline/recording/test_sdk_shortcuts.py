@@ -9,7 +9,6 @@ from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.settings import SETTINGS
 
 from automation.offline.recording import sdk_shortcuts
-from tests.conftest import plan_with
 
 
 def _registrations(fast: bool) -> dict:
