@@ -204,6 +204,31 @@ def pack_python(pack_dir: Path) -> str:
     return sys.executable
 
 
+#: Run as ``python -c _LAUNCH STARTER_PID COMMAND...``: ask Linux to send this process SIGTERM when
+#: the thread that started it ends (PR_SET_PDEATHSIG, kept across exec), then become COMMAND.
+_LAUNCH = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(0)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def _with_parent_death_signal(command: list[str]) -> list[str]:
+    """``command``, made to end with the thread that starts it (Linux).
+
+    A pack serves until it is stopped (pulumi_policy sleeps between calls for ever); whoever
+    started it stops it on every way out but one, being killed outright (SIGKILL, the OOM killer),
+    which left the pack running on its own. The kernel now ends it then. The command that runs is
+    the same, and the pack must be started from a thread that lives as long as it should (the
+    caller's main thread, in every use here).
+    """
+    if not sys.platform.startswith("linux"):
+        return command
+    return [command[0], "-c", _LAUNCH, str(os.getpid()), *command]
+
+
 class PolicyPackRunner:
     """One running pack process and a gRPC channel to it; use as a context manager."""
 
@@ -251,7 +276,7 @@ class PolicyPackRunner:
         started = time.perf_counter()
         try:
             self._process = subprocess.Popen(
-                [self.python, "-u", str(main)],
+                _with_parent_death_signal([self.python, "-u", str(main)]),
                 cwd=self.pack_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

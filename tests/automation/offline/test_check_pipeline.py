@@ -272,3 +272,23 @@ def _orphan_packs() -> set[int]:
         if fields[1] == "1" and fields[0] != "Z":
             found.add(int(entry))
     return found
+
+
+def test_a_pack_ends_with_the_process_that_started_it(tmp_path):
+    """Killed outright (SIGKILL), the process that started a pack cannot stop it; the kernel does."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from automation.offline.pack.runner import PolicyPackRunner\n"
+         "runner = PolicyPackRunner(); runner.start(); print(runner.pid, flush=True); time.sleep(600)"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        pack = int(starter.stdout.readline())
+        assert not _gone(pack)
+        with open(f"/proc/{pack}/cmdline", "rb") as cmdline:
+            assert cmdline.read().split(b"\0")[1:3] == [b"-u", str(ROOT / "policies" / "__main__.py").encode()]
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(pack):
+        assert time.monotonic() < deadline, "the pack outlived its starter"
+        time.sleep(0.05)
