@@ -41,8 +41,9 @@ _ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPack
 class StreamingAnalysis:
     """The pack's findings for resources handed over one by one as they are registered.
 
-    ``submit`` (from the program's thread) never waits: frames go to the feeder's pipe as far as it
-    takes them, the rest stays buffered for the next ``submit`` or ``end``. ``end`` sends the rest
+    ``submit`` (from the program's thread) never waits: frames are buffered and written to the
+    feeder's pipe about 64 KiB at a time, as far as the pipe takes them; the rest waits for the
+    next ``submit`` or ``end``. ``end`` sends the rest
     and the plan's order, so the feeder sends AnalyzeStack while the caller writes its files;
     ``finish`` reads the report, the same report in the same order as
     :func:`~automation.offline.pack.runner.run_pack` over the same resources. Errors of start-up or
