@@ -123,13 +123,17 @@ def _config(schema: PolicyConfigSchema | None, given: Any) -> dict[str, Any]:
     return config
 
 
+_UNSET = object()
+
+
 def _config_once(schema: PolicyConfigSchema | None) -> Callable[[Any], dict[str, Any]]:
     """``_config(schema, given)``, worked out again only when the configured mapping changes (the
-    analyzer hands every call the one mapping ``Configure`` stored); a copy per call."""
-    last: list[Any] = [None, None]
+    analyzer hands every call a shallow copy of what ``Configure`` stored, so equal, not the same
+    object); a copy per call."""
+    last: list[Any] = [_UNSET, None]
 
     def config(given: Any) -> dict[str, Any]:
-        if last[0] is not given or last[0] is None:
+        if last[0] is _UNSET or last[0] != given:
             last[0], last[1] = given, _config(schema, given)
         return copy_plain(last[1])
 
