@@ -45,6 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from automation.offline.recording.struct_wire import to_struct as wire_struct
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
     resource_dict,
@@ -104,9 +105,8 @@ def engine_value(value: Any) -> Any:
 
 
 def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(engine_value(dict(inputs or {})))
-    return struct
+    """The inputs' Struct as the engine sends it to analyzers."""
+    return wire_struct(engine_value(dict(inputs or {})))
 
 
 def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
