@@ -149,6 +149,7 @@ OUTCOMES: dict[str, Outcome] = {
     "automation.errors.InvalidStackSettings": Outcome(exit_codes.USAGE, _settings_lines),
     "automation.stacks.StackFileError": Outcome(exit_codes.USAGE),
     "automation.offline.check.PolicyConfigMissing": Outcome(exit_codes.USAGE),
+    "automation.offline.check.CheckOutputError": Outcome(exit_codes.USAGE),
     "automation.offline.pack.findings.PolicyConfigError": Outcome(exit_codes.USAGE),
     "automation.driver.workspace.WorkspaceError": Outcome(exit_codes.USAGE),
     "automation.driver.environments.EnvRequestError": Outcome(exit_codes.USAGE),

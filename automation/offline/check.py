@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,8 @@ from components.settings.stack import parsed_once
 from automation.offline.pack.findings import PackReport, PolicyConfigError
 from automation.offline.pack.streaming import StreamingAnalysis
 from automation.offline.emit import write_json
-from automation.offline.manifests import redact_plan, write_manifests
+from automation.offline.forked import ForkedTask, can_fork
+from automation.offline.manifests import ManifestFiles, redact_plan
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
 from automation.stacks import load_stack
@@ -26,6 +27,21 @@ POLICY_PACK_DIR = ROOT / "policies"
 
 class PolicyConfigMissing(Exception):
     """No ``policies/config/<stack>.json`` and no ``--policy-config`` given."""
+
+
+class CheckOutputError(Exception):
+    """The check's files cannot be written where ``--out`` says (a file in the way, no permission,
+    a full disk)."""
+
+
+@contextmanager
+def _writing_to(out: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        where = error.filename or out
+        raise CheckOutputError(f"cannot write the check's files to {out} ({error.strerror or error}: {where}); "
+                               f"choose another --out") from None
 
 
 @dataclass
@@ -121,21 +137,48 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         clock.append(time.perf_counter())
         return round(clock[-1] - clock[-2], 3)
 
+    out = out_dir or default_out_dir(stack)
+    with _writing_to(out):  # before anything runs: an --out that cannot be written stops here
+        (out / "manifests").mkdir(parents=True, exist_ok=True)
     with StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=pack.submit)
         plan.resources.sort(key=lambda r: r.urn)
         pack.end(plan.resources)  # AnalyzeStack runs in the pack while the files are written
         recorded = lap()
-        out = out_dir or default_out_dir(stack)
-        out.mkdir(parents=True, exist_ok=True)
         plan_path = out / "plan.json"
-        write_json(plan_path, redact_plan(plan))
-        manifests = write_manifests(plan, out / "manifests")
+        manifests = ManifestFiles(plan, out / "manifests")
+        # The manifests (most of the writing) in a forked child, the plan file here, the pack's
+        # AnalyzeStack in its own process: three pieces of work at once on two cores.
+        with _writing_to(out), _beside(manifests.write, what="manifest writer") as writing:
+            write_json(plan_path, redact_plan(plan))
+            writing.wait()
         written = lap()
         policies = pack.finish()
         waited = lap()
-    write_json(out / "policy-report.json", policies.to_json())
+    with _writing_to(out):
+        write_json(out / "policy-report.json", policies.to_json())
     return CheckResult(
-        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests, policies=policies,
+        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests.paths, policies=policies,
         seconds={"record": recorded, "write": written, "pack_wait": waited},
     )
+
+
+class _Inline:
+    """``work`` done at once in this process, as a :class:`ForkedTask` would do it in a child."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        work()
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def wait(self) -> None:
+        pass
+
+
+def _beside(work: Callable[[], object], *, what: str) -> ForkedTask | _Inline:
+    """``work`` in a forked child while this process goes on, where forking is safe; else inline."""
+    return ForkedTask(work, what=what) if can_fork() else _Inline(work)

@@ -177,3 +177,26 @@ def test_the_collector_is_back_as_it_was_after_the_check(tmp_path):
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert gc.get_count()[0] < 1000, "what the check made is not young any more"
     del garbage
+
+
+def test_an_out_dir_that_cannot_hold_the_files_is_one_line_and_exit_2_before_anything_runs(tmp_path):
+    (tmp_path / "manifests").write_text("a file where the manifests directory goes")
+    done = run_check("--stack", "dev", "--out", str(tmp_path))
+    assert done.returncode == exit_codes.USAGE
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot write the check's files to {tmp_path} (File exists: {tmp_path / 'manifests'}); choose another --out"
+    ]
+    assert "Traceback" not in done.stderr and not (tmp_path / "plan.json").exists()
+
+
+def test_a_failure_of_the_forked_manifest_writer_is_raised_by_the_check(tmp_path, monkeypatch):
+    """The manifests are written by a forked child; its error reaches the caller as the same one-line error."""
+    from automation.offline import check
+    from automation.offline.manifests import ManifestFiles
+
+    def write(self):
+        raise PermissionError(13, "Permission denied", str(self.paths[0]))
+
+    monkeypatch.setattr(ManifestFiles, "write", write)
+    with pytest.raises(check.CheckOutputError, match=r"Permission denied: .*/manifests/.*\.yaml\); choose another --out"):
+        check.run_check("dev", tmp_path)

@@ -1,0 +1,131 @@
+"""Work done by a forked copy of the check's process while the check goes on: the second core.
+
+After the recording, the check still writes its files (at 500 models, 2,563 manifests: most of a
+second of YAML) while the policy pack runs AnalyzeStack. In one process the writing waits its
+turn; a forked child has the whole plan already (copy-on-write, nothing serialized) and writes the
+manifests beside the parent's plan file and the pack.
+
+The child never returns into the caller's code: it runs the work, reports a failure as the
+pickled exception on a pipe, and leaves with ``os._exit`` (no atexit handlers, no buffered output
+of the parent written twice). It dies with the parent (PR_SET_PDEATHSIG, Linux) and on Ctrl-C,
+and the parent kills it on every other way out, so an interrupted check leaves no writer behind.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ForkedTaskError(RuntimeError):
+    """The child ended without finishing its work or saying why (killed by a signal)."""
+
+
+def can_fork() -> bool:
+    """True where a fork is safe: POSIX, and only this thread running (a fork copies a lock another
+    thread holds, locked, into a child that never releases it)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+class ForkedTask:
+    """``work()`` running in a forked child; ``wait()`` returns when it is done or raises its error.
+
+    Use as a context manager: leaving the block without ``wait()`` (an error or a signal in the
+    parent) kills the child and reaps it.
+    """
+
+    def __init__(self, work: Callable[[], Any], *, what: str = "forked task") -> None:
+        self.what = what
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read)
+            _child(work, write)  # never returns
+        os.close(write)
+        self._pid: int | None = pid
+        self._errors = read
+
+    def __enter__(self) -> ForkedTask:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+    def wait(self) -> None:
+        """Block until the child is done; its exception is raised here."""
+        if self._pid is None:
+            return
+        chunks = []
+        while chunk := os.read(self._errors, 1 << 16):
+            chunks.append(chunk)
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = None
+        os.close(self._errors)
+        if chunks:
+            raise _unpickled(b"".join(chunks), self.what)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            raise ForkedTaskError(f"the {self.what} stopped before it finished ({how})")
+
+    def cancel(self) -> None:
+        """Kill the child if it still runs, and reap it."""
+        if self._pid is None:
+            return
+        pid, self._pid = self._pid, None
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(self._errors)
+
+
+def _child(work: Callable[[], Any], errors: int) -> None:
+    code = 1
+    try:
+        # The parent's handlers (the CLI's signal guard) are not this process's business.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with_parent()
+        work()
+        code = 0
+    except BaseException as error:  # noqa: BLE001 - handed to the parent, which raises it
+        try:
+            payload = pickle.dumps(error)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle: its type and text
+            payload = pickle.dumps(ForkedTaskError(f"{type(error).__name__}: {error}"))
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(errors, view):]
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def _die_with_parent() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _unpickled(payload: bytes, what: str) -> BaseException:
+    try:
+        error = pickle.loads(payload)
+    except Exception as failure:  # noqa: BLE001
+        return ForkedTaskError(f"the {what} failed and its error could not be read ({failure})")
+    return error if isinstance(error, BaseException) else ForkedTaskError(f"the {what} failed: {error!r}")

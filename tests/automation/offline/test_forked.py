@@ -1,0 +1,107 @@
+"""The forked child that writes the manifests beside the check: its result, its errors, its end."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from automation.offline.forked import ForkedTask, ForkedTaskError, can_fork
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_child_does_the_work_in_its_own_process(tmp_path: Path) -> None:
+    parent = os.getpid()
+    out = tmp_path / "pid"
+
+    with ForkedTask(lambda: out.write_text(str(os.getpid()))) as task:
+        task.wait()
+
+    assert int(out.read_text()) != parent
+
+
+def test_the_childs_exception_is_raised_by_wait_with_its_type_and_fields(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "file.yaml"
+
+    with ForkedTask(lambda: missing.write_text("x"), what="manifest writer") as task:
+        with pytest.raises(FileNotFoundError) as raised:
+            task.wait()
+
+    assert raised.value.errno == errno.ENOENT
+    assert raised.value.filename == str(missing)
+
+
+def test_an_exception_that_does_not_pickle_arrives_as_its_type_and_text() -> None:
+    class Local(Exception):  # a local class cannot be pickled by reference
+        pass
+
+    def fail() -> None:
+        raise Local("disk on fire")
+
+    with ForkedTask(fail, what="manifest writer") as task:
+        with pytest.raises(ForkedTaskError, match="Local: disk on fire"):
+            task.wait()
+
+
+def test_a_child_killed_by_a_signal_is_an_error_naming_the_task(tmp_path: Path) -> None:
+    with ForkedTask(lambda: os.kill(os.getpid(), signal.SIGKILL), what="manifest writer") as task:
+        with pytest.raises(ForkedTaskError, match=r"the manifest writer stopped before it finished \(signal 9\)"):
+            task.wait()
+
+
+def test_leaving_the_block_without_waiting_kills_and_reaps_the_child(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+
+    def forever() -> None:
+        started.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    with pytest.raises(KeyboardInterrupt):
+        with ForkedTask(forever):
+            deadline = time.monotonic() + 10
+            while not started.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise KeyboardInterrupt  # Ctrl-C in the parent while the child works
+
+    pid = int(started.read_text())
+    assert not _alive(pid)  # killed and reaped: not even a zombie is left
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_the_child_leaves_the_parents_buffered_output_alone(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    sys.stdout.write("written once")  # still in the parent's buffer when it forks
+    with ForkedTask(lambda: None) as task:
+        task.wait()
+    sys.stdout.flush()
+
+    assert capfd.readouterr().out.count("written once") == 1
+
+
+def test_forking_is_refused_while_another_thread_runs() -> None:
+    import threading
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not can_fork()
+    finally:
+        release.set()
+        other.join()
+    assert can_fork()
