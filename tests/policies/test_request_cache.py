@@ -71,3 +71,59 @@ def test_properties_read_lazily_equal_pulumi_policys_conversion():
         assert as_mapping is True, as_mapping
     assert "<unknown>" in result["documents"][1][1], "the unknowns were kept as UNKNOWN"
     assert result["unreadable"].startswith("ValueError: Fail to serialize NaN"), result["unreadable"]
+
+
+_ACROSS_REQUESTS = r"""
+import json
+from google.protobuf import struct_pb2
+import pulumi_policy.policy as policy
+from lib import request_cache, values
+
+request_cache.install()
+calls = []
+
+def counted(value):
+    calls.append(1)
+    return values.plain(value)
+
+analyze_reader = request_cache.plain_once(counted)   # a resource policy's reading, in Analyze
+stack_reader = request_cache.plain_once(counted)     # a stack policy's reading, in AnalyzeStack
+
+def props(document):
+    message = struct_pb2.Struct()
+    message.update(document)
+    return policy.unknown_checking_proxy(policy.deserialize_properties(policy.json_format.MessageToDict(message)))
+
+def request(read, document):
+    request_cache._request.memo = {}
+    try:
+        return read(props(document))
+    finally:
+        request_cache._request.memo = None
+
+spec = {"replicas": 2, "template": {"containers": [{"name": "vllm", "args": ["--port", "8000"]}]}}
+first = request(analyze_reader, {"kind": "Deployment", "spec": spec})
+first["spec"]["replicas"] = 99                          # a policy changing its own copy
+first["spec"]["template"]["containers"].append("x")
+# The same properties again, built in another key order, as AnalyzeStack's copy of them.
+again = request(stack_reader, {"spec": {"template": spec["template"], "replicas": 2}, "kind": "Deployment"})
+calls_after_equal = len(calls)
+other = request(stack_reader, {"kind": "Deployment", "spec": {**spec, "replicas": 3}})
+print(json.dumps({"again": again, "calls_after_equal": calls_after_equal, "calls": len(calls),
+                  "other_replicas": other["spec"]["replicas"]}))
+"""
+
+
+def test_equal_properties_of_a_later_request_reuse_the_conversion_and_each_reader_gets_its_own_copy():
+    """The engine sends a resource's properties in Analyze and again in AnalyzeStack: the second
+    reading reuses the first conversion (equal Structs, whatever their key order), gets what a
+    fresh conversion gives, and does not see a change another policy made to its copy; other
+    properties are converted anew."""
+    done = subprocess.run([sys.executable, "-c", _ACROSS_REQUESTS], cwd=ROOT / "policies", capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["again"] == {"kind": "Deployment", "spec": {"replicas": 2.0, "template": {
+        "containers": [{"name": "vllm", "args": ["--port", "8000"]}]}}}
+    assert result["calls_after_equal"] == 1
+    assert result["calls"] == 2 and result["other_replicas"] == 3
