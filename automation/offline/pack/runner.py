@@ -252,6 +252,7 @@ class PolicyPackRunner:
         self.config_source: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._channel: grpc.Channel | None = None
+        self._analyze: grpc.UnaryUnaryMultiCallable | None = None
         self._analyze_stack: grpc.UnaryUnaryMultiCallable | None = None
         self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
         self._stderr: Any = None
@@ -289,7 +290,12 @@ class PolicyPackRunner:
             grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
             self.timings["channel_ready"] = time.perf_counter() - started
             self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
-            # AnalyzeStack as the stub has it, but taking the request already serialized.
+            # Analyze and AnalyzeStack as the stub has them, but taking the request already serialized.
+            self._analyze = self._channel.unary_unary(
+                "/pulumirpc.Analyzer/Analyze",
+                request_serializer=None,
+                response_deserializer=analyzer_pb2.AnalyzeResponse.FromString,
+            )
             self._analyze_stack = self._channel.unary_unary(
                 "/pulumirpc.Analyzer/AnalyzeStack",
                 request_serializer=None,
@@ -356,7 +362,7 @@ class PolicyPackRunner:
             self._stderr.close()
             self._stderr = None
         self._stub = None
-        self._analyze_stack = None
+        self._analyze = self._analyze_stack = None
 
     @property
     def pid(self) -> int | None:
@@ -431,13 +437,14 @@ class PolicyPackRunner:
     def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
         """``Analyze`` one plan resource; ``provider`` is its provider's plan resource, if known."""
         r = resource_dict(resource)
-        reply = self._call("Analyze", _analyze_request(r, provider))
-        return [_violation(d, r["urn"]) for d in reply.diagnostics]
+        return self.violations_of(self.analyze_async(r, provider), r["urn"])
 
     def analyze_async(self, resource: Any, provider: Any = None, *, structs: _Structs | None = None) -> grpc.Future:
         """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
-        return self.stub.Analyze.future(_analyze_request(resource_dict(resource), provider, structs),
-                                        timeout=self.call_timeout)
+        if self._analyze is None:
+            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
+        return self._analyze.future(_analyze_request(resource_dict(resource), provider, structs),
+                                    timeout=self.call_timeout)
 
     def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
         """Findings of an ``analyze_async`` (``urn`` its resource) or ``analyze_stack_async`` (``""``) call."""
@@ -546,6 +553,8 @@ class _Structs:
 
     def __init__(self) -> None:
         self._by_urn: dict[str, bytes] = {}
+        self._options: dict[str, bytes] = {}
+        self._providers: dict[str, bytes] = {}
 
     def keep(self, urn: str, struct: struct_pb2.Struct) -> None:
         """``struct`` as ``urn``'s inputs (serialized now: the caller's message may change or belong
@@ -558,13 +567,45 @@ class _Structs:
             serialized = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {}).SerializeToString()
         return serialized
 
+    def options(self, parent: str) -> bytes:
+        """A resource's ``AnalyzerResourceOptions``, serialized (they differ only by parent)."""
+        serialized = self._options.get(parent)
+        if serialized is None:
+            serialized = self._options[parent] = _options({"parent": parent}).SerializeToString()
+        return serialized
 
-def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> Any:
-    request = analyzer_pb2.AnalyzeRequest(urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r))
-    request.properties.MergeFromString((structs if structs is not None else _Structs()).of(r))
+    def provider(self, provider: Any) -> bytes:
+        """A provider's ``AnalyzerProviderResource``, serialized."""
+        p = resource_dict(provider)
+        serialized = self._providers.get(p["urn"])
+        if serialized is None:
+            serialized = self._providers[p["urn"]] = _provider(p, self).SerializeToString()
+        return serialized
+
+
+def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> bytes:
+    """The serialized ``AnalyzeRequest`` for ``r``: the bytes ``AnalyzeRequest(...).SerializeToString()``
+    gives (fields in number order), put together from pieces kept per run (the inputs' Struct, the
+    options per parent, the provider per URN) instead of a message built and serialized per call."""
+    structs = structs if structs is not None else _Structs()
+    parts = [_string_field(1, r["type"]), _message_field(2, structs.of(r)), _string_field(3, r["urn"]),
+             _string_field(4, r.get("name", "")), _message_field(5, structs.options(r.get("parent") or ""))]
     if provider is not None:
-        request.provider.CopyFrom(_provider(provider, structs))
-    return request
+        parts.append(_message_field(6, structs.provider(provider)))
+    return b"".join(parts)
+
+
+def _string_field(number: int, text: str) -> bytes:
+    """A proto3 string field (left out when empty, as proto3 writes it)."""
+    if not text:
+        return b""
+    data = text.encode()
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _message_field(number: int, data: bytes) -> bytes:
+    """A set message field (written even when empty: the message is present)."""
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
 
 
 def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:

@@ -22,7 +22,10 @@ from automation.offline.pack.runner import (
     PolicyConfigError,
     PolicyPackError,
     PolicyPackRunner,
+    _analyze_request,
     _analyze_stack_request,
+    _options,
+    _provider,
     _provider_urn,
     engine_value,
     to_struct,
@@ -215,6 +218,29 @@ def test_stack_request_is_written_as_the_message_would_be(prod_plan):
         assert item.properties == to_struct(r.inputs), r.urn
         assert item.provider.urn == _provider_urn({"provider": r.provider}) if r.provider else not item.HasField("provider")
     assert any(item.HasField("provider") for item in message.resources)
+
+
+def test_analyze_request_bytes_are_those_of_the_message(prod_plan):
+    """Each Analyze request, put together from kept pieces, parses as the ``AnalyzeRequest`` message
+    it stands for and is as long (map entries may come in another order): with and without a
+    provider, parent, name or inputs."""
+    resources = sorted(prod_plan.resources, key=lambda r: r.urn)
+    by_urn = {r.urn: {"urn": r.urn, "type": r.type, "name": r.name, "inputs": r.inputs} for r in resources}
+    edge = [{"urn": "urn:pulumi:s::p::t::bare", "type": "t"},
+            {"urn": "urn:pulumi:s::p::t::ünï", "type": "t", "name": "ünï" * 50, "parent": "urn:pulumi:s::p::c::p",
+             "inputs": {"long": "x" * 300}}]
+    checked = 0
+    for r in [*[{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "provider": r.provider,
+                 "inputs": r.inputs} for r in resources], *edge]:
+        provider = by_urn.get(_provider_urn(r))
+        message = analyzer_pb2.AnalyzeRequest(urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r))
+        message.properties.CopyFrom(to_struct(r.get("inputs") or {}))
+        if provider is not None:
+            message.provider.CopyFrom(_provider(provider))
+        raw = _analyze_request(r, provider)
+        assert analyzer_pb2.AnalyzeRequest.FromString(raw) == message and len(raw) == message.ByteSize(), r["urn"]
+        checked += provider is not None
+    assert checked > 0
 
 
 def test_the_pack_works_at_a_lower_priority_than_the_program(dev_plan):
