@@ -170,9 +170,13 @@ def resource_policy(
         for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
             report(message, None)
 
-    return ResourceValidationPolicy(
+    policy = ResourceValidationPolicy(
         name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
     )
+    # The types it acts on, for the analyzer to pass it over for others (lib.analyzer_loop); None:
+    # they depend on the config.
+    policy.takes_types = None if custom_workloads else wanted
+    return policy
 
 
 def stack_policy(

@@ -28,6 +28,8 @@ from typing import Any
 import pulumi_policy.policy as _policy
 from google.protobuf import json_format, struct_pb2
 
+from lib import analyzer_loop
+
 _request = threading.local()
 
 
@@ -212,6 +214,11 @@ def _per_request(method: Callable[..., Any]) -> Callable[..., Any]:
         _request.memo = {}
         try:
             return method(self, request, context)
+        except PropertiesUnreadable as unreadable:
+            # The conversion's own error, as pulumi_policy raised it converting up front: gRPC
+            # answers an Exception with an error status, while a BaseException leaving the
+            # handler left the call unanswered (the engine would wait for ever).
+            raise unreadable.__cause__ or RuntimeError(str(unreadable)) from None
         finally:
             _request.memo = None
 
@@ -281,6 +288,7 @@ def install() -> None:
     gc.set_threshold(50_000, 20, 20)
     servicer.Analyze = _per_request(servicer.Analyze)
     servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
+    analyzer_loop.install(wrap=_per_request)
     servicer._converts_once_per_request = True
     # Options and provider of a request's resource, built once per request rather than per policy.
     servicer._get_resource_options = _once_per_request_method(servicer._get_resource_options)

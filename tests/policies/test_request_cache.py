@@ -127,3 +127,25 @@ def test_equal_properties_of_a_later_request_reuse_the_conversion_and_each_reade
         "containers": [{"name": "vllm", "args": ["--port", "8000"]}]}}}
     assert result["calls_after_equal"] == 1
     assert result["calls"] == 2 and result["other_replicas"] == 3
+
+
+def test_properties_that_cannot_be_converted_fail_the_call_at_once_instead_of_leaving_it_unanswered():
+    """A property the SDK cannot unmarshal (an unknown signature) is the request's error, answered
+    as pulumi_policy answers it; it once escaped the gRPC handler as a BaseException and the call
+    stayed unanswered until the caller's deadline (the engine sets none)."""
+    import time
+
+    from automation.offline.pack.runner import PolicyPackError, PolicyPackRunner
+
+    broken = {"urn": "urn:pulumi:dev::p::kubernetes:apps/v1:Deployment::d", "type": "kubernetes:apps/v1:Deployment",
+              "name": "d", "inputs": {"metadata": {"4dabf18193072939515e22adb298388d": "not-a-signature"}}}
+    with PolicyPackRunner(env={"LLM_PLATFORM_POLICY_STRICT": "1"}, call_timeout=60) as pack:
+        pack.configure({"all": "mandatory"})
+        for call in (lambda: pack.analyze(broken), lambda: pack.analyze_stack([broken])):
+            started = time.monotonic()
+            try:
+                call()
+                raise AssertionError("the broken properties were accepted")
+            except PolicyPackError as error:
+                assert "UNKNOWN: Exception calling application: Unrecognized signature 'not-a-signature'" in str(error)
+            assert time.monotonic() - started < 30, "answered, not left to the deadline"
