@@ -104,4 +104,5 @@ def test_forking_is_refused_while_another_thread_runs() -> None:
     finally:
         release.set()
         other.join()
-    assert can_fork()
+    # Other tests in this worker may have left threads of their own (a gRPC channel's).
+    assert can_fork() == (threading.active_count() == 1)
