@@ -12,7 +12,8 @@ written by the pure-Python emitter instead:
   non-string keys: its text is used only when it matches json's own C encoder, scalar for scalar;
 - libyaml folds long double-quoted scalars at other points than PyYAML (and without PyYAML's
   escaped line-end), and those are the scalars with line breaks or characters that need escapes;
-  it also leaves out the document-end marker PyYAML writes after a bare scalar.
+  it also leaves out the document-end marker PyYAML writes after a bare scalar, and writes
+  complex keys (``? ``: empty, or 128 characters and more) otherwise.
 
 ``tests/automation/offline/test_emit.py`` compares both paths on the dev and prod plans and on such values.
 """
@@ -20,6 +21,7 @@ written by the pure-Python emitter instead:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,223 @@ else:  # pragma: no cover - exercised only where PyYAML was built without libyam
     _FastCManifestDumper = None
 
 
+#: Text in which PyYAML's scalar analysis finds nothing to object to: letters, digits and ``._/-``
+#: (not first: ``-`` and ``.`` open a sequence item or a document marker).
+_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9._/-]*")
+
+
+class _BlockWriter:
+    """PyYAML's block-style text of plain data, written directly: what
+    ``yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)`` writes, without its events.
+
+    PyYAML and libyaml turn a document into nodes, the nodes into events and the events into text,
+    asking the resolver twice per scalar on the way; at 500 models that was 0.45 ms per manifest,
+    most of the check's file writing. The layout of plain block data is small (a mapping's keys at
+    its indent, an indentless sequence under a key, ``- `` with the first key or item inline,
+    ``{}`` and ``[]`` for empty collections), and is written here. Every scalar is PyYAML's own
+    work: its style is chosen by PyYAML's emitter (``analyze_scalar`` and ``choose_scalar_style``'s
+    rules, with the resolver's answer), remembered per string; a scalar PyYAML writes as it is
+    (plain or single-quoted, on one line, ending by column 80 so it cannot be folded) is written
+    here, and any other (folded, double-quoted, a literal block) is written by PyYAML's emitter
+    itself, placed at the same column and indent (and a document whose last scalar is a literal
+    block keeping its trailing breaks ends with ``...``, as PyYAML ends it). Anything else (an
+    object met twice, which PyYAML writes as an anchor and alias; a key that is not a string or is
+    too long to be a simple key; a float) raises :class:`_Unplain` and the document takes the
+    libyaml path below.
+    """
+
+    def __init__(self) -> None:
+        self._emitter = yaml.emitter.Emitter(None)
+        self._resolver = yaml.resolver.Resolver()
+        self._styles: dict[tuple[str, bool], tuple[str, str]] = {}
+        #: What PyYAML's emitter wrote for a scalar at a place: the same every time (a model
+        #: server's init script, at one indent in each of 500 Deployments).
+        self._written: dict[tuple[Any, ...], str] = {}
+        self._out: list[str] = []
+        self._seen: set[int] = set()
+        self._open_ended = False
+
+    def dumps(self, document: Any) -> str:
+        out = self._out = []
+        self._seen = set()
+        self._open_ended = False
+        if type(document) is dict and document:
+            self._mapping(document, 0, False)
+        elif type(document) is list and document:
+            self._sequence(document, 0, False)
+        else:
+            raise _Unplain
+        if self._open_ended:  # the last scalar was a literal block that keeps its trailing breaks
+            out.append("...\n")
+        return "".join(out)
+
+    def _enter(self, collection: Any) -> None:
+        if id(collection) in self._seen:
+            raise _Unplain  # PyYAML writes an anchor and an alias
+        self._seen.add(id(collection))
+
+    def _mapping(self, mapping: dict, indent: int, inline: bool) -> None:
+        self._enter(mapping)
+        out = self._out
+        pad = " " * indent
+        for key, value in mapping.items():
+            if type(key) is not str or len(key) >= 128:
+                raise _Unplain
+            style, text = self._style(key, True)
+            if style not in ("", "'"):
+                raise _Unplain
+            if inline:
+                inline = False
+            else:
+                out.append(pad)
+            out.append(text)
+            out.append(":")
+            kind = type(value)
+            if kind is dict:
+                if value:
+                    out.append("\n")
+                    self._mapping(value, indent + 2, False)
+                else:
+                    out.append(" {}\n")
+                    self._open_ended = False
+            elif kind is list:
+                if value:
+                    out.append("\n")
+                    self._sequence(value, indent, False)
+                else:
+                    out.append(" []\n")
+                    self._open_ended = False
+            else:
+                self._scalar(value, indent + len(text) + 1, indent + 2, False)
+
+    def _sequence(self, sequence: list, indent: int, inline: bool) -> None:
+        self._enter(sequence)
+        out = self._out
+        pad = " " * indent
+        for item in sequence:
+            if inline:
+                inline = False
+                out.append("-")
+            else:
+                out.append(pad)
+                out.append("-")
+            kind = type(item)
+            if kind is dict:
+                if item:
+                    out.append(" ")
+                    self._mapping(item, indent + 2, True)
+                else:
+                    out.append(" {}\n")
+                    self._open_ended = False
+            elif kind is list:
+                if item:
+                    out.append(" ")
+                    self._sequence(item, indent + 2, True)
+                else:
+                    out.append(" []\n")
+                    self._open_ended = False
+            else:
+                self._scalar(item, indent + 1, indent + 2, True)
+
+    def _scalar(self, value: Any, column: int, indent: int, after_dash: bool) -> None:
+        """``value`` written after the indicator that ends at ``column`` (``:`` or ``-``), then the
+        line's end; ``indent``: the scalar's own indent, for continuation lines."""
+        kind = type(value)
+        out = self._out
+        self._open_ended = False
+        if kind is str:
+            style, text = self._style(value, False)
+            if style in ("", "'") and (column + 1 + len(text) <= 80 or " " not in text):
+                out.append(" ")
+                out.append(text)
+                out.append("\n")
+                return
+            key = (style, value, column, indent, after_dash)
+            written = self._written.get(key)
+            if written is None:
+                written = self._by_pyyaml(style, value, column, indent, after_dash)
+                if len(self._written) < 10_000:
+                    self._written[key] = written
+            out.append(written)
+            if not written.endswith("\n"):
+                out.append("\n")
+            self._open_ended = style == "|+"
+            return
+        if kind is bool:
+            out.append(" true\n" if value else " false\n")
+        elif kind is int:
+            out.append(f" {value}\n")
+        elif value is None:
+            out.append(" null\n")
+        else:
+            raise _Unplain
+
+    def _style(self, value: str, key: bool) -> tuple[str, str]:
+        """PyYAML's style for ``value`` as a mapping key or a block value, and the text it writes
+        when that text is the scalar as it is or single-quoted (else ``value``)."""
+        found = self._styles.get((value, key))
+        if found is None and _SIMPLE_WORD.fullmatch(value):
+            # No indicator, space, quote or break anywhere: analyze_scalar would allow every style,
+            # so only the resolver decides between plain ("model-0001") and quoted ("8000").
+            if self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR:
+                found = ("", value)
+            else:
+                found = ("'", f"'{value}'")
+            if len(self._styles) < 100_000:
+                self._styles[(value, key)] = found
+        if found is None:
+            emitter = self._emitter
+            analysis = emitter.analyze_scalar(value)
+            implicit = self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR
+            emitter.event = yaml.ScalarEvent(None, None, (implicit, False), value,
+                                             style="|" if "\n" in value and not key else None)
+            emitter.analysis, emitter.simple_key_context, emitter.flow_level = analysis, key, 0
+            style = emitter.choose_scalar_style()
+            emitter.event = emitter.analysis = None
+            if key and (style not in ("", "'") or analysis.multiline or analysis.empty):
+                raise _Unplain  # not a simple key
+            if style == "|" and emitter.determine_block_hints(value).endswith("+"):
+                style = "|+"  # "keep" chomping: if nothing follows, PyYAML ends the document with "..."
+            text = value if style in ("", "|", '"') else "'" + value.replace("'", "''") + "'"
+            if style == "'" and "\n" in value:
+                style = "'\n"  # a quoted scalar over lines: PyYAML writes its breaks
+            found = (style, text)
+            if len(self._styles) < 100_000:
+                self._styles[(value, key)] = found
+        return found
+
+    def _by_pyyaml(self, style: str, value: str, column: int, indent: int, after_dash: bool) -> str:
+        """The scalar as PyYAML's emitter writes it from ``column`` (after ``:`` or ``-``) at ``indent``."""
+        emitter = self._emitter
+        chunks: list[str] = []
+        emitter.stream = _Chunks(chunks)
+        emitter.column, emitter.indent, emitter.flow_level = column, indent, 0
+        emitter.whitespace, emitter.indention = False, after_dash
+        emitter.root_context = emitter.open_ended = False
+        if style == "":
+            emitter.write_plain(value, True)
+        elif style in ("'", "'\n"):
+            emitter.write_single_quoted(value, True)
+        elif style in ("|", "|+"):
+            emitter.write_literal(value)
+        else:
+            emitter.write_double_quoted(value, True)
+        emitter.stream = None
+        return "".join(chunks)
+
+
+class _Chunks:
+    """A stream that keeps what is written to it."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, chunks: list[str]) -> None:
+        self.write = chunks.append
+
+
+_BLOCK_WRITER = _BlockWriter()
+
+
 def _refuse(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
@@ -197,6 +416,11 @@ def _json_bytes(value: Any) -> bytes:
 
 def dumps_yaml(document: Any) -> str:
     """``yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)``."""
+    if type(document) in (dict, list):
+        try:
+            return _BLOCK_WRITER.dumps(document)
+        except _Unplain:
+            pass
     if _FastCManifestDumper is not None and type(document) in (dict, list):
         try:
             return yaml.dump(document, Dumper=_FastCManifestDumper, sort_keys=False)
@@ -211,6 +435,8 @@ def dumps_yaml(document: Any) -> str:
 
 
 def _string_needs_python(value: str, *, key: bool) -> bool:
+    if key and (not value or len(value) >= 128):
+        return True  # a complex key ("? "), which libyaml writes otherwise (simple key, "..." after)
     if "\n" in value and not key:
         return not (value.isascii() and value.replace("\n", "").isprintable()) or " \n" in value or value.endswith(" ")
     return not (value.isascii() and value.isprintable())

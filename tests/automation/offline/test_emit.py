@@ -147,25 +147,59 @@ def test_json_files_written_piece_by_piece_identical(tmp_path):
         assert path.read_text() == json.dumps(document, indent=2) + "\n", document
 
 
-def test_plain_documents_take_the_fast_representation(monkeypatch):
-    """The manifests above were written by the fast representation (so the comparisons cover it);
-    shared objects still become anchors and aliases, and other types take PyYAML's own path."""
+def test_plain_documents_take_the_block_writer_and_the_rest_libyaml_or_pyyaml(monkeypatch):
+    """The manifests above were written by the block writer (so the comparisons cover it); shared
+    objects (anchors and aliases) and floats go to libyaml through the fast representation, and
+    other types take PyYAML's own path."""
     calls = []
-    real = emit._FastRepresentation.represent_data
+    real_writer, real_representation = emit._BlockWriter.dumps, emit._FastRepresentation.represent_data
 
-    def counting(self, data):
-        calls.append(type(data))
-        return real(self, data)
+    def writer(self, document):
+        calls.append("block writer")
+        return real_writer(self, document)
 
-    monkeypatch.setattr(emit._FastRepresentation, "represent_data", counting)
+    def representation(self, data):
+        calls.append("libyaml")
+        return real_representation(self, data)
+
+    monkeypatch.setattr(emit._BlockWriter, "dumps", writer)
+    monkeypatch.setattr(emit._FastRepresentation, "represent_data", representation)
     assert emit.dumps_yaml({"a": [1, "x", None, True]}) == python_yaml({"a": [1, "x", None, True]})
-    assert calls and dict in calls
+    assert calls == ["block writer"]
     shared = {"x": [1, 2]}
-    for document in ({"one": shared, "two": shared}, [shared, shared, {"deeper": shared["x"]}]):
+    for document in ({"one": shared, "two": shared}, [shared, shared, {"deeper": shared["x"]}], {"f": 0.5}):
+        calls.clear()
         assert emit.dumps_yaml(document) == python_yaml(document)
-        assert "&id001" in emit.dumps_yaml(document)
+        assert calls[0] == "block writer" and "libyaml" in calls
+    assert "&id001" in emit.dumps_yaml({"one": shared, "two": shared})
     for document in ({"t": (1, 2)}, {"f": 0.5, "g": -1e-30, "h": math.inf}, {"nested": {"tuple": ("a",)}}):
         assert emit.dumps_yaml(document) == python_yaml(document)
+
+
+def test_random_documents_identical_to_pyyaml():
+    """Nested mappings and lists of every shape (empty ones, lists in lists, mappings in lists),
+    with keys and values that are plain, quoted, folded past column 80, literal blocks, or need
+    escapes, at every depth: the block writer's text is PyYAML's."""
+    rng = random.Random(11)
+    words = ["a", "model-0001", "8000", "true", "null", "", " x", "x ", "a: b", "#c", "- d", "it's", "é", "1e3",
+             "vllm:num_requests_waiting{namespace=\"x\"}", "word " * 30, "line\nbreak\n", "\n", "tab\there",
+             "2001-12-14", "~", "-", ".", "...", "---", "x" * 130, "{\"json\": [1, 2]}"]
+
+    def value(depth):
+        roll = rng.random()
+        if depth < 4 and roll < 0.25:
+            return {rng.choice(words) if rng.random() < 0.7 else f"k{rng.randrange(9)}": value(depth + 1)
+                    for _ in range(rng.randrange(4))}
+        if depth < 4 and roll < 0.45:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return rng.choice([*words, rng.randrange(-5, 10**6), True, False, None, " ".join(rng.choices(words, k=12))])
+
+    written = 0
+    for _ in range(1500):
+        document = {f"top{i}": value(0) for i in range(rng.randrange(1, 4))} if rng.random() < 0.8 else [value(0)]
+        assert emit.dumps_yaml(document) == python_yaml(document), document
+        written += 1
+    assert written == 1500
 
 
 def test_redaction_skips_only_what_holds_no_secret(checked):
