@@ -109,6 +109,9 @@ class _Feeder:
             try:
                 self.futures[r["urn"]] = self.runner.analyze_async(
                     r, self.by_urn.get(_provider_urn(r)), structs=self.structs)
+                # Its AnalyzeStack entry too, while the program still records: at the end only
+                # the entries' order is left to write.
+                self.structs.stack_item(r, self.by_urn)
             except BaseException as error:  # noqa: BLE001 - reported at the end
                 self.error = error
 

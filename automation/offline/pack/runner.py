@@ -494,29 +494,32 @@ def _analyze_stack_request(
 ) -> bytes:
     """The serialized ``AnalyzeStackRequest``: its one field, ``repeated AnalyzerResource
     resources = 1``, written item by item, so the whole request never exists as a message beside
-    its bytes (at 500 models that message alone was 35 MiB)."""
+    its bytes (at 500 models that message alone was 35 MiB). Items already made for ``structs``
+    (:meth:`_Structs.stack_item`, the feeder makes each as it sends the resource's Analyze) are
+    reused."""
     structs = structs if structs is not None else _Structs()
-    parts: list[bytes] = []
-    for resource in resources:
-        r = resource_dict(resource)
-        item = analyzer_pb2.AnalyzerResource(
-            urn=r["urn"],
-            type=r["type"],
-            name=r.get("name", ""),
-            options=_options(r),
-            parent=r.get("parent") or "",
-            dependencies=list(r.get("dependencies") or []),
-        )
-        item.properties.MergeFromString(structs.of(r))
-        for key, urns in (r.get("propertyDependencies") or {}).items():
-            if urns:
-                item.propertyDependencies[key].urns.extend(urns)
-        provider = (providers or {}).get(_provider_urn(r))
-        if provider is not None:
-            item.provider.CopyFrom(_provider(provider, structs))
-        serialized = item.SerializeToString()
-        parts += (_RESOURCES_TAG, _varint(len(serialized)), serialized)
-    return b"".join(parts)
+    return b"".join(structs.stack_item(r, providers) for r in resources)
+
+
+def _stack_item(r: Mapping[str, Any], providers: Mapping[str, Any] | None, structs: _Structs) -> bytes:
+    """One ``resources`` entry of AnalyzeStackRequest, tag and length included."""
+    item = analyzer_pb2.AnalyzerResource(
+        urn=r["urn"],
+        type=r["type"],
+        name=r.get("name", ""),
+        options=_options(r),
+        parent=r.get("parent") or "",
+        dependencies=list(r.get("dependencies") or []),
+    )
+    item.properties.MergeFromString(structs.of(r))
+    for key, urns in (r.get("propertyDependencies") or {}).items():
+        if urns:
+            item.propertyDependencies[key].urns.extend(urns)
+    provider = (providers or {}).get(_provider_urn(r))
+    if provider is not None:
+        item.provider.CopyFrom(_provider(provider, structs))
+    serialized = item.SerializeToString()
+    return _RESOURCES_TAG + _varint(len(serialized)) + serialized
 
 
 #: AnalyzeStackRequest's ``resources`` field number, wire type 2 (length-delimited).
@@ -555,6 +558,7 @@ class _Structs:
         self._by_urn: dict[str, bytes] = {}
         self._options: dict[str, bytes] = {}
         self._providers: dict[str, bytes] = {}
+        self._stack_items: dict[str, bytes] = {}
 
     def keep(self, urn: str, struct: struct_pb2.Struct) -> None:
         """``struct`` as ``urn``'s inputs (serialized now: the caller's message may change or belong
@@ -566,6 +570,14 @@ class _Structs:
         if serialized is None:
             serialized = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {}).SerializeToString()
         return serialized
+
+    def stack_item(self, resource: Any, providers: Mapping[str, Any] | None) -> bytes:
+        """``resource``'s entry of an AnalyzeStackRequest, made once per run (by URN)."""
+        r = resource_dict(resource)
+        item = self._stack_items.get(r["urn"])
+        if item is None:
+            item = self._stack_items[r["urn"]] = _stack_item(r, providers, self)
+        return item
 
     def options(self, parent: str) -> bytes:
         """A resource's ``AnalyzerResourceOptions``, serialized (they differ only by parent)."""
