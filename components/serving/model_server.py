@@ -228,6 +228,9 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     hf_token_secret: pulumi.Input[str] | None = None
     api_key_secret: pulumi.Input[str] | None = None
     tags: dict[str, str] | None = None
+    #: The AWS partition of the weights bucket's ARN; the tier looks it up once for all its models
+    #: (one provider call, not one per model); ``None``: looked up here.
+    partition: pulumi.Input[str] | None = None
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -286,7 +289,8 @@ class ModelServer(pulumi.ComponentResource):
     def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> None:
         """The model's service account may read its S3 prefix, and nothing else (Pod Identity)."""
         model = args.model
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        partition = pulumi.Output.from_input(args.partition) if args.partition is not None else (
+            aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition)
         pod_identity_role(
             f"{name}-weights",
             description=f"Reads weights of model {model.name} ({args.tier}) from S3",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import contract
@@ -148,6 +149,9 @@ class ServingTier(pulumi.ComponentResource):
             opts=in_namespace,
         )
         self.endpoints = {}
+        # Every model's weights policy names the partition: one lookup for the tier.
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition if any(
+            model.source.s3 for model in tier.models) else None
         for model in tier.models:
             server = ModelServer(
                 f"{name}-{model.name}",
@@ -165,6 +169,7 @@ class ServingTier(pulumi.ComponentResource):
                     hf_token_secret=hf_secret_name,
                     api_key_secret=API_KEY_SECRET,
                     tags=args.tags,
+                    partition=partition,
                 ),
                 opts=in_namespace,
             )
