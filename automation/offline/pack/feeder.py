@@ -17,6 +17,7 @@ its stdin closes or on SIGTERM.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -191,6 +192,10 @@ def main() -> int:
         os.nice(NICENESS)
     except OSError:
         pass  # not allowed here: the same work at the same priority
+    # What this process makes (a call, its future and the resource's bytes, per resource) lives
+    # until the report and ends with the process: the collector only rescanned it (5% of its CPU
+    # at 500 models).
+    gc.disable()
     result = serve(sys.stdin.buffer)
     if result is not None:
         sys.stdout.write(json.dumps(result) + "\n")
