@@ -16,11 +16,16 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 
 def _alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by whoever adopted it, is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 def test_the_child_does_the_work_in_its_own_process(tmp_path: Path) -> None:
@@ -106,3 +111,34 @@ def test_forking_is_refused_while_another_thread_runs() -> None:
         other.join()
     # Other tests in this worker may have left threads of their own (a gRPC channel's).
     assert can_fork() == (threading.active_count() == 1)
+
+
+@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
+    """A parent killed by SIGKILL (no cleanup runs) still leaves no writer behind."""
+    import subprocess
+    import sys
+
+    from automation.offline.plan import ROOT
+
+    started = tmp_path / "child"
+    code = (
+        "import os, signal, time, sys\n"
+        "from pathlib import Path\n"
+        "from automation.offline.forked import ForkedTask\n"
+        f"out = Path({str(started)!r})\n"
+        "def work():\n"
+        "    out.write_text(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "task = ForkedTask(work)\n"
+        "while not out.exists():\n"
+        "    time.sleep(0.01)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    pid = int(started.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
