@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
 from components import contract, versions
+from components.config_files import yaml_text
 from components.observability.dashboards import DASHBOARD_LABEL, NODE_LABELS_EXPORTED, dashboards
 from components.helm import pinned_release
 from components.iam import pod_identity_role
@@ -297,7 +297,7 @@ class Observability(pulumi.ComponentResource):
             f"{name}-alertmanager",
             metadata={"name": ALERTMANAGER_SECRET, "namespace": args.namespace},
             type="Opaque",
-            string_data={"alertmanager.yaml": pulumi.Output.secret(yaml.safe_dump(alertmanager_config(alerting), sort_keys=False))},
+            string_data={"alertmanager.yaml": pulumi.Output.secret(yaml_text(alertmanager_config(alerting)))},
             opts=in_namespace,
         )
         topics = [r.sns.topic_arn for r in alerting.receivers if r.sns is not None]

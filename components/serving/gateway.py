@@ -17,9 +17,9 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import yaml
 
 from components import contract, versions
+from components.config_files import yaml_text
 from components.iam import pod_identity_role
 from components.serving import model_server
 from components.serving.gateway_metrics import METRICS_SECRET, NAME, NAMESPACE
@@ -214,9 +214,8 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-config",
             metadata=metadata,
             data={
-                "config.yaml": yaml.safe_dump(
-                    gateway_config(args.routes, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries),
-                    sort_keys=False,
+                "config.yaml": yaml_text(
+                    gateway_config(args.routes, args.bedrock_models, args.bedrock_region, args.timeout_seconds, args.num_retries)
                 )
             },
             opts=child,
