@@ -84,9 +84,24 @@ def _number(value: Any) -> bytes:
 
 
 def _list(value: Any) -> bytes:
-    items = [_value(item) for item in value]
-    body = b"".join([_FIELD_1 + _varint(len(item)) + item for item in items])
+    body = b"".join([_item(item) for item in value])
     return _LIST + _varint(len(body)) + body
+
+
+def _item(value: Any) -> bytes:
+    """One ``values`` item of a ListValue, tag and length included (a scalar's remembered)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        cache_key = (value, kind)
+        item = _SCALAR_ITEMS.get(cache_key)
+        if item is None:
+            encoded = _value(value)
+            item = _FIELD_1 + _varint(len(encoded)) + encoded
+            if len(_SCALAR_ITEMS) < _SCALAR_ENTRIES_MAX:
+                _SCALAR_ITEMS[cache_key] = item
+        return item
+    encoded = _value(value)
+    return _FIELD_1 + _varint(len(encoded)) + encoded
 
 
 def _struct_value(value: dict) -> bytes:
@@ -127,14 +142,36 @@ _BY_TYPE = {
 }
 
 
+#: Whole map entries of a string key and a scalar value, by (key, value, type): the same labels,
+#: ports and flags recur in every resource (the type keeps ``True``, ``1`` and ``1.0`` apart).
+_SCALAR_ENTRIES: dict[tuple[str, Any, type], bytes] = {}
+_SCALAR_ITEMS: dict[tuple[Any, type], bytes] = {}
+_SCALAR_ENTRIES_MAX = 50_000
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _fields(mapping: Mapping[Any, Any]) -> bytes:
     parts = []
     for key, value in mapping.items():
-        key_field = _key_field(key)
-        encoded = _value(value)
-        entry = key_field + _FIELD_2 + _varint(len(encoded)) + encoded
-        parts.append(_FIELD_1 + _varint(len(entry)) + entry)
+        kind = type(value)
+        if kind in _SCALARS and type(key) is str:
+            cache_key = (key, value, kind)
+            entry = _SCALAR_ENTRIES.get(cache_key)
+            if entry is None:
+                entry = _entry(key, value)
+                if len(_SCALAR_ENTRIES) < _SCALAR_ENTRIES_MAX:
+                    _SCALAR_ENTRIES[cache_key] = entry
+            parts.append(entry)
+        else:
+            parts.append(_entry(key, value))
     return b"".join(parts)
+
+
+def _entry(key: Any, value: Any) -> bytes:
+    """One ``fields`` map entry, tag and length included."""
+    encoded = _value(value)
+    entry = _key_field(key) + _FIELD_2 + _varint(len(encoded)) + encoded
+    return _FIELD_1 + _varint(len(entry)) + entry
 
 
 def struct_bytes(mapping: Mapping[str, Any]) -> bytes:

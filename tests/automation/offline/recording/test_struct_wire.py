@@ -97,6 +97,18 @@ def test_what_update_treats_its_own_way_is_left_to_update(mapping):
         assert _same(to_struct(mapping), theirs)
 
 
+def test_remembered_scalars_keep_their_kind():
+    """Entries and list items are remembered by value and type: True, 1 and 1.0 are equal keys of a
+    dict, but a bool and two numbers on the wire, in any order of first use."""
+    for order in ([True, 1, 1.0, None, "1"], ["1", 1.0, 1, True, None]):
+        for value in order:
+            for mapping in ({"k": value}, {"k": [value, value]}, {"k": {"k": value}}):
+                expected = struct_pb2.Struct()
+                expected.update(mapping)
+                assert to_struct(mapping) == expected, (mapping, order)
+                assert to_struct(mapping).fields["k"].WhichOneof("kind") == expected.fields["k"].WhichOneof("kind")
+
+
 def test_merge_into_an_empty_message():
     message = struct_pb2.Struct()
     merge_into(message, {"a": [1, {"b": None}]})
