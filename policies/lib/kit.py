@@ -23,7 +23,7 @@ from pulumi_policy import (
 )
 
 from lib.contract_config import contract_schema
-from lib.request_cache import copy_plain, plain_once
+from lib.request_cache import changed_since_handed_out, copy_plain, shared_plain, watch_handed_out
 from lib.values import contains_unknown, plain
 from lib.resources import Resource
 from lib.pod_templates import (
@@ -34,10 +34,12 @@ from lib.pod_templates import (
     workload_paths,
 )
 
-#: Every stack policy converts every resource, and every resource policy that applies converts the
-#: resource of an Analyze call: the conversion is shared within a request, each policy gets a copy.
-_stack_plain = plain_once(plain)
-_resource_plain = plain_once(plain)
+#: Every stack policy reads resources of the stack, and every resource policy that applies reads
+#: the resource of an Analyze call: each resource's plain properties are converted once and read by
+#: all of them. Checks read them and never change them; in strict mode (the pack's tests) a check
+#: that changes what it read fails (``_guarded``), so a check that needs to change data copies it
+#: first (``copy_plain``).
+_plain_props = shared_plain(plain)
 
 #: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
 STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
@@ -75,12 +77,8 @@ class Stack:
 
 
 class _StackResource(Resource):
-    """A resource of a stack policy's ``Stack``, its plain props copied on first read.
-
-    Each stack policy gets its own copy of what it reads (no policy sees another's changes), but a
-    policy reads few of a stack's resources: copying every resource for every stack policy was most
-    of an AnalyzeStack over thousands of resources.
-    """
+    """A resource of a stack policy's ``Stack``, its plain props converted on first read (a policy
+    reads few of a stack's resources) and shared with the other policies (see ``_plain_props``)."""
 
     def __init__(self, resource: Any) -> None:  # noqa: D107 - a pulumi_policy PolicyResource
         self.type, self.name, self.urn = resource.resource_type, resource.name, resource.urn
@@ -90,7 +88,7 @@ class _StackResource(Resource):
     @property  # type: ignore[override]
     def props(self) -> dict[str, Any]:
         if self._props is None:
-            self._props = _stack_plain(self._source)
+            self._props = _plain_props(self._source)
         return self._props
 
 
@@ -101,6 +99,8 @@ def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], repo
     the error, and never blocks a preview merely because values are not known yet.
     """
     try:
+        if os.environ.get(STRICT_ENV) == "1":
+            return _guarded(name, produce, props if isinstance(props, list) else [])
         return produce()
     except Exception as error:  # noqa: BLE001 - see docstring
         if os.environ.get(STRICT_ENV) == "1":
@@ -110,6 +110,20 @@ def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], repo
         report(f"Policy {name} could not evaluate this input ({type(error).__name__}: {error}); "
                f"report it to the platform team with the resource definition.", None)
         return []
+
+
+def _guarded(name: str, produce: Callable[[], list[Any]], handed: list[Any]) -> list[Any]:
+    """``produce()``, failing if the check changed the shared properties it was handed (``handed``,
+    and what it reads while it runs), in strict mode."""
+    watch_handed_out(handed)
+    try:
+        result = produce()
+    finally:
+        changed = changed_since_handed_out()
+    if changed:
+        raise AssertionError(f"policy {name} changed resource properties it was handed ({len(changed)}); "
+                             f"they are shared with the other policies: copy them (copy_plain) before changing them")
+    return result
 
 
 def _schema(params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None):
@@ -166,7 +180,7 @@ def resource_policy(
         config = configured(args.get_config())
         if args.resource_type not in wanted and args.resource_type not in (config.get(CUSTOM_WORKLOADS) or {}):
             return
-        resource = Resource(args.resource_type, args.name, args.urn, _resource_plain(args.props), args.opts.parent)
+        resource = Resource(args.resource_type, args.name, args.urn, _plain_props(args.props), args.opts.parent)
         for message in _run(name, lambda: list(check(resource, config)), [resource.props], report):
             report(message, None)
 

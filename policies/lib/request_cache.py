@@ -9,9 +9,8 @@ pack copies them into plain data through ``kit``), so building them once per req
 the same objects to each policy changes nothing a policy sees; it only removes repeated work.
 
 ``install()`` is called by ``__main__.py`` before the pack is served. Outside Analyze and
-AnalyzeStack (Configure, GetAnalyzerInfo, Remediate) nothing is memoized. ``plain_once`` does the
-same for the plain copies ``kit`` hands to stack policies: converted once per request, copied per
-policy. ``install()`` also freezes the pack's import-time objects out of garbage collections and
+AnalyzeStack (Configure, GetAnalyzerInfo, Remediate) nothing is memoized. ``shared_plain`` does the
+same for the plain data ``kit`` hands to policies: converted once, read by all of them. ``install()`` also freezes the pack's import-time objects out of garbage collections and
 collects young objects less often: an AnalyzeStack of thousands of resources otherwise spent half
 its time in the collector rescanning objects that live until the answer is sent.
 """
@@ -246,18 +245,45 @@ def copy_plain(value: Any) -> Any:
     return value
 
 
-def plain_once(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def shared_plain(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``convert(proxy)`` (a proxy-to-plain-data conversion) computed once per request and proxy,
-    and once per content for the properties of resources (:class:`LazyProps`), each caller getting
-    its own copy, so no policy can see another's changes.
+    and once per content for the properties of resources, the same object for every reader.
 
     Once per content: the engine sends a resource's properties in its Analyze call and again in
     AnalyzeStack; both are converted from equal Structs, so AnalyzeStack reuses what the resource
     policies' reading had converted (at 500 models, a third of AnalyzeStack's work). Equality is
     that of the Struct's deterministic wire form, computed in C.
+
+    The same object: readers must not change it. ``kit`` hands it to policies, and its strict mode
+    (the pack's tests) fails a policy that changes what it was handed (:func:`watch_handed_out`);
+    copying it for every policy was a third of an AnalyzeStack at 500 models.
     """
     once = _once_per_request(_once_per_content(convert))
-    return lambda value: copy_plain(once(value))
+
+    def shared(value: Any) -> Any:
+        result = once(value)
+        handed = getattr(_request, "handed_out", None)
+        if handed is not None:
+            handed.append((result, _fingerprint(result)))
+        return result
+
+    return shared
+
+
+def watch_handed_out(already: list[Any] = ()) -> None:
+    """From now on (this thread), remember what :func:`shared_plain` hands out and how it was;
+    ``already``: values handed out before, to watch too."""
+    _request.handed_out = [(value, _fingerprint(value)) for value in already]
+
+
+def changed_since_handed_out() -> list[Any]:
+    """What was handed out since :func:`watch_handed_out` and is not as it was; stops watching."""
+    handed, _request.handed_out = getattr(_request, "handed_out", None) or [], None
+    return [value for value, fingerprint in handed if _fingerprint(value) != fingerprint]
+
+
+def _fingerprint(value: Any) -> str:
+    return repr(value)
 
 
 _BY_CONTENT: dict[tuple[Any, bytes], Any] = {}

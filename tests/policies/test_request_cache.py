@@ -86,47 +86,90 @@ def counted(value):
     calls.append(1)
     return values.plain(value)
 
-analyze_reader = request_cache.plain_once(counted)   # a resource policy's reading, in Analyze
-stack_reader = request_cache.plain_once(counted)     # a stack policy's reading, in AnalyzeStack
+read = request_cache.shared_plain(counted)
 
 def props(document):
     message = struct_pb2.Struct()
     message.update(document)
     return policy.unknown_checking_proxy(policy.deserialize_properties(policy.json_format.MessageToDict(message)))
 
-def request(read, document):
+def request(document, readers=1):
     request_cache._request.memo = {}
     try:
-        return read(props(document))
+        lazy = props(document)
+        return [read(lazy) for _ in range(readers)]
     finally:
         request_cache._request.memo = None
 
 spec = {"replicas": 2, "template": {"containers": [{"name": "vllm", "args": ["--port", "8000"]}]}}
-first = request(analyze_reader, {"kind": "Deployment", "spec": spec})
-first["spec"]["replicas"] = 99                          # a policy changing its own copy
-first["spec"]["template"]["containers"].append("x")
+first, second = request({"kind": "Deployment", "spec": spec}, readers=2)     # two policies in Analyze
 # The same properties again, built in another key order, as AnalyzeStack's copy of them.
-again = request(stack_reader, {"spec": {"template": spec["template"], "replicas": 2}, "kind": "Deployment"})
+(again,) = request({"spec": {"template": spec["template"], "replicas": 2}, "kind": "Deployment"})
 calls_after_equal = len(calls)
-other = request(stack_reader, {"kind": "Deployment", "spec": {**spec, "replicas": 3}})
-print(json.dumps({"again": again, "calls_after_equal": calls_after_equal, "calls": len(calls),
-                  "other_replicas": other["spec"]["replicas"]}))
+again = json.loads(json.dumps(again))  # as it was read (the watch below changes the shared data)
+(other,) = request({"kind": "Deployment", "spec": {**spec, "replicas": 3}})
+
+request_cache.watch_handed_out()
+(watched,) = request({"kind": "Deployment", "spec": spec})
+untouched = request_cache.changed_since_handed_out()
+request_cache.watch_handed_out()
+(watched,) = request({"kind": "Deployment", "spec": spec})
+watched["spec"]["replicas"] = 99                                              # a policy changing shared data
+changed = request_cache.changed_since_handed_out()
+print(json.dumps({"again": again, "same_object": first is second, "calls_after_equal": calls_after_equal,
+                  "calls": len(calls), "other_replicas": other["spec"]["replicas"], "untouched": len(untouched),
+                  "changed": len(changed)}))
 """
 
 
-def test_equal_properties_of_a_later_request_reuse_the_conversion_and_each_reader_gets_its_own_copy():
-    """The engine sends a resource's properties in Analyze and again in AnalyzeStack: the second
-    reading reuses the first conversion (equal Structs, whatever their key order), gets what a
-    fresh conversion gives, and does not see a change another policy made to its copy; other
-    properties are converted anew."""
+def test_equal_properties_are_converted_once_and_a_change_to_them_is_caught():
+    """The engine sends a resource's properties in Analyze and again in AnalyzeStack: every reader
+    gets the one conversion (equal Structs, whatever their key order), equal to a fresh one; other
+    properties are converted anew; and what a reader changes in the shared data is found."""
     done = subprocess.run([sys.executable, "-c", _ACROSS_REQUESTS], cwd=ROOT / "policies", capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["again"] == {"kind": "Deployment", "spec": {"replicas": 2.0, "template": {
         "containers": [{"name": "vllm", "args": ["--port", "8000"]}]}}}
-    assert result["calls_after_equal"] == 1
+    assert result["same_object"] and result["calls_after_equal"] == 1
     assert result["calls"] == 2 and result["other_replicas"] == 3
+    assert result["untouched"] == 0 and result["changed"] == 1
+
+
+_MUTATING_POLICY = r"""
+import json, os
+os.environ["LLM_PLATFORM_POLICY_STRICT"] = "1"
+from lib import kit
+from lib.resources import Resource
+
+def changes(resource, config):
+    resource.props["spec"]["replicas"] = 0    # a check that changes what it reads
+    yield from ()
+
+def reads(resource, config):
+    yield from ()
+
+for check in (reads, changes):
+    try:
+        kit._run(check.__name__, lambda: list(check(resource, {})), [resource.props], lambda *a: None) \
+            if (resource := Resource("t", "n", "u", {"spec": {"replicas": 2}})) else None
+        print(json.dumps({check.__name__: "passed"}))
+    except AssertionError as error:
+        print(json.dumps({check.__name__: str(error)}))
+"""
+
+
+def test_strict_mode_fails_a_check_that_changes_the_shared_properties():
+    """Policies share each resource's plain properties; the pack's tests run in strict mode, where
+    a check that changes them fails with a message that says to copy first."""
+    done = subprocess.run([sys.executable, "-c", _MUTATING_POLICY], cwd=ROOT / "policies", capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert results[0] == {"reads": "passed"}
+    assert "policy changes changed resource properties it was handed (1)" in results[1]["changes"]
+    assert "copy_plain" in results[1]["changes"]
 
 
 def test_properties_that_cannot_be_converted_fail_the_call_at_once_instead_of_leaving_it_unanswered():
