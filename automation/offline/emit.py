@@ -140,9 +140,22 @@ else:  # pragma: no cover - exercised only where PyYAML was built without libyam
     _FastCManifestDumper = None
 
 
-#: Text in which PyYAML's scalar analysis finds nothing to object to: letters, digits and ``._/-``
-#: (not first: ``-`` and ``.`` open a sequence item or a document marker).
-_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9._/-]*")
+#: One line of printable ASCII, the text a manifest mostly holds (names, labels, images, queries).
+_ONE_LINE = re.compile(r"[\x20-\x7e]+")
+#: Characters that, first, make PyYAML's ``analyze_scalar`` refuse a plain scalar.
+_LEADING_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+
+
+def _block_plain_allowed(value: str) -> bool:
+    """``analyze_scalar(value).allow_block_plain`` for one line of printable ASCII (``_ONE_LINE``),
+    by its rules: no space first or last, no document marker or indicator first, no ``: `` or
+    ``:`` at the end, no `` #``."""
+    first = value[0]
+    if first == " " or value[-1] == " " or first in _LEADING_INDICATORS or value.startswith(("---", "...")):
+        return False
+    if first in "?:-" and (len(value) == 1 or value[1] == " "):
+        return False
+    return not (": " in value or (len(value) > 1 and value[-1] == ":") or " #" in value)
 
 
 class _BlockWriter:
@@ -282,35 +295,38 @@ class _BlockWriter:
         """PyYAML's style for ``value`` as a mapping key or a block value, and the text it writes
         when that text is the scalar as it is or single-quoted (else ``value``)."""
         found = self._styles.get((value, key))
-        if found is None and _SIMPLE_WORD.fullmatch(value):
-            # No indicator, space, quote or break anywhere: analyze_scalar would allow every style,
-            # so only the resolver decides between plain ("model-0001") and quoted ("8000").
-            if self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR:
-                found = ("", value)
-            else:
-                found = ("'", f"'{value}'")
-            if len(self._styles) < 100_000:
-                self._styles[(value, key)] = found
         if found is None:
-            emitter = self._emitter
-            analysis = emitter.analyze_scalar(value)
-            implicit = self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR
-            emitter.event = yaml.ScalarEvent(None, None, (implicit, False), value,
-                                             style="|" if "\n" in value and not key else None)
-            emitter.analysis, emitter.simple_key_context, emitter.flow_level = analysis, key, 0
-            style = emitter.choose_scalar_style()
-            emitter.event = emitter.analysis = None
-            if key and (style not in ("", "'") or analysis.multiline or analysis.empty):
-                raise _Unplain  # not a simple key
-            if style == "|" and emitter.determine_block_hints(value).endswith("+"):
-                style = "|+"  # "keep" chomping: if nothing follows, PyYAML ends the document with "..."
-            text = value if style in ("", "|", '"') else "'" + value.replace("'", "''") + "'"
-            if style == "'" and "\n" in value:
-                style = "'\n"  # a quoted scalar over lines: PyYAML writes its breaks
-            found = (style, text)
+            if _ONE_LINE.fullmatch(value):
+                # One line of printable ASCII: PyYAML allows it single-quoted, and plain unless
+                # _block_plain_allowed says no; the resolver decides between them ("8000" is quoted).
+                if _block_plain_allowed(value) and self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR:
+                    found = ("", value)
+                else:
+                    found = ("'", "'" + value.replace("'", "''") + "'")
+            else:
+                found = self._style_by_pyyaml(value, key)
             if len(self._styles) < 100_000:
                 self._styles[(value, key)] = found
         return found
+
+    def _style_by_pyyaml(self, value: str, key: bool) -> tuple[str, str]:
+        """``_style`` as PyYAML's emitter works it out (``analyze_scalar``, ``choose_scalar_style``)."""
+        emitter = self._emitter
+        analysis = emitter.analyze_scalar(value)
+        implicit = self._resolver.resolve(yaml.ScalarNode, value, (True, False)) == _STR
+        emitter.event = yaml.ScalarEvent(None, None, (implicit, False), value,
+                                         style="|" if "\n" in value and not key else None)
+        emitter.analysis, emitter.simple_key_context, emitter.flow_level = analysis, key, 0
+        style = emitter.choose_scalar_style()
+        emitter.event = emitter.analysis = None
+        if key and (style not in ("", "'") or analysis.multiline or analysis.empty):
+            raise _Unplain  # not a simple key
+        if style == "|" and emitter.determine_block_hints(value).endswith("+"):
+            style = "|+"  # "keep" chomping: if nothing follows, PyYAML ends the document with "..."
+        text = value if style in ("", "|", '"') else "'" + value.replace("'", "''") + "'"
+        if style == "'" and "\n" in value:
+            style = "'\n"  # a quoted scalar over lines: PyYAML writes its breaks
+        return style, text
 
     def _by_pyyaml(self, style: str, value: str, column: int, indent: int, after_dash: bool) -> str:
         """The scalar as PyYAML's emitter writes it from ``column`` (after ``:`` or ``-``) at ``indent``."""

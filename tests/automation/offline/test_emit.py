@@ -219,3 +219,23 @@ def test_redaction_skips_only_what_holds_no_secret(checked):
         assert redact_secrets(value, wire=False) == _redacted(value, False)
     untouched = {"a": {"b": [1, 2]}}
     assert redact_secrets(untouched) is untouched
+
+
+def test_one_line_text_gets_the_style_pyyamls_emitter_chooses():
+    """The block writer's shortcut for one line of printable ASCII (plain unless PyYAML's analysis
+    refuses it or the resolver reads it as another type, else single-quoted) chooses what PyYAML's
+    ``analyze_scalar`` and ``choose_scalar_style`` choose, as a key and as a value."""
+    import string
+
+    writer = emit._BlockWriter()
+    rng = random.Random(3)
+    indicators = " :#-?.'\"[]{},&*!|>%@`"
+    compared = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(indicators if rng.random() < 0.5 else string.printable[:95])
+                       for _ in range(rng.randrange(1, 10)))
+        for key in (False, True):
+            writer._styles.clear()
+            assert writer._style(text, key) == writer._style_by_pyyaml(text, key), (text, key)
+            compared += 1
+    assert compared == 40000
