@@ -151,6 +151,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         # AnalyzeStack in its own process: three pieces of work at once on two cores.
         with _writing_to(out), _beside(manifests.write, what="manifest writer") as writing:
             write_json(plan_path, redact_plan(plan))
+            summary = summarize(plan)  # while the manifests are written
             writing.wait()
         written = lap()
         policies = pack.finish()
@@ -158,7 +159,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     with _writing_to(out):
         write_json(out / "policy-report.json", policies.to_json())
     return CheckResult(
-        plan=plan, summary=summarize(plan), plan_path=plan_path, manifest_paths=manifests.paths, policies=policies,
+        plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifests.paths, policies=policies,
         seconds={"record": recorded, "write": written, "pack_wait": waited},
     )
 
