@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -358,6 +359,8 @@ class _Chunks:
 
 
 _BLOCK_WRITER = _BlockWriter()
+#: The writer keeps the document it writes in itself (and one PyYAML emitter): one at a time.
+_BLOCK_WRITER_LOCK = threading.Lock()
 
 
 def _refuse(value: Any) -> Any:
@@ -424,7 +427,8 @@ def dumps_yaml(document: Any) -> str:
     """``yaml.dump(document, Dumper=ManifestDumper, sort_keys=False)``."""
     if type(document) in (dict, list):
         try:
-            return _BLOCK_WRITER.dumps(document)
+            with _BLOCK_WRITER_LOCK:
+                return _BLOCK_WRITER.dumps(document)
         except _Unplain:
             pass
     if _FastCManifestDumper is not None and type(document) in (dict, list):

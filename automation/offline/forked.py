@@ -29,9 +29,10 @@ class ForkedTaskError(RuntimeError):
 
 
 def can_fork() -> bool:
-    """True where a fork is safe: POSIX, and only this thread running (a fork copies a lock another
-    thread holds, locked, into a child that never releases it)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """True where a fork is safe: Linux (macOS's system libraries do not all survive a fork, which
+    is why Python starts its own workers there by spawning), and only this thread running (a fork
+    copies a lock another thread holds, locked, into a child that never releases it)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 class ForkedTask:

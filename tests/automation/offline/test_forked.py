@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from automation.offline.forked import ForkedTask, ForkedTaskError, can_fork
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the check forks on Linux only")
 
 
 def _alive(pid: int) -> bool:
@@ -88,7 +89,6 @@ def test_leaving_the_block_without_waiting_kills_and_reaps_the_child(tmp_path: P
 
 
 def test_the_child_leaves_the_parents_buffered_output_alone(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    import sys
 
     sys.stdout.write("written once")  # still in the parent's buffer when it forks
     with ForkedTask(lambda: None) as task:
@@ -117,7 +117,6 @@ def test_forking_is_refused_while_another_thread_runs() -> None:
 def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
     """A parent killed by SIGKILL (no cleanup runs) still leaves no writer behind."""
     import subprocess
-    import sys
 
     from automation.offline.plan import ROOT
 
