@@ -12,7 +12,8 @@ each of 4,703 resources, and 8 x 4,703 resources built for one answer. Two chang
   depend on its config (``customWorkloads``), or any other policy, is always gone through.
 - **AnalyzeStack** builds the stack's resources once, as pulumi_policy's loop builds them, and
   hands each stack policy its own list of them. The resources themselves are shared: this pack's
-  stack policies only read them (``kit`` copies their properties before a check sees them).
+  stack policies only read them (``kit`` turns them into its own ``Stack`` of plain data, which
+  checks must not change either: its strict mode fails a check that does).
 
 Both run only with the pulumi_policy version they were written against; with another, the
 analyzer is left as it is. ``tests/policies/test_analyzer_loop.py`` compares the answers with
