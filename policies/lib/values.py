@@ -122,12 +122,23 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def contains_unknown(value: Any) -> bool:
+    """Whether :data:`UNKNOWN` is ``value`` or anywhere inside it (dicts and lists)."""
     if value is UNKNOWN:
         return True
     if isinstance(value, dict):
-        return any(contains_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(contains_unknown(v) for v in value)
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return False
+    for item in items:  # a loop, not any() over a generator: the capacity check walks every workload
+        if item is UNKNOWN:
+            return True
+        kind = type(item)
+        if kind is str or kind is float or kind is int or kind is bool or item is None:
+            continue
+        if contains_unknown(item):
+            return True
     return False
 
 
