@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ from components.settings.stack import parsed_once
 from automation.offline.pack.findings import PackReport, PolicyConfigError
 from automation.offline.pack.streaming import StreamingAnalysis
 from automation.offline.emit import write_json
-from automation.offline.forked import ForkedTask, can_fork
+from automation.offline.forked import beside
 from automation.offline.manifests import ManifestFiles, redact_plan
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
@@ -149,7 +149,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         manifests = ManifestFiles(plan, out / "manifests")
         # The manifests (most of the writing) in a forked child, the plan file here, the pack's
         # AnalyzeStack in its own process: three pieces of work at once on two cores.
-        with _writing_to(out), _beside(manifests.write, what="manifest writer") as writing:
+        with _writing_to(out), beside(manifests.write, what="manifest writer") as writing:
             write_json(plan_path, redact_plan(plan))
             summary = summarize(plan)  # while the manifests are written
             writing.wait()
@@ -162,24 +162,3 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifests.paths, policies=policies,
         seconds={"record": recorded, "write": written, "pack_wait": waited},
     )
-
-
-class _Inline:
-    """``work`` done at once in this process, as a :class:`ForkedTask` would do it in a child."""
-
-    def __init__(self, work: Callable[[], object]) -> None:
-        work()
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def wait(self) -> None:
-        pass
-
-
-def _beside(work: Callable[[], object], *, what: str) -> ForkedTask | _Inline:
-    """``work`` in a forked child while this process goes on, where forking is safe; else inline."""
-    return ForkedTask(work, what=what) if can_fork() else _Inline(work)

@@ -130,3 +130,26 @@ def _unpickled(payload: bytes, what: str) -> BaseException:
     except Exception as failure:  # noqa: BLE001
         return ForkedTaskError(f"the {what} failed and its error could not be read ({failure})")
     return error if isinstance(error, BaseException) else ForkedTaskError(f"the {what} failed: {error!r}")
+
+
+class _Inline:
+    """``work`` done at once in this process, as a :class:`ForkedTask` would do it in a child."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        work()
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def wait(self) -> None:
+        pass
+
+
+def beside(work: Callable[[], Any], *, what: str) -> ForkedTask | _Inline:
+    """``work`` in a forked child while this process goes on, where forking is safe
+    (:func:`can_fork`); else done at once here. Use as :class:`ForkedTask`: a context manager
+    whose ``wait()`` raises the work's error."""
+    return ForkedTask(work, what=what) if can_fork() else _Inline(work)

@@ -141,3 +141,21 @@ def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_beside_works_in_this_process_when_forking_is_not_safe(tmp_path: Path) -> None:
+    import threading
+
+    from automation.offline.forked import beside
+
+    out = tmp_path / "pid"
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        with beside(lambda: out.write_text(str(os.getpid())), what="writer") as task:
+            task.wait()
+    finally:
+        release.set()
+        other.join()
+    assert int(out.read_text()) == os.getpid()
