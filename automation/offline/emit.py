@@ -405,19 +405,34 @@ def _indented(text: bytes, spaces: int) -> bytes:
     return text.replace(b"\n", b"\n" + b" " * spaces)
 
 
+#: A number token with a fraction or an exponent in orjson's compact text: where a float was written.
+#: (It may also match inside a string; that only costs the full comparison.)
+_FLOAT_TOKEN = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.eE]")
+
+
 def _json_bytes(value: Any) -> bytes:
     """UTF-8 of ``json.dumps(value, indent=2)``.
 
     Scalars are the only place the two encoders can differ, and indentation does not change how a
-    scalar is written, so orjson's indented text is used when its compact text equals that of
-    json's C encoder (which json uses only without ``indent``).
+    scalar is written, so orjson's indented text is used when its compact text is that of json's C
+    encoder (which json uses only without ``indent``). They write a value alike unless it holds a
+    float (orjson writes ``1e16``, json ``1e+16``; NaN and infinity orjson writes as ``null``), a
+    non-ASCII character (json escapes it) or DEL (json escapes it); integers beyond 64 bits and
+    other types orjson refuses. Compact text with none of those marks (ASCII, no DEL, no ``null``,
+    no number with a fraction or exponent) is taken as it is; any other is compared with json's.
+    (A value json cannot write at all is not for this function: orjson writes an ``Enum`` or a
+    ``UUID`` by its value where json raises. The check writes plain data.)
     """
     if orjson is not None:
         try:
             compact = orjson.dumps(value, default=_refuse, option=_ORJSON_PASSTHROUGH)
         except TypeError:
             compact = None
-        if compact is not None and compact == json.dumps(value, separators=(",", ":")).encode():
+        if compact is not None and (
+            (compact.isascii() and b"\x7f" not in compact and b"null" not in compact
+             and _FLOAT_TOKEN.search(compact) is None)
+            or compact == json.dumps(value, separators=(",", ":")).encode()
+        ):
             del compact
             return orjson.dumps(value, option=_ORJSON_PASSTHROUGH | orjson.OPT_INDENT_2)
     return json.dumps(value, indent=2).encode()

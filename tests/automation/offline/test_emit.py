@@ -94,6 +94,32 @@ def test_awkward_scalars_identical(value):
             assert emit.dumps_yaml(document) == python_yaml(document)
 
 
+def test_json_of_every_character_and_float_identical():
+    """orjson's text is taken without json's when it has no float, non-ASCII, DEL or null: every
+    character below U+3000 as key and value, and floats of every magnitude, decide it right."""
+    for code in range(0x3000):
+        document = {chr(code): [chr(code), f"a{chr(code)}b"]}
+        assert emit.dumps_json(document) == json.dumps(document, indent=2), code
+    rng = random.Random(7)
+    for _ in range(2000):
+        number = rng.choice([rng.uniform(-1, 1), 10.0 ** rng.randint(-320, 308), float(rng.randint(0, 10**18))])
+        document = {"n": [number, {"m": -number}], "s": "x:1.5"}
+        assert emit.dumps_json(document) == json.dumps(document, indent=2), number
+
+
+def test_plain_json_skips_the_comparison(monkeypatch):
+    """A document of ASCII strings, integers, booleans and containers does not pay json's encoding
+    to be checked; one with a float or a null does."""
+    compared = []
+    real_dumps = json.dumps
+    monkeypatch.setattr(emit.json, "dumps", lambda *a, **k: ("separators" in k and compared.append(a[0])) or real_dumps(*a, **k))
+    assert emit.dumps_json({"a": [1, True, "v1.2:3"], "b": {}}) == real_dumps({"a": [1, True, "v1.2:3"], "b": {}}, indent=2)
+    assert compared == []
+    for document in ({"a": 1.5}, {"a": None}, {"a": "é"}, {"a": "\x7f"}):
+        assert emit.dumps_json(document) == real_dumps(document, indent=2)
+    assert compared == [{"a": 1.5}, {"a": None}, {"a": "é"}, {"a": "\x7f"}]
+
+
 def test_non_string_keys_and_containers_identical():
     for document in ({1: "a", 2: [{}]}, {"a": {}, "b": [], "c": [{}, []]}, [], {}, (1, 2)):
         assert emit.dumps_json(document) == json.dumps(document, indent=2)
