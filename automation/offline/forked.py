@@ -39,16 +39,17 @@ class ForkedTask:
     """``work()`` running in a forked child; ``wait()`` returns when it is done or raises its error.
 
     Use as a context manager: leaving the block without ``wait()`` (an error or a signal in the
-    parent) kills the child and reaps it.
+    parent) kills the child and reaps it. ``niceness`` is added to the child's (only the child's):
+    how much less of the machine it asks for than the parent.
     """
 
-    def __init__(self, work: Callable[[], Any], *, what: str = "forked task") -> None:
+    def __init__(self, work: Callable[[], Any], *, what: str = "forked task", niceness: int = 0) -> None:
         self.what = what
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(read)
-            _child(work, write)  # never returns
+            _child(work, write, niceness)  # never returns
         os.close(write)
         self._pid: int | None = pid
         self._errors = read
@@ -89,9 +90,11 @@ class ForkedTask:
         os.close(self._errors)
 
 
-def _child(work: Callable[[], Any], errors: int) -> None:
+def _child(work: Callable[[], Any], errors: int, niceness: int) -> None:
     code = 1
     try:
+        if niceness:
+            os.nice(niceness)
         # The parent's handlers (the CLI's signal guard) are not this process's business.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -148,8 +151,8 @@ class _Inline:
         pass
 
 
-def beside(work: Callable[[], Any], *, what: str) -> ForkedTask | _Inline:
+def beside(work: Callable[[], Any], *, what: str, niceness: int = 0) -> ForkedTask | _Inline:
     """``work`` in a forked child while this process goes on, where forking is safe
     (:func:`can_fork`); else done at once here. Use as :class:`ForkedTask`: a context manager
     whose ``wait()`` raises the work's error."""
-    return ForkedTask(work, what=what) if can_fork() else _Inline(work)
+    return ForkedTask(work, what=what, niceness=niceness) if can_fork() else _Inline(work)

@@ -4,6 +4,7 @@ print functions) for what it reports and writes; a real process for exit codes a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -200,3 +201,25 @@ def test_a_failure_of_the_forked_manifest_writer_is_raised_by_the_check(tmp_path
     monkeypatch.setattr(ManifestFiles, "write", write)
     with pytest.raises(check.CheckOutputError, match=r"Permission denied: .*/manifests/.*\.yaml\); choose another --out"):
         check.run_check("dev", tmp_path)
+
+
+def test_the_manifests_are_written_below_the_packs_priority(tmp_path, monkeypatch):
+    """When the recording ends, the pack has the longest work left (its last Analyze calls and
+    AnalyzeStack); the forked writer runs at a lower priority than the pack's, and the check's own
+    process keeps its priority."""
+    from automation.offline import check
+    from automation.offline.manifests import ManifestFiles
+    from automation.offline.pack.feeder import NICENESS
+
+    real_write, seen = ManifestFiles.write, tmp_path / "writer-niceness"
+
+    def write(self):
+        seen.write_text(f"{os.getpid()} {os.nice(0)}")
+        real_write(self)
+
+    monkeypatch.setattr(ManifestFiles, "write", write)
+    before = os.nice(0)
+    result = check.run_check("dev", tmp_path / "out")
+    pid, niceness = map(int, seen.read_text().split())
+    assert pid != os.getpid() and niceness == min(before + check.WRITER_NICENESS, 19) > NICENESS
+    assert os.nice(0) == before and all(p.exists() for p in result.manifest_paths)

@@ -39,6 +39,17 @@ def test_the_child_does_the_work_in_its_own_process(tmp_path: Path) -> None:
     assert int(out.read_text()) != parent
 
 
+def test_the_child_yields_the_cpu_by_its_niceness_and_the_parent_keeps_its_own(tmp_path: Path) -> None:
+    out = tmp_path / "nice"
+    before = os.nice(0)
+
+    with ForkedTask(lambda: out.write_text(str(os.nice(0))), niceness=5) as task:
+        task.wait()
+
+    assert int(out.read_text()) == min(before + 5, 19)
+    assert os.nice(0) == before
+
+
 def test_the_childs_exception_is_raised_by_wait_with_its_type_and_fields(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir" / "file.yaml"
 
