@@ -47,7 +47,10 @@ _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
 
 def _knowable(stack: Stack) -> bool:
     for resource in stack.resources:
-        for path in _DECISIVE.get(resource.type, ()):
+        paths = _DECISIVE.get(resource.type, ())
+        if not paths or resource.free_of_unknowns():
+            continue
+        for path in paths:
             if contains_unknown(resource.get(*path)):
                 return False
     return True

@@ -85,15 +85,31 @@ def _narrowed_analyze(analyze: Any) -> Any:
 
 
 def _stack_resources(servicer: Any, request: Any) -> list[PolicyResource]:
-    """AnalyzeStack's resources as pulumi_policy 1.21 builds them for each stack policy."""
+    """AnalyzeStack's resources as pulumi_policy 1.21 builds them for each stack policy.
+
+    Resources with the same options (the same parent, mostly) share one options object, and those
+    with the same provider one provider resource: policies only read them, and building them was
+    a third of this loop at 500 models.
+    """
     resources: list[PolicyResource] = []
     by_urn: dict[str, PolicyResource] = {}
     links = []
+    options_by_wire: dict[bytes, Any] = {}
+    providers_by_wire: dict[bytes, Any] = {}
+    props_of = _props_of or _sdk_props_of
     for r in request.resources:
-        deserialized = _policy.deserialize_properties(_policy.json_format.MessageToDict(r.properties))
-        props = _policy.unknown_checking_proxy(deserialized)
-        resource = PolicyResource(r.type, props, r.urn, r.name, servicer._get_resource_options(r),
-                                  servicer._get_provider_resource(r), None, [], {})
+        wire = r.options.SerializeToString(deterministic=True)
+        options = options_by_wire.get(wire)
+        if options is None:
+            options = options_by_wire[wire] = servicer._get_resource_options(r)
+        if r.HasField("provider"):
+            wire = r.provider.SerializeToString(deterministic=True)
+            provider = providers_by_wire.get(wire)
+            if provider is None:
+                provider = providers_by_wire[wire] = servicer._get_provider_resource(r)
+        else:
+            provider = None
+        resource = PolicyResource(r.type, props_of(r.properties), r.urn, r.name, options, provider, None, [], {})
         property_dependencies = {k: list(v.urns) for k, v in r.propertyDependencies.items()}
         links.append((resource, r.parent, list(r.dependencies), property_dependencies))
         resources.append(resource)
@@ -105,6 +121,16 @@ def _stack_resources(servicer: Any, request: Any) -> list[PolicyResource]:
         for key, urns in property_dependencies.items():
             resource.property_dependencies[key] = [by_urn[d] for d in urns if d in by_urn]
     return resources
+
+
+def _sdk_props_of(properties: Any) -> Any:
+    """A resource's properties as pulumi_policy's AnalyzeStack makes them."""
+    return _policy.unknown_checking_proxy(_policy.deserialize_properties(_policy.json_format.MessageToDict(properties)))
+
+
+#: Set by :func:`install`: how the pack makes a resource's properties (``request_cache`` makes
+#: them convert when first read); ``None``: as pulumi_policy does.
+_props_of: Any = None
 
 
 def _analyze_stack(self: Any, request: Any, _context: Any) -> Any:
@@ -152,12 +178,15 @@ def _analyze_stack(self: Any, request: Any, _context: Any) -> Any:
     return response
 
 
-def install(wrap: Any = lambda method: method) -> bool:
-    """Put both loops in place (``wrap``: what request_cache puts around each request); False,
-    and nothing changed, under another pulumi_policy than :data:`WRITTEN_FOR` or with
-    :data:`SDK_LOOPS_ENV` set."""
+def install(wrap: Any = lambda method: method, props_of: Any = None) -> bool:
+    """Put both loops in place (``wrap``: what request_cache puts around each request;
+    ``props_of``: how it makes a stack resource's properties from their Struct, the same as
+    pulumi_policy's conversion when read); False, and nothing changed, under another pulumi_policy
+    than :data:`WRITTEN_FOR` or with :data:`SDK_LOOPS_ENV` set."""
+    global _props_of
     if metadata.version("pulumi_policy") != WRITTEN_FOR or os.environ.get(SDK_LOOPS_ENV) == "1":
         return False
+    _props_of = props_of
     servicer = _policy._PolicyAnalyzerServicer
     original_init = servicer.__init__
 

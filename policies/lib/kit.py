@@ -23,8 +23,8 @@ from pulumi_policy import (
 )
 
 from lib.contract_config import contract_schema
-from lib.request_cache import changed_since_handed_out, copy_plain, shared_plain, watch_handed_out
-from lib.values import contains_unknown, plain
+from lib.request_cache import changed_since_handed_out, copy_plain, per_request, shared_plain, watch_handed_out
+from lib.values import contains_unknown, free_of_unknowns, plain
 from lib.resources import Resource
 from lib.pod_templates import (
     CUSTOM_WORKLOADS,
@@ -90,6 +90,19 @@ class _StackResource(Resource):
         if self._props is None:
             self._props = _plain_props(self._source)
         return self._props
+
+    def free_of_unknowns(self) -> bool:
+        return free_of_unknowns(self._source)
+
+
+def _stack_resources(resources: list[Any]) -> list[_StackResource]:
+    """A stack policy's resources as kit's, made once per request for all its stack policies (the
+    analyzer hands each the same resources) and a fresh list for each."""
+    key = ("kit stack resources", len(resources), id(resources[0]) if resources else None)
+    made = per_request(key, lambda: (resources, [_StackResource(r) for r in resources]))
+    if made[0] is not resources and not all(a is b for a, b in zip(made[0], resources)):
+        return [_StackResource(r) for r in resources]  # other resources under the same key
+    return list(made[1])
 
 
 def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], report: ReportViolation) -> list[Any]:
@@ -209,7 +222,7 @@ def stack_policy(
     schema = _schema(params, contract, required)
 
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        stack = Stack([_StackResource(r) for r in args.resources])
+        stack = Stack(_stack_resources(args.resources))
         config = _config(schema, args.get_config())
         # Read only if the check crashes, to tell "inputs not known yet" from a bug.
         props = (r.props for r in stack.resources)

@@ -30,6 +30,7 @@ from google.protobuf import json_format, struct_pb2
 from lib import analyzer_loop
 
 _request = threading.local()
+_MISSING = object()
 
 
 def _once_per_request(convert: Callable[[Any], Any]) -> Callable[..., Any]:
@@ -128,10 +129,10 @@ class LazyProps(Mapping):
     these properties gets the real proxy.
     """
 
-    __slots__ = ("_deserialized", "_proxy")
+    __slots__ = ("_content", "_deserialized", "_proxy")
 
     def __init__(self, deserialized: _Deferred) -> None:
-        self._deserialized, self._proxy = deserialized, None
+        self._deserialized, self._proxy, self._content = deserialized, None, _MISSING
 
     def raw(self) -> Any:
         """The deserialized properties (read only)."""
@@ -139,9 +140,12 @@ class LazyProps(Mapping):
 
     def content(self) -> bytes | None:
         """The wire form of the property Struct these are the plain conversion of, the same for
-        equal properties (map keys sorted); ``None`` if they were converted otherwise."""
-        source = self._deserialized.source
-        return None if source is None else source.SerializeToString(deterministic=True)
+        equal properties (map keys sorted); ``None`` if they were converted otherwise. Worked out
+        once (the plain data is found by it, and ``values.free_of_unknowns`` reads it)."""
+        if self._content is _MISSING:
+            source = self._deserialized.source
+            self._content = None if source is None else source.SerializeToString(deterministic=True)
+        return self._content
 
     def _real(self) -> Any:
         if self._proxy is None:
@@ -173,6 +177,13 @@ def _deferred_deserialize(value: Any, *args: Any, **kwargs: Any) -> Any:
         return _Deferred(lambda: _sdk_deserialize_properties(value.get(), *args, **kwargs),
                          source=None if args or kwargs else value.source)
     return _sdk_deserialize_properties(value, *args, **kwargs)
+
+
+def lazy_props(properties: Any) -> LazyProps:
+    """A resource's property Struct as pulumi_policy's proxy over its conversion (``MessageToDict``,
+    then ``deserialize_properties``), converted when first read: the three steps the analyzer
+    takes, without a memo entry for each (AnalyzeStack makes one per resource of the stack)."""
+    return LazyProps(_Deferred(lambda: _sdk_deserialize_properties(message_to_dict(properties)), source=properties))
 
 
 def _deferred_proxy(value: Any) -> Any:
@@ -303,8 +314,6 @@ def _once_per_content(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return converted
 
 
-_MISSING = object()
-
 
 def install() -> None:
     servicer = _policy._PolicyAnalyzerServicer
@@ -314,7 +323,7 @@ def install() -> None:
     gc.set_threshold(50_000, 20, 20)
     servicer.Analyze = _per_request(servicer.Analyze)
     servicer.AnalyzeStack = _per_request(servicer.AnalyzeStack)
-    analyzer_loop.install(wrap=_per_request)
+    analyzer_loop.install(wrap=_per_request, props_of=lazy_props)
     servicer._converts_once_per_request = True
     # Options and provider of a request's resource, built once per request rather than per policy.
     servicer._get_resource_options = _once_per_request_method(servicer._get_resource_options)

@@ -142,6 +142,18 @@ def contains_unknown(value: Any) -> bool:
     return False
 
 
+_SENTINEL_BYTES = tuple(sentinel.encode() for sentinel in UNKNOWN_SENTINELS)
+
+
+def free_of_unknowns(props: Any) -> bool:
+    """True if the properties ``props`` (as the SDK hands them) hold no unknown value anywhere,
+    read from their wire form without a walk: an unknown is one of the sentinel strings, and a
+    string is in the wire form as its UTF-8 bytes. False when that cannot tell (a sentinel's bytes
+    inside a longer string, or properties not from a request): then walk (:func:`contains_unknown`)."""
+    content = props.content() if type(props) is LazyProps else None
+    return content is not None and not any(sentinel in content for sentinel in _SENTINEL_BYTES)
+
+
 def as_int(value: Any) -> int | None:
     """Integers from engine numbers (doubles) or numeric strings; ``None`` if not an integer."""
     if isinstance(value, bool):

@@ -112,7 +112,9 @@ def spy(args, report):
     seen.append([
         [r.resource_type, r.urn, r.name, repr(values.plain(r.props)), r.parent.urn if r.parent else None,
          [d.urn for d in r.dependencies], {k: [d.urn for d in v] for k, v in r.property_dependencies.items()},
-         r.opts.parent, r.opts.protect, list(r.opts.aliases), r.provider.urn if r.provider else None]
+         r.opts.parent, r.opts.protect, list(r.opts.aliases), r.provider.urn if r.provider else None,
+         list(r.opts.ignore_changes), r.opts.delete_before_replace, list(r.opts.additional_secret_outputs),
+         repr(values.plain(r.provider.props)) if r.provider else None]
         for r in args.resources])
 
 policies = [policy.StackValidationPolicy(name=f"spy-{i}", description="records", validate=spy) for i in range(2)]
@@ -138,8 +140,22 @@ def test_stack_policies_see_the_resources_pulumi_policy_builds(dev_plan, tmp_pat
     for index, r in enumerate(resources):  # links to check: dependencies and property dependencies
         r["dependencies"] = [resources[index - 1]["urn"], "urn:pulumi:dev::p::t::not-in-stack"]
         r["propertyDependencies"] = {"spec": [resources[index - 2]["urn"]]}
+    request = analyzer_pb2.AnalyzeStackRequest.FromString(
+        _analyze_stack_request(resources, {r["urn"]: r for r in resources}, None))
+    # Options and providers that differ between resources of one parent: each resource must get its own.
+    for index, item in enumerate(request.resources):
+        if index % 3 == 0:
+            item.options.protect = True
+        if index % 4 == 0:
+            item.options.aliases.append(f"urn:pulumi:dev::p::t::old-{index}")
+            item.options.ignoreChanges.append("spec")
+        if index % 5 == 0:
+            item.options.deleteBeforeReplaceDefined, item.options.deleteBeforeReplace = True, index % 10 == 0
+            item.options.additionalSecretOutputs.append("data")
+        if index % 6 == 0 and item.HasField("provider"):
+            item.provider.properties.update({"context": f"ctx-{index}"})
     request_file = tmp_path / "request.bin"
-    request_file.write_bytes(_analyze_stack_request(resources, {r["urn"]: r for r in resources}, None))
+    request_file.write_bytes(request.SerializeToString())
     done = subprocess.run([sys.executable, "-c", _SEEN_BY_STACK_POLICIES, str(request_file)], cwd=ROOT / "policies",
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -148,4 +164,6 @@ def test_stack_policies_see_the_resources_pulumi_policy_builds(dev_plan, tmp_pat
     assert seen["fast"] == seen["sdk"] and len(seen["sdk"]) == 2
     assert len(seen["sdk"][0]) == len(resources)
     assert any(r[4] for r in seen["sdk"][0]) and any(r[10] for r in seen["sdk"][0]), "parents and providers are linked"
+    assert {r[8] for r in seen["sdk"][0]} == {True, False} and {r[12] for r in seen["sdk"][0]} == {None, True, False}
+    assert len({r[14] for r in seen["sdk"][0] if r[14]}) > 1, "providers with different properties"
     assert all(r[5] == [resources[i - 1]["urn"]] for i, r in enumerate(seen["sdk"][0]))

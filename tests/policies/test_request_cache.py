@@ -192,3 +192,56 @@ def test_properties_that_cannot_be_converted_fail_the_call_at_once_instead_of_le
             except PolicyPackError as error:
                 assert "UNKNOWN: Exception calling application: Unrecognized signature 'not-a-signature'" in str(error)
             assert time.monotonic() - started < 30, "answered, not left to the deadline"
+
+
+_UNKNOWN_FREE_PROBE = r"""
+import json, random
+from google.protobuf import struct_pb2
+from lib import request_cache, values
+
+rng = random.Random(11)
+UNKNOWNS = sorted(values.UNKNOWN_SENTINELS)
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+def scalar():
+    roll = rng.random()
+    if roll < 0.04:
+        return rng.choice(UNKNOWNS)
+    if roll < 0.06:
+        return "prefix-" + rng.choice(UNKNOWNS)  # a sentinel's bytes inside a longer string: not unknown
+    if roll < 0.08:
+        return {SECRET_SIG: "1b47061264138c4ac30d75fd1eb44270", "value": scalar()}
+    return rng.choice(["x", "é", 1.5, 3, True, None, ""])
+
+def value(depth):
+    roll = rng.random()
+    if depth > 3 or roll < 0.5:
+        return scalar()
+    if roll < 0.75:
+        return {rng.choice(["a", "b", "c", UNKNOWNS[0]]) + str(i): value(depth + 1) for i in range(rng.randrange(4))}
+    return [value(depth + 1) for _ in range(rng.randrange(4))]
+
+counts = {"free": 0, "walked": 0}
+for _ in range(3000):
+    message = struct_pb2.Struct()
+    message.update({"spec": value(0)})
+    lazy = request_cache.lazy_props(message)
+    holds = values.contains_unknown(values.plain(lazy))
+    free = values.free_of_unknowns(lazy)
+    assert not (free and holds), message
+    assert free or holds or any(s in message.SerializeToString() for s in values._SENTINEL_BYTES), message
+    counts["free" if free else "walked"] += 1
+assert not values.free_of_unknowns({"a": 1}), "plain data: walk"
+print(json.dumps(counts))
+"""
+
+
+def test_properties_free_of_unknowns_by_their_wire_form_agree_with_the_walk():
+    """``free_of_unknowns`` (sentinel bytes absent from the properties' wire form) never says "free"
+    of properties whose plain form holds an unknown, secrets and keys included, and says it of all
+    whose wire form has no sentinel."""
+    done = subprocess.run([sys.executable, "-c", _UNKNOWN_FREE_PROBE], cwd=ROOT / "policies", capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = json.loads(done.stdout)
+    assert counts["free"] > 500 and counts["walked"] > 500, counts
