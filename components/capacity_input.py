@@ -174,6 +174,23 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
 
 
 def settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
+    """The cluster the settings describe, keyed back to the settings. Worked out once per
+    ``Settings`` (frozen, so the same object describes the same cluster): the settings' capacity
+    rule and their GPU budget rule both read it, and at 500 models it takes a tenth of a second.
+    Readers must not change it."""
+    global _last_cluster
+    last = _last_cluster
+    if last is not None and last[0] is settings:
+        return last[1]
+    made = _settings_cluster(settings)
+    _last_cluster = (settings, made)
+    return made
+
+
+_last_cluster: tuple[Settings, tuple[Cluster, Keyed]] | None = None
+
+
+def _settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
     resources, keys = emitted(settings)
     cluster = cluster_from_resources(resources)
     for pool in cluster.pools:

@@ -87,3 +87,17 @@ def test_settings_worst_case_is_the_reports(stack_plan):
     summary = summarize(stack_plan)
     assert worst.gpus == summary.worst_case_gpus
     assert round(worst.hourly_usd * cluster.hours_per_month, 2) == summary.worst_case_gpu_monthly_usd
+
+
+def test_the_settings_cluster_is_worked_out_once_per_settings(monkeypatch):
+    """The capacity rule and the budget rule read one cluster per parse; another parse gets its own."""
+    import components.capacity_input as capacity_input
+
+    built = []
+    real = capacity_input._settings_cluster
+    monkeypatch.setattr(capacity_input, "_settings_cluster", lambda s: built.append(s) or real(s))
+    settings = parse_settings(read_stack_config("prod"))
+    assert built == [settings], "both rules of one parse shared one cluster"
+    assert settings_cluster(settings) is settings_cluster(settings) and built == [settings]
+    other = parse_settings(read_stack_config("prod"))
+    assert other is not settings and built == [settings, other]
