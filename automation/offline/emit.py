@@ -405,9 +405,12 @@ def _indented(text: bytes, spaces: int) -> bytes:
     return text.replace(b"\n", b"\n" + b" " * spaces)
 
 
-#: A number token with a fraction or an exponent in orjson's compact text: where a float was written.
-#: (It may also match inside a string; that only costs the full comparison.)
-_FLOAT_TOKEN = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.eE]")
+#: A number token with a fraction or an exponent after a colon, comma or bracket in orjson's compact
+#: text: where a float was written inside a container (a text that is only a number is looked at
+#: apart). It may also match inside a string; that only costs the full comparison. (No ``^|``
+#: alternative: it made the search three times slower than json's own encoding.)
+_FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+_NUMBER_START = frozenset(b"-0123456789")
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -430,7 +433,7 @@ def _json_bytes(value: Any) -> bytes:
             compact = None
         if compact is not None and (
             (compact.isascii() and b"\x7f" not in compact and b"null" not in compact
-             and _FLOAT_TOKEN.search(compact) is None)
+             and compact[0] not in _NUMBER_START and _FLOAT_TOKEN.search(compact) is None)
             or compact == json.dumps(value, separators=(",", ":")).encode()
         ):
             del compact
