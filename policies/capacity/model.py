@@ -7,6 +7,7 @@ Helm or settings; labels, taints and tolerations use Kubernetes spelling.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -268,7 +269,19 @@ def quantity(value: Any) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    match = _QUANTITY.match(str(value).strip())
+    if type(value) is str:
+        return _quantity_text(value)
+    return _parsed_quantity(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(text: str) -> float | None:
+    """Parsed once per text: the same few quantities recur in every workload of a plan."""
+    return _parsed_quantity(text)
+
+
+def _parsed_quantity(text: str) -> float | None:
+    match = _QUANTITY.match(text.strip())
     if not match or match.group(2) not in _SUFFIX:
         return None
     return float(match.group(1)) * _SUFFIX[match.group(2)]
