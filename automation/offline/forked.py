@@ -94,7 +94,10 @@ def _child(work: Callable[[], Any], errors: int, niceness: int) -> None:
     code = 1
     try:
         if niceness:
-            os.nice(niceness)
+            try:
+                os.nice(niceness)
+            except OSError:
+                pass  # best effort: the same work at the parent's priority
         # The parent's handlers (the CLI's signal guard) are not this process's business.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

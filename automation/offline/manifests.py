@@ -149,9 +149,11 @@ def _write(path: Path, data: bytes) -> None:
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     try:
+        longer = os.fstat(fd).st_size > len(data)  # a new file, a pipe or a device: nothing to cut
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.ftruncate(fd, len(data))
+        if longer:
+            os.ftruncate(fd, len(data))
     finally:
         os.close(fd)

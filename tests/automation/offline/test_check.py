@@ -90,6 +90,21 @@ def test_a_second_check_leaves_only_its_own_manifests(tmp_path, dev_plan):
     assert (directory / "notes.txt").read_text() == "mine"
 
 
+def test_a_manifest_written_over_a_longer_one_a_shorter_one_and_a_device(tmp_path):
+    """Written over in place: a longer old file is cut to the new length, a shorter one grows, and
+    a file that cannot be cut (here a link to /dev/null) is still written to without an error."""
+    from automation.offline.manifests import _write
+
+    longer, shorter, device = tmp_path / "longer.yaml", tmp_path / "shorter.yaml", tmp_path / "device.yaml"
+    longer.write_bytes(b"x" * 5000)
+    shorter.write_bytes(b"y")
+    device.symlink_to("/dev/null")
+    for path in (longer, shorter, device):
+        _write(path, b"kind: ConfigMap\n")
+    assert longer.read_bytes() == shorter.read_bytes() == b"kind: ConfigMap\n"
+    assert device.resolve() == Path("/dev/null")
+
+
 def test_json_output_for_scripts(dev_check):
     summary = dev_check.json["summary"]
     assert summary["worst_case_gpus"] == 3 + 8 + 4
