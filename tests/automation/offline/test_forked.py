@@ -29,6 +29,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _announce(path: Path) -> None:
+    """This process's id in ``path``, which appears whole or not at all (a reader polling for the
+    file must not read it half written)."""
+    part = path.with_suffix(".part")
+    part.write_text(str(os.getpid()))
+    os.replace(part, path)
+
+
 def test_the_child_does_the_work_in_its_own_process(tmp_path: Path) -> None:
     parent = os.getpid()
     out = tmp_path / "pid"
@@ -83,7 +91,7 @@ def test_leaving_the_block_without_waiting_kills_and_reaps_the_child(tmp_path: P
     started = tmp_path / "started"
 
     def forever() -> None:
-        started.write_text(str(os.getpid()))
+        _announce(started)
         time.sleep(60)
 
     with pytest.raises(KeyboardInterrupt):
@@ -138,7 +146,8 @@ def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
         "from automation.offline.forked import ForkedTask\n"
         f"out = Path({str(started)!r})\n"
         "def work():\n"
-        "    out.write_text(str(os.getpid()))\n"
+        "    out.with_suffix('.part').write_text(str(os.getpid()))\n"
+        "    os.replace(out.with_suffix('.part'), out)  # seen whole or not at all\n"
         "    time.sleep(60)\n"
         "task = ForkedTask(work)\n"
         "while not out.exists():\n"
