@@ -119,6 +119,13 @@ def quantizations() -> dict[str, dict[str, Any]]:
 
 
 def model_catalog() -> dict[str, Architecture]:
+    """The catalog's architectures by name (a fresh mapping; the architectures are frozen)."""
+    return dict(_catalog())
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> dict[str, Architecture]:
+    """Built once: every served model's settings and every workload the capacity engine reads ask for it."""
     return {name: architecture_from_json(name, spec) for name, spec in _raw()["models"].items()}
 
 
