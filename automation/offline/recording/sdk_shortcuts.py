@@ -19,7 +19,8 @@ from typing import Any
 from google.protobuf.struct_pb2 import Struct
 from pulumi.output import Output, Unknown, _OutputData
 from pulumi import log as pulumi_log
-from pulumi.resource import Resource
+from pulumi.resource import Resource, ResourceOptions
+from pulumi.resource_hooks import ResourceHookBinding
 from pulumi.runtime.mocks import MockEngine
 from pulumi.runtime import settings
 from pulumi.runtime.settings import SETTINGS
@@ -279,6 +280,20 @@ def no_stack_trace() -> source_pb2.StackTrace:
     return _NO_STACK_TRACE
 
 
+def shallow_copy(self: Any) -> Any:
+    """``ResourceOptions._copy`` and ``ResourceHookBinding._copy``: ``copy.copy(self)``.
+
+    For these classes (no ``__copy__``, ``__reduce__``, ``__getstate__``, ``__setstate__`` or
+    slots) ``copy.copy`` makes ``cls.__new__(cls)`` and updates its ``__dict__`` with the
+    original's, through the generic pickling protocol; here the same two steps directly. Options
+    are copied five times per resource (each merge copies both sides, and the resource its own).
+    """
+    cls = type(self)
+    new = cls.__new__(cls)
+    new.__dict__.update(self.__dict__)
+    return new
+
+
 #: (module, attribute, shortcut): what ``installed()`` swaps in.
 SHORTCUTS = (
     (sdk_rpc, "transfer_properties", transfer_properties),
@@ -291,6 +306,8 @@ SHORTCUTS = (
     (Output, "_track", track),
     (pulumi_log, "debug", debug),
     (sdk_rpc, "contains_unknowns", contains_unknowns),
+    (ResourceOptions, "_copy", shallow_copy),
+    (ResourceHookBinding, "_copy", shallow_copy),
 )
 
 

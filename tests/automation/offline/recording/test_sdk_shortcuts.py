@@ -338,3 +338,26 @@ def test_unknowns_found_as_the_sdk_finds_them():
     assert any(sdk_rpc.contains_unknowns(case) for case in cases[20:]), "some random cases hold an unknown"
     for case in cases:
         assert sdk_shortcuts.contains_unknowns(case) == sdk_rpc.contains_unknowns(case), case
+
+
+def test_options_are_copied_as_copy_copies_them():
+    """The options and hook bindings a resource is made with, copied as ``copy.copy`` copies them:
+    a new object of the same class whose attributes are the same objects, the original unchanged."""
+    import copy
+
+    from pulumi.resource import CustomTimeouts, ResourceOptions
+    from pulumi.resource_hooks import ResourceHookBinding
+
+    assert not any(name in vars(cls) for cls in (ResourceOptions, ResourceHookBinding)
+                   for name in ("__copy__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__slots__"))
+    cases = [ResourceOptions(), ResourceOptions(protect=True, aliases=["urn:a"], depends_on=[], ignore_changes=["x"],
+                                                custom_timeouts=CustomTimeouts(create="1m"), version="1.2.3"),
+             ResourceOptions.merge(ResourceOptions(version="1"), ResourceOptions(retain_on_delete=True)),
+             ResourceHookBinding()]
+    for original in cases:
+        before = dict(vars(original))
+        fast, reference = sdk_shortcuts.shallow_copy(original), copy.copy(original)
+        assert type(fast) is type(reference) and fast is not original
+        assert vars(fast).keys() == vars(reference).keys()
+        assert all(vars(fast)[key] is vars(reference)[key] for key in vars(reference))
+        assert vars(original) == before
