@@ -19,6 +19,8 @@ from typing import Any
 from google.protobuf.struct_pb2 import Struct
 from pulumi.output import Output, Unknown, _OutputData
 from pulumi import log as pulumi_log
+from pulumi import Alias
+from pulumi import resource as pulumi_resource
 from pulumi.resource import Resource, ResourceOptions
 from pulumi.resource_hooks import ResourceHookBinding
 from pulumi.runtime.mocks import MockEngine
@@ -220,6 +222,31 @@ def create_urn(name: Any, type_: Any, parent: Any = None, project: str | None = 
     return Output._from_data(data)
 
 
+_sdk_collapse_alias_to_urn = sdk_resources.collapse_alias_to_urn
+
+
+def collapse_alias_to_urn(alias: Any, default_name: str, default_type: str, default_parent: Any) -> Output:
+    """``pulumi.runtime.resource.collapse_alias_to_urn``: the URN an alias stands for.
+
+    The SDK makes it through three outputs and two applies (the alias as an output, its project and
+    stack joined, then ``create_urn``) for every alias of every resource it is given; Kubernetes
+    types come with the API versions they replace as aliases, three for a Deployment. An ``Alias``
+    whose name, type, project and stack are strings (given, or the defaults) goes straight to
+    :func:`create_urn`, which gives the same data: the URN, known and not secret when its parent's
+    is, depending on the parent. Anything else (an alias that is a string or an output, fields that
+    are outputs, a name or type missing: the SDK fails the output for those) goes to the SDK.
+    """
+    if type(alias) is Alias:
+        name = alias.name if alias.name is not ... else default_name
+        type_ = alias.type_ if alias.type_ is not ... else default_type
+        parent = alias.parent if alias.parent is not ... else default_parent
+        project = alias.project if alias.project is not ... and alias.project is not None else settings.get_project()
+        stack = alias.stack if alias.stack is not ... and alias.stack is not None else settings.get_stack()
+        if type(name) is str and type(type_) is str and type(project) is str and type(stack) is str:
+            return create_urn(name, type_, parent, project, stack)
+    return _sdk_collapse_alias_to_urn(alias, default_name, default_type, default_parent)
+
+
 _sdk_debug = pulumi_log.debug
 
 
@@ -306,6 +333,8 @@ SHORTCUTS = (
     (Output, "_track", track),
     (pulumi_log, "debug", debug),
     (sdk_rpc, "contains_unknowns", contains_unknowns),
+    (sdk_resources, "collapse_alias_to_urn", collapse_alias_to_urn),
+    (pulumi_resource, "collapse_alias_to_urn", collapse_alias_to_urn),  # Resource.__init__'s own import
     (ResourceOptions, "_copy", shallow_copy),
     (ResourceHookBinding, "_copy", shallow_copy),
 )

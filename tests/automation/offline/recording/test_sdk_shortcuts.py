@@ -204,6 +204,65 @@ def test_urns_equal_the_sdks(tmp_path):
     assert URNS_SEEN["no parent, other project"]["ours"][0] == "urn:pulumi:elsewhere::other::aws:iam/role:Role::name"
 
 
+_ALIAS_PROGRAM = """
+import sys
+import pulumi
+from automation.offline.recording import sdk_shortcuts
+
+seen = sys.modules["tests.automation.offline.recording.test_sdk_shortcuts"].ALIASES_SEEN
+parent = pulumi.ComponentResource("test:index:Parent", "parent")
+other = pulumi.ComponentResource("test:index:Other", "other")
+cases = {
+    "type only": (pulumi.Alias(type_="kubernetes:apps/v1beta1:Deployment"), "web", "kubernetes:apps/v1:Deployment", parent),
+    "no parent": (pulumi.Alias(type_="old:index:T"), "web", "new:index:T", None),
+    "name and other parent": (pulumi.Alias(name="old", parent=other), "web", "new:index:T", parent),
+    "no parent given": (pulumi.Alias(name="old", parent=None), "web", "new:index:T", parent),
+    "parent urn": (pulumi.Alias(parent="urn:pulumi:probe::llm-platform::test:index:P::p"), "web", "new:index:T", None),
+    "project and stack": (pulumi.Alias(project="other", stack="elsewhere"), "web", "new:index:T", None),
+    "project as output": (pulumi.Alias(project=pulumi.Output.from_input("late")), "web", "new:index:T", None),
+    "string": ("urn:pulumi:probe::llm-platform::new:index:T::old", "web", "new:index:T", parent),
+    "alias as output": (pulumi.Output.from_input(pulumi.Alias(name="old")), "web", "new:index:T", parent),
+    "secret parent": (pulumi.Alias(parent=pulumi.Output.secret("urn:pulumi:probe::llm-platform::test:index:P::p")),
+                      "web", "new:index:T", None),
+}
+
+
+async def describe(output):
+    try:
+        data = await output._data
+    except Exception as error:
+        return ("failed", type(error).__name__, str(error))
+    return (data.value, data.is_known, data.is_secret, sorted(r._name for r in data.resources))
+
+
+for case, args in cases.items():
+    for which, collapse in (("ours", sdk_shortcuts.collapse_alias_to_urn), ("sdk", sdk_shortcuts._sdk_collapse_alias_to_urn)):
+        output = collapse(*args)
+        pulumi.Output.from_input(None).apply(
+            lambda _, case=case, which=which, output=output: describe(output)
+        ).apply(lambda described, case=case, which=which: seen.setdefault(case, {}).__setitem__(which, described))
+"""
+
+ALIASES_SEEN: dict = {}
+
+
+def test_aliases_collapse_to_the_urns_the_sdk_gives(tmp_path):
+    """Same URN, known-ness, secrecy and dependencies as the SDK's collapse_alias_to_urn, for every
+    shape of alias (those it does not take go to the SDK's own)."""
+    from automation.offline.plan import record_plan
+
+    program = tmp_path / "__main__.py"
+    program.write_text(_ALIAS_PROGRAM)
+    ALIASES_SEEN.clear()
+    record_plan("probe", {}, region="us-east-1", program=program)
+    assert len(ALIASES_SEEN) == 10
+    for case, both in ALIASES_SEEN.items():
+        assert both["ours"] == both["sdk"], case
+    assert ALIASES_SEEN["type only"]["ours"] == (
+        "urn:pulumi:probe::llm-platform::pulumi:pulumi:Stack$test:index:Parent$kubernetes:apps/v1beta1:Deployment::web",
+        True, False, ["parent"])
+
+
 _SERIALIZE_PROGRAM = """
 import enum
 import sys
