@@ -489,6 +489,50 @@ class PolicyPackRunner:
         return violations + self.analyze_stack(items, by_urn, structs=structs)
 
 
+class AsyncAnalyzer:
+    """``Analyze`` and ``AnalyzeStack`` on a running pack over grpc.aio, for a client on an event loop
+    (the check's feeder). The same requests and answers as :class:`PolicyPackRunner`'s
+    ``analyze_async``/``analyze_stack_async``/``violations_of``; the asyncio client costs less per
+    call on both sides (at 500 models, a quarter of a second of the check's wall time: the pack
+    keeps up with the recording).
+
+    Make it inside a running event loop, after ``runner.start()``.
+    """
+
+    def __init__(self, runner: PolicyPackRunner) -> None:
+        if runner.port is None:
+            raise PolicyPackError("the policy pack is not running; start it first")
+        self.call_timeout = runner.call_timeout
+        self._channel = grpc.aio.insecure_channel(f"127.0.0.1:{runner.port}", options=GRPC_OPTIONS)
+        self._analyze = self._channel.unary_unary(
+            "/pulumirpc.Analyzer/Analyze", request_serializer=None,
+            response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
+        self._analyze_stack = self._channel.unary_unary(
+            "/pulumirpc.Analyzer/AnalyzeStack", request_serializer=None,
+            response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
+
+    def analyze(self, resource: Mapping[str, Any], provider: Any = None, *, structs: _Structs | None = None) -> Any:
+        """Send ``Analyze`` for one plan resource (a mapping) without waiting; ``violations_of`` reads the answer."""
+        return self._analyze(_analyze_request(resource, provider, structs), timeout=self.call_timeout)
+
+    def analyze_stack(self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *,
+                      structs: _Structs | None = None) -> Any:
+        """Send ``AnalyzeStack`` without waiting; ``violations_of(call, "")`` reads the answer."""
+        return self._analyze_stack(_analyze_stack_request(resources, providers, structs), timeout=self.call_timeout)
+
+    async def violations_of(self, call: Any, urn: str) -> list[Violation]:
+        """Findings of an ``analyze`` (``urn`` its resource) or ``analyze_stack`` (``""``) call."""
+        try:
+            reply = await call
+        except grpc.RpcError as error:
+            method = "Analyze" if urn else "AnalyzeStack"
+            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+        return [_violation(d, urn) for d in reply.diagnostics]
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
 def _analyze_stack_request(
     resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
 ) -> bytes:

@@ -318,3 +318,43 @@ def test_a_pack_ends_with_the_process_that_started_it(tmp_path):
     while not _gone(pack):
         assert time.monotonic() < deadline, "the pack outlived its starter"
         time.sleep(0.05)
+
+
+def test_frames_are_read_whole_however_the_pipe_splits_them():
+    """The feeder takes frames as reads deliver them: a frame split over reads, or many in one
+    read, arrives whole and in order, and nothing after ``end`` is taken."""
+    import pickle
+    import random
+
+    from automation.offline.pack.feeder import HEADER, _Frames
+
+    sent = [("start", {"a": 1}, None)] + [("resource", {"urn": f"u{i}", "x": "y" * i}, bytes(i)) for i in range(200)] \
+        + [("end", ["u1"]), ("resource", {"urn": "after end"}, None)]
+    stream = b"".join(HEADER.pack(len(p)) + p for p in (pickle.dumps(m) for m in sent))
+    rng = random.Random(5)
+    for _ in range(50):
+        got: list = []
+        frames = _Frames(lambda kind, fields: got.append((kind, *fields)))
+        position, more = 0, True
+        while more and position < len(stream):
+            step = rng.choice([1, 2, 3, 7, 64, 4096, len(stream)])
+            more = frames.feed(stream[position:position + step])
+            position += step
+        assert got == sent[:-1] and not more
+
+
+def test_a_frame_of_an_unknown_kind_ends_the_run_with_an_error():
+    import asyncio
+    import pickle
+
+    from automation.offline.pack.feeder import HEADER, _serve
+
+    read, write = os.pipe()
+    payload = pickle.dumps(("nonsense",))
+    os.write(write, HEADER.pack(len(payload)) + payload)
+    os.close(write)
+    try:
+        with pytest.raises(ValueError, match="unknown frame 'nonsense'"):
+            asyncio.run(_serve(read))
+    finally:
+        os.close(read)
