@@ -152,6 +152,24 @@ def test_outputs_are_built_when_first_read_and_equal_the_sdks(tmp_path, monkeypa
     assert fast.outputs == plain.outputs
 
 
+#: The end of a probe program: each case's output from ``ours`` and from ``sdk`` (both given as the
+#: program's names for the two functions) described as data and kept in ``seen``.
+_COMPARE_OUTPUTS = """
+
+async def describe(output):
+    data = await output._data
+    return (data.value, data.is_known, data.is_secret, sorted(r._name for r in data.resources))
+
+
+for case, args in cases.items():
+    for which, make in (("ours", ours), ("sdk", sdk)):
+        output = make(*args)
+        pulumi.Output.from_input(None).apply(
+            lambda _, case=case, which=which, output=output: describe(output)
+        ).apply(lambda described, case=case, which=which: seen.setdefault(case, {}).__setitem__(which, described))
+"""
+
+
 _URN_PROGRAM = """
 import sys
 import pulumi
@@ -169,35 +187,30 @@ cases = {
     "secret parent urn": ("child", "aws:iam/role:Role", secret_parent_urn, None, None),
 }
 
-
-async def describe(output):
-    data = await output._data
-    return (data.value, data.is_known, data.is_secret, sorted(r._name for r in data.resources))
-
-
-for case, args in cases.items():
-    for which, create in (("ours", sdk_shortcuts.create_urn), ("sdk", sdk_shortcuts._sdk_create_urn)):
-        output = create(*args)
-        pulumi.Output.from_input(None).apply(
-            lambda _, case=case, which=which, output=output: describe(output)
-        ).apply(lambda described, case=case, which=which: seen.setdefault(case, {}).__setitem__(which, described))
-"""
+ours, sdk = sdk_shortcuts.create_urn, sdk_shortcuts._sdk_create_urn
+""" + _COMPARE_OUTPUTS
 
 URNS_SEEN: dict = {}
+
+
+def _compare_in_a_program(tmp_path, program_text: str, seen: dict, *, cases: int) -> None:
+    """Record ``program_text`` (a probe ending in ``_COMPARE_OUTPUTS``); every case's output from
+    the shortcut equals the SDK's."""
+    from automation.offline.plan import record_plan
+
+    program = tmp_path / "__main__.py"
+    program.write_text(program_text)
+    seen.clear()
+    record_plan("probe", {}, region="us-east-1", program=program)
+    assert len(seen) == cases
+    for case, both in seen.items():
+        assert both["ours"] == both["sdk"], case
 
 
 def test_urns_equal_the_sdks(tmp_path):
     """Same URN, known-ness, secrecy and dependencies as the SDK's create_urn, for every shape of
     arguments (those it does not take go to the SDK's own function)."""
-    from automation.offline.plan import record_plan
-
-    program = tmp_path / "__main__.py"
-    program.write_text(_URN_PROGRAM)
-    URNS_SEEN.clear()
-    record_plan("probe", {}, region="us-east-1", program=program)
-    assert len(URNS_SEEN) == 6
-    for case, both in URNS_SEEN.items():
-        assert both["ours"] == both["sdk"], case
+    _compare_in_a_program(tmp_path, _URN_PROGRAM, URNS_SEEN, cases=6)
     assert URNS_SEEN["parent resource"]["ours"] == (
         "urn:pulumi:probe::llm-platform::pulumi:pulumi:Stack$test:index:Parent$aws:iam/role:Role::child", True, False,
         ["parent"])
@@ -226,22 +239,8 @@ cases = {
                       "web", "new:index:T", None),
 }
 
-
-async def describe(output):
-    try:
-        data = await output._data
-    except Exception as error:
-        return ("failed", type(error).__name__, str(error))
-    return (data.value, data.is_known, data.is_secret, sorted(r._name for r in data.resources))
-
-
-for case, args in cases.items():
-    for which, collapse in (("ours", sdk_shortcuts.collapse_alias_to_urn), ("sdk", sdk_shortcuts._sdk_collapse_alias_to_urn)):
-        output = collapse(*args)
-        pulumi.Output.from_input(None).apply(
-            lambda _, case=case, which=which, output=output: describe(output)
-        ).apply(lambda described, case=case, which=which: seen.setdefault(case, {}).__setitem__(which, described))
-"""
+ours, sdk = sdk_shortcuts.collapse_alias_to_urn, sdk_shortcuts._sdk_collapse_alias_to_urn
+""" + _COMPARE_OUTPUTS
 
 ALIASES_SEEN: dict = {}
 
@@ -249,15 +248,7 @@ ALIASES_SEEN: dict = {}
 def test_aliases_collapse_to_the_urns_the_sdk_gives(tmp_path):
     """Same URN, known-ness, secrecy and dependencies as the SDK's collapse_alias_to_urn, for every
     shape of alias (those it does not take go to the SDK's own)."""
-    from automation.offline.plan import record_plan
-
-    program = tmp_path / "__main__.py"
-    program.write_text(_ALIAS_PROGRAM)
-    ALIASES_SEEN.clear()
-    record_plan("probe", {}, region="us-east-1", program=program)
-    assert len(ALIASES_SEEN) == 10
-    for case, both in ALIASES_SEEN.items():
-        assert both["ours"] == both["sdk"], case
+    _compare_in_a_program(tmp_path, _ALIAS_PROGRAM, ALIASES_SEEN, cases=10)
     assert ALIASES_SEEN["type only"]["ours"] == (
         "urn:pulumi:probe::llm-platform::pulumi:pulumi:Stack$test:index:Parent$kubernetes:apps/v1beta1:Deployment::web",
         True, False, ["parent"])
