@@ -95,7 +95,7 @@ class _StackResource(Resource):
         return free_of_unknowns(self._source)
 
 
-def _stack_resources(resources: list[Any]) -> list[_StackResource]:
+def _kit_resources(resources: list[Any]) -> list[_StackResource]:
     """A stack policy's resources as kit's, made once per request for all its stack policies (the
     analyzer hands each the same resources) and a fresh list for each."""
     key = ("kit stack resources", len(resources), id(resources[0]) if resources else None)
@@ -222,7 +222,7 @@ def stack_policy(
     schema = _schema(params, contract, required)
 
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        stack = Stack(_stack_resources(args.resources))
+        stack = Stack(_kit_resources(args.resources))
         config = _config(schema, args.get_config())
         # Read only if the check crashes, to tell "inputs not known yet" from a bug.
         props = (r.props for r in stack.resources)

@@ -290,17 +290,7 @@ class PolicyPackRunner:
             grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
             self.timings["channel_ready"] = time.perf_counter() - started
             self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
-            # Analyze and AnalyzeStack as the stub has them, but taking the request already serialized.
-            self._analyze = self._channel.unary_unary(
-                "/pulumirpc.Analyzer/Analyze",
-                request_serializer=None,
-                response_deserializer=analyzer_pb2.AnalyzeResponse.FromString,
-            )
-            self._analyze_stack = self._channel.unary_unary(
-                "/pulumirpc.Analyzer/AnalyzeStack",
-                request_serializer=None,
-                response_deserializer=analyzer_pb2.AnalyzeResponse.FromString,
-            )
+            self._analyze, self._analyze_stack = _analyzer_methods(self._channel)
         except BaseException:
             self.close()
             raise
@@ -451,8 +441,7 @@ class PolicyPackRunner:
         try:
             reply = future.result()
         except grpc.RpcError as error:
-            method = "Analyze" if urn else "AnalyzeStack"
-            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+            raise _call_failed(error, urn) from error
         return [_violation(d, urn) for d in reply.diagnostics]
 
     def analyze_stack(
@@ -504,12 +493,7 @@ class AsyncAnalyzer:
             raise PolicyPackError("the policy pack is not running; start it first")
         self.call_timeout = runner.call_timeout
         self._channel = grpc.aio.insecure_channel(f"127.0.0.1:{runner.port}", options=GRPC_OPTIONS)
-        self._analyze = self._channel.unary_unary(
-            "/pulumirpc.Analyzer/Analyze", request_serializer=None,
-            response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
-        self._analyze_stack = self._channel.unary_unary(
-            "/pulumirpc.Analyzer/AnalyzeStack", request_serializer=None,
-            response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
+        self._analyze, self._analyze_stack = _analyzer_methods(self._channel)
 
     def analyze(self, resource: Mapping[str, Any], provider: Any = None, *, structs: _Structs | None = None) -> Any:
         """Send ``Analyze`` for one plan resource (a mapping) without waiting; ``violations_of`` reads the answer."""
@@ -525,12 +509,25 @@ class AsyncAnalyzer:
         try:
             reply = await call
         except grpc.RpcError as error:
-            method = "Analyze" if urn else "AnalyzeStack"
-            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+            raise _call_failed(error, urn) from error
         return [_violation(d, urn) for d in reply.diagnostics]
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+def _analyzer_methods(channel: Any) -> tuple[Any, Any]:
+    """Analyze and AnalyzeStack on ``channel`` (threaded or asyncio) as the stub has them, but
+    taking the request already serialized."""
+    return tuple(channel.unary_unary(f"/pulumirpc.Analyzer/{method}", request_serializer=None,
+                                      response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
+                 for method in ("Analyze", "AnalyzeStack"))
+
+
+def _call_failed(error: grpc.RpcError, urn: str) -> PolicyPackError:
+    """An Analyze (``urn`` its resource) or AnalyzeStack (``""``) call's failure, as the check reports it."""
+    method = "Analyze" if urn else "AnalyzeStack"
+    return PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}")
 
 
 def _analyze_stack_request(
