@@ -154,14 +154,15 @@ class _Feeder:
             self._send(r)
 
     def _send(self, r: dict[str, Any]) -> None:
-        from automation.offline.pack.runner import _provider_urn
+        from automation.offline.pack.runner import _analyze_request, _provider_urn
 
         if self.error is None:
             try:
-                self.calls[r["urn"]] = self.analyzer.analyze(r, self.by_urn.get(_provider_urn(r)), structs=self.structs)
-                # Its AnalyzeStack entry too, while the program still records: at the end only
-                # the entries' order is left to write.
-                self.structs.stack_item(r, self.by_urn)
+                request = _analyze_request(r, self.by_urn.get(_provider_urn(r)), self.structs)
+                self.calls[r["urn"]] = self.analyzer.send_analyze(request)
+                # Its AnalyzeStack entry too, while the program still records (the request is
+                # its beginning): at the end only the entries' order is left to write.
+                self.structs.stack_item(r, self.by_urn, request)
             except BaseException as error:  # noqa: BLE001 - reported at the end
                 self.error = error
 

@@ -220,6 +220,42 @@ def test_stack_request_is_written_as_the_message_would_be(prod_plan):
     assert any(item.HasField("provider") for item in message.resources)
 
 
+def test_stack_entries_are_those_of_the_message(prod_plan):
+    """Each AnalyzeStack entry, its Analyze request followed by parent and dependencies, parses as
+    the ``AnalyzerResource`` message built field by field and is as long: with and without a
+    provider, parent, dependencies (an empty one included, which a repeated field still writes)
+    and property dependencies (an empty list, which the engine leaves out, too)."""
+    from automation.offline.pack.runner import _RESOURCES_TAG, _Structs, _stack_item, _varint
+
+    resources = sorted(prod_plan.resources, key=lambda r: r.urn)
+    by_urn = {r.urn: {"urn": r.urn, "type": r.type, "name": r.name, "inputs": r.inputs} for r in resources}
+    plan_items = [{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "provider": r.provider,
+                   "inputs": r.inputs, "dependencies": list(r.dependencies)} for r in resources]
+    edge = [{"urn": "urn:pulumi:s::p::t::bare", "type": "t"},
+            {"urn": "urn:pulumi:s::p::t::ünï", "type": "t", "name": "ünï" * 50, "parent": "urn:pulumi:s::p::c::p",
+             "inputs": {"long": "x" * 300}, "dependencies": ["urn:a", "", "urn:ü" * 40],
+             "propertyDependencies": {"spec": ["urn:a", "urn:b"], "none": [], "ü" * 70: ["urn:c" * 30]}}]
+    assert sum(bool(r["dependencies"]) for r in plan_items) > 0
+    structs = _Structs()
+    for r in [*plan_items, *edge]:
+        provider = by_urn.get(_provider_urn(r))
+        message = analyzer_pb2.AnalyzerResource(
+            urn=r["urn"], type=r["type"], name=r.get("name", ""), options=_options(r), parent=r.get("parent") or "",
+            dependencies=r.get("dependencies") or [])
+        message.properties.CopyFrom(to_struct(r.get("inputs") or {}))
+        for key, urns in (r.get("propertyDependencies") or {}).items():
+            if urns:
+                message.propertyDependencies[key].urns.extend(urns)
+        if provider is not None:
+            message.provider.CopyFrom(_provider(provider))
+        body = message.SerializeToString()
+        for request in (None, _analyze_request(r, provider, structs)):  # made here, or the feeder's
+            raw = _stack_item(r, by_urn, structs, request)
+            assert raw.startswith(_RESOURCES_TAG + _varint(len(body))), r["urn"]
+            item = analyzer_pb2.AnalyzerResource.FromString(raw[len(_RESOURCES_TAG + _varint(len(body))):])
+            assert item == message and len(raw) == len(_RESOURCES_TAG + _varint(len(body))) + len(body), r["urn"]
+
+
 def test_analyze_request_bytes_are_those_of_the_message(prod_plan):
     """Each Analyze request, put together from kept pieces, parses as the ``AnalyzeRequest`` message
     it stands for and is as long (map entries may come in another order): with and without a
