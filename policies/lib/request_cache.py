@@ -138,6 +138,11 @@ class LazyProps(Mapping):
         """The deserialized properties (read only)."""
         return self._deserialized.get()
 
+    def source(self) -> struct_pb2.Struct | None:
+        """The property Struct these are the plain conversion of (``MessageToDict``, then
+        ``deserialize_properties`` with its defaults); ``None`` if they were converted otherwise."""
+        return self._deserialized.source
+
     def content(self) -> bytes | None:
         """The wire form of the property Struct these are the plain conversion of, the same for
         equal properties (map keys sorted); ``None`` if they were converted otherwise. Worked out
