@@ -157,19 +157,53 @@ for check in (reads, changes):
         print(json.dumps({check.__name__: "passed"}))
     except AssertionError as error:
         print(json.dumps({check.__name__: str(error)}))
+
+# Through a resource policy: every call gets the one config object, and a check that changes it fails.
+seen = []
+
+def keeps_config(resource, config):
+    seen.append(config)
+    yield from ()
+
+def changes_config(resource, config):
+    config["maxGpus"] = 0
+    yield from ()
+
+class Args:
+    resource_type, name, urn, props = "t", "n", "u", {"spec": {}}
+    opts = type("Opts", (), {"parent": None})()
+    def get_config(self):
+        return {"maxGpus": 4}
+
+params = {"maxGpus": {"type": "integer", "default": 8}}
+for check in (keeps_config, keeps_config, changes_config):
+    policy = kit.resource_policy(name=check.__name__, description="d", types=["t"], check=check, params=params) \
+        if check is changes_config or not seen else policy
+    try:
+        policy.validate(Args(), lambda *a: None)
+        print(json.dumps({check.__name__: "passed"}))
+    except AssertionError as error:
+        print(json.dumps({check.__name__: str(error)}))
+print(json.dumps({"one config": len(seen) == 2 and seen[0] is seen[1] and seen[0] == {"maxGpus": 4}}))
 """
 
 
-def test_strict_mode_fails_a_check_that_changes_the_shared_properties():
-    """Policies share each resource's plain properties; the pack's tests run in strict mode, where
-    a check that changes them fails with a message that says to copy first."""
+def test_strict_mode_fails_a_check_that_changes_the_shared_properties_or_config():
+    """Policies share each resource's plain properties, and every call of a resource policy its
+    config; the pack's tests run in strict mode, where a check that changes either fails with a
+    message that says to copy first."""
     done = subprocess.run([sys.executable, "-c", _MUTATING_POLICY], cwd=ROOT / "policies", capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     results = [json.loads(line) for line in done.stdout.splitlines()]
     assert results[0] == {"reads": "passed"}
-    assert "policy changes changed resource properties it was handed (1)" in results[1]["changes"]
+    assert "policy changes changed resource properties or config it was handed (1)" in results[1]["changes"]
     assert "copy_plain" in results[1]["changes"]
+    # The config a resource policy's check gets is one object for every call, watched the same way.
+    assert results[2] == results[3] == {"keeps_config": "passed"}
+    assert "policy changes_config changed resource properties or config it was handed (1)" in \
+        results[4]["changes_config"]
+    assert results[5] == {"one config": True}
 
 
 def test_properties_that_cannot_be_converted_fail_the_call_at_once_instead_of_leaving_it_unanswered():
