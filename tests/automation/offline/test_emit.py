@@ -265,3 +265,35 @@ def test_one_line_text_gets_the_style_pyyamls_emitter_chooses():
             assert writer._style(text, key) == writer._style_by_pyyaml(text, key), (text, key)
             compared += 1
     assert compared == 40000
+
+
+def test_text_over_lines_gets_the_literal_block_pyyamls_emitter_writes():
+    """The block writer's shortcut for text over several lines of printable ASCII (a literal block,
+    its chomping hint, each line at the indent) chooses the style PyYAML's ``analyze_scalar`` and
+    ``choose_scalar_style`` choose and writes the text its ``write_literal`` writes, at every
+    indent, after ``:`` and after ``-``: leading, trailing and doubled breaks, spaces before and
+    after breaks, indicators and document markers included."""
+    writer = emit._BlockWriter()
+    rng = random.Random(5)
+    pieces = ["\n", "\n", "\n\n", " ", "  ", "a", "key: value", "- item", "# note", "---", "...", "'q'", '"d"',
+              "x" * 90, "{[]}", "|", ">", "\t", "é"]
+    compared = written = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 8)))
+        if "\n" not in text:
+            continue
+        writer._styles.clear()
+        style, shown = writer._style(text, False)
+        assert (style, shown) == writer._style_by_pyyaml(text, False), repr(text)
+        compared += 1
+        if style[:1] == "|" and text[:1] not in ("", " ", "\n"):
+            for indent in (2, 4, 10):
+                for after_dash in (False, True):
+                    column = indent - 1 if after_dash else indent + 3
+                    assert emit._literal_block(text, indent) == \
+                        writer._by_pyyaml(style, text, column, indent, after_dash), (repr(text), indent, after_dash)
+                    written += 1
+    assert compared > 5000 and written > 3000, (compared, written)
+    gateway = "model_list:\n" + "".join(f"  - model_name: m{i}\n    litellm_params:\n      model: openai/m{i}\n"
+                                          for i in range(50)) + "\n\nlitellm_settings:\n  drop_params: true\n"
+    assert emit.dumps_yaml({"data": {"config.yaml": gateway}}) == python_yaml({"data": {"config.yaml": gateway}})
