@@ -165,6 +165,26 @@ def _literal_block(value: str, indent: int) -> str:
     return f" |{hint}\n" + "".join(f"{pad}{line}\n" if line else "\n" for line in lines)
 
 
+_WORDS_AND_SPACES = re.compile(r"[^ ]+| +")
+
+
+def _folded_plain(value: str, column: int, indent: int) -> str:
+    """PyYAML's ``write_plain`` of one line of printable ASCII, written plain, after the indicator
+    that ends at ``column``: a single space past column 80 becomes a line break and the indent
+    (a run of spaces stays). PyYAML writes it a character at a time (a long command line in each of
+    500 Deployments)."""
+    out = [" "]
+    column += 1
+    for token in _WORDS_AND_SPACES.findall(value):
+        if token == " " and column > 80:
+            out.append("\n" + " " * indent)
+            column = indent
+        else:
+            out.append(token)
+            column += len(token)
+    return "".join(out)
+
+
 def _block_plain_allowed(value: str) -> bool:
     """``analyze_scalar(value).allow_block_plain`` for one line of printable ASCII (``_ONE_LINE``),
     by its rules: no space first or last, no document marker or indicator first, no ``: `` or
@@ -293,8 +313,12 @@ class _BlockWriter:
             key = (style, value, column, indent, after_dash)
             written = self._written.get(key)
             if written is None:
-                written = _literal_block(value, indent) if style[:1] == "|" and value[:1] not in ("", " ", "\n") \
-                    else self._by_pyyaml(style, value, column, indent, after_dash)
+                if style[:1] == "|" and value[:1] not in ("", " ", "\n"):
+                    written = _literal_block(value, indent)
+                elif style == "" and _ONE_LINE.fullmatch(value):
+                    written = _folded_plain(value, column, indent)
+                else:
+                    written = self._by_pyyaml(style, value, column, indent, after_dash)
                 if len(self._written) < 10_000:
                     self._written[key] = written
             out.append(written)

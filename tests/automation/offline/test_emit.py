@@ -297,3 +297,26 @@ def test_text_over_lines_gets_the_literal_block_pyyamls_emitter_writes():
     gateway = "model_list:\n" + "".join(f"  - model_name: m{i}\n    litellm_params:\n      model: openai/m{i}\n"
                                           for i in range(50)) + "\n\nlitellm_settings:\n  drop_params: true\n"
     assert emit.dumps_yaml({"data": {"config.yaml": gateway}}) == python_yaml({"data": {"config.yaml": gateway}})
+
+
+def test_long_plain_text_is_folded_where_pyyamls_emitter_folds_it():
+    """The block writer's shortcut for one line of plain text past column 80 (a single space past
+    the column becomes a break and the indent, a run of spaces stays) writes what PyYAML's
+    ``write_plain`` writes, from every column and at every indent."""
+    writer = emit._BlockWriter()
+    rng = random.Random(8)
+    words = ["a", "vllm", "--max-model-len", "8192", "x" * 40, "x" * 85, "k=v,w", "  ", "   "]
+    compared = 0
+    for _ in range(4000):
+        text = rng.choice(words[:7]) + "".join(rng.choice([" ", " ", "  "]) + rng.choice(words[:7])
+                                               for _ in range(rng.randrange(1, 30)))
+        style, _ = writer._style(text, False)
+        if style != "":
+            continue
+        for indent in (2, 6, 12):
+            for after_dash in (False, True):
+                column = indent - 1 if after_dash else indent + rng.randrange(1, 40)
+                assert emit._folded_plain(text, column, indent) == \
+                    writer._by_pyyaml("", text, column, indent, after_dash), (text, column, indent)
+                compared += 1
+    assert compared > 10000, compared
