@@ -192,7 +192,8 @@ _ABSENT = object()
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
     hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists, with
-    its inputs Struct when that is already what the engine would send analyzers (else ``None``).
+    its inputs Struct (or that Struct's wire form) when that is already what the engine would send
+    analyzers (else ``None``).
 
     It answers as the SDK's ``MockMonitor`` does (``Mocks.new_resource`` and ``Mocks.call`` give
     the outputs) but works on the wire form throughout: the mocks get the inputs as plain JSON
@@ -203,7 +204,7 @@ class RecordingMonitor(MockMonitor):
     """
 
     def __init__(
-        self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource, Struct | None], None] | None = None
+        self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource, Struct | bytes | None], None] | None = None
     ):
         super().__init__(mocks)
         self.plan = plan
@@ -214,7 +215,7 @@ class RecordingMonitor(MockMonitor):
         response = resource_pb2.RegisterResourceResponse(urn=urn)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs, refs, analyzer_form = SENT.take(request.object) or plain_of(request.object)
+        inputs, refs, analyzer_form, wire = SENT.take(request.object) or plain_of(request.object)
         # Resource references reach the mocks, and come back in outputs, as plain URNs: rehydrating
         # them would register resources on the SDK's side that the program never created.
         args = MockResourceArgs(
@@ -244,7 +245,9 @@ class RecordingMonitor(MockMonitor):
         )
         self.plan.resources.append(resource)
         if self.on_record is not None:
-            self.on_record(resource, request.object if analyzer_form else None)
+            # The inputs in the form analyzers get them: the Struct's wire form when the lookup above
+            # worked it out (a serialization less per resource), else the Struct.
+            self.on_record(resource, (wire or request.object) if analyzer_form else None)
         return response
 
     def Invoke(self, request):  # noqa: N802 - gRPC method name
@@ -318,7 +321,7 @@ def record_plan(
     region: str,
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
-    on_record: Callable[[PlannedResource, Struct | None], None] | None = None,
+    on_record: Callable[[PlannedResource, Struct | bytes | None], None] | None = None,
     fast: bool = True,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.

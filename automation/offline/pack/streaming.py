@@ -27,6 +27,7 @@ from typing import Any
 
 from automation.offline.pack.feeder import HEADER
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
+from automation.offline.plan import PlannedResource
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
@@ -87,17 +88,23 @@ class StreamingAnalysis:
         return self._process.pid if self._process is not None else None
 
     def submit(self, resource: Any, properties: Any = None) -> None:
-        """Hand one registered resource to the pack. ``properties``: its inputs' Struct when the
-        recording has it in the form the engine sends analyzers (sent as its bytes); ``None``: the
-        feeder marshals ``inputs``."""
-        r = resource_dict(resource)
-        identity = {key: r[key] for key in _IDENTITY if key in r}
+        """Hand one registered resource to the pack. ``properties``: its inputs' Struct (or the
+        Struct's wire form) when the recording has it in the form the engine sends analyzers (sent
+        as its bytes); ``None``: the feeder marshals ``inputs``."""
+        if type(resource) is PlannedResource:  # the recording's: its fields read directly
+            r = None
+            identity = {"urn": resource.urn, "type": resource.type, "name": resource.name, "parent": resource.parent,
+                        "provider": resource.provider, "dependencies": resource.dependencies}
+        else:
+            r = resource_dict(resource)
+            identity = {key: r[key] for key in _IDENTITY if key in r}
         if properties is None:
-            identity["inputs"] = r.get("inputs") or {}
+            identity["inputs"] = (resource.inputs if r is None else r.get("inputs")) or {}
             self._frame(("resource", identity, None))
         else:
-            self._frame(("resource", identity, properties.SerializeToString()))
-        self._submitted.add(r["urn"])
+            self._frame(("resource", identity,
+                         properties if isinstance(properties, bytes) else properties.SerializeToString()))
+        self._submitted.add(identity["urn"])
 
     def end(self, resources: Iterable[Any]) -> None:
         """No more resources: hand over any not submitted yet, then the report's order (``resources``'s)."""

@@ -213,6 +213,8 @@ class Plain(NamedTuple):
     #: The struct is, as it is, what the engine sends analyzers for these inputs: no resource
     #: reference or output value to downgrade and no engine-internal (``__``) key to drop.
     analyzer_form: bool
+    #: The struct's deterministic wire form, when it was worked out already (``SentStructs``).
+    wire: bytes | None = None
 
 
 def plain_of(message: struct_pb2.Struct) -> Plain:
@@ -335,9 +337,12 @@ class SentStructs:
             plain = _plain_in_place(tree)
         except _NotPlain:
             return  # the monitor's walk raises for it, as it always did
-        self._by_wire[message.SerializeToString(deterministic=True)] = plain
+        wire = message.SerializeToString(deterministic=True)
+        self._by_wire[wire] = plain._replace(wire=wire)
 
     def take(self, message: struct_pb2.Struct) -> Plain | None:
+        """The plain form kept for ``message`` (once), with its deterministic wire form; ``None``
+        if none was kept."""
         if not self._by_wire:
             return None
         return self._by_wire.pop(message.SerializeToString(deterministic=True), None)
