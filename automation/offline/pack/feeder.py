@@ -259,9 +259,17 @@ def main() -> int:
         return 128 + stopped_by
     if result is not None:
         sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The pack is stopped and the answer written: leave without the interpreter's teardown, which
+    # released every call, request and Struct of the run one by one while the check waited for
+    # this process to end (at 500 models 0.05-0.15 s; nothing here registers exit handlers).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass  # the check is gone (it read the answer or was stopped): nothing more to say
+    os._exit(code)
