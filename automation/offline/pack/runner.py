@@ -45,7 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from automation.offline.recording.struct_wire import to_struct as wire_struct
+from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
     resource_dict,
@@ -578,16 +578,6 @@ _DEPENDENCY_TAG = bytes([8 << 3 | 2])
 _FIELD_1 = bytes([1 << 3 | 2])
 #: AnalyzeStackRequest's ``resources`` field number, wire type 2 (length-delimited).
 _RESOURCES_TAG = bytes([analyzer_pb2.AnalyzeStackRequest.RESOURCES_FIELD_NUMBER << 3 | 2])
-
-
-def _varint(value: int) -> bytes:
-    """Protocol Buffers base-128 varint."""
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | 0x80 if value else byte)
-        if not value:
-            return bytes(out)
 
 
 def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:

@@ -37,7 +37,8 @@ class Unencodable(ValueError):
 _ONE_BYTE = [bytes((n,)) for n in range(0x80)]
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """Protocol Buffers base-128 varint of ``n`` (not negative); one byte from a table below 128."""
     if n < 0x80:
         return _ONE_BYTE[n]
     out = bytearray()
@@ -62,7 +63,7 @@ def _key_field(key: Any) -> bytes:
             encoded = key.encode("utf-8")
         except UnicodeEncodeError as error:
             raise Unencodable(str(error)) from None
-        field = _FIELD_1 + _varint(len(encoded)) + encoded
+        field = _FIELD_1 + varint(len(encoded)) + encoded
         if len(_KEY_FIELDS) < _KEY_FIELDS_MAX:
             _KEY_FIELDS[key] = field
     return field
@@ -73,7 +74,7 @@ def _string(value: str) -> bytes:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError as error:
         raise Unencodable(str(error)) from None
-    return _STRING + _varint(len(encoded)) + encoded
+    return _STRING + varint(len(encoded)) + encoded
 
 
 def _number(value: Any) -> bytes:
@@ -85,7 +86,7 @@ def _number(value: Any) -> bytes:
 
 def _list(value: Any) -> bytes:
     body = b"".join([_item(item) for item in value])
-    return _LIST + _varint(len(body)) + body
+    return _LIST + varint(len(body)) + body
 
 
 def _item(value: Any) -> bytes:
@@ -96,17 +97,17 @@ def _item(value: Any) -> bytes:
         item = _SCALAR_ITEMS.get(cache_key)
         if item is None:
             encoded = _value(value)
-            item = _FIELD_1 + _varint(len(encoded)) + encoded
+            item = _FIELD_1 + varint(len(encoded)) + encoded
             if len(_SCALAR_ITEMS) < _SCALAR_ENTRIES_MAX:
                 _SCALAR_ITEMS[cache_key] = item
         return item
     encoded = _value(value)
-    return _FIELD_1 + _varint(len(encoded)) + encoded
+    return _FIELD_1 + varint(len(encoded)) + encoded
 
 
 def _struct_value(value: dict) -> bytes:
     body = _fields(value)
-    return _STRUCT + _varint(len(body)) + body
+    return _STRUCT + varint(len(body)) + body
 
 
 def _value(value: Any) -> bytes:
@@ -170,8 +171,8 @@ def _fields(mapping: Mapping[Any, Any]) -> bytes:
 def _entry(key: Any, value: Any) -> bytes:
     """One ``fields`` map entry, tag and length included."""
     encoded = _value(value)
-    entry = _key_field(key) + _FIELD_2 + _varint(len(encoded)) + encoded
-    return _FIELD_1 + _varint(len(entry)) + entry
+    entry = _key_field(key) + _FIELD_2 + varint(len(encoded)) + encoded
+    return _FIELD_1 + varint(len(entry)) + entry
 
 
 def struct_bytes(mapping: Mapping[str, Any]) -> bytes:
