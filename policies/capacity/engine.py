@@ -177,9 +177,9 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                     covered.add(parent)
                 parent = getattr(by_urn[parent], "parent", None)
     pools = []
-    for r in resources:
-        props = _props(r)
+    for r in resources:  # the type first: reading a resource's properties converts them (most are not pools)
         if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
+            props = _props(r)
             types = [t for t in props.get("instanceTypes") or ["t3.medium"] if isinstance(t, str)]
             scaling = props.get("scalingConfig") or {}
             low, high = _int(scaling.get("minSize"), 1), _int(scaling.get("maxSize"), 2)
@@ -202,6 +202,7 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
             ))
         elif r.type == NODEPOOL:
+            props = _props(r)
             spec = props.get("spec") or {}
             template = _get(spec, "template", "spec") or {}
             requirements = [q for q in template.get("requirements") or [] if isinstance(q, dict)]
@@ -265,12 +266,13 @@ def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
         ds = addon_daemonset(name)
         if ds is not None:
             out.append(ds)
-    for r in resources:
-        props = _props(r)
+    for r in resources:  # the type first, as in _pools
         if r.type in HELM_TYPES:
+            props = _props(r)
             values = props.get("values") if isinstance(props.get("values"), dict) else {}
             out.extend(release_daemonsets(_chart_name(props), str(props.get("version") or ""), values) or [])
         elif r.type == DAEMONSET:
+            props = _props(r)
             pod = _get(props, "spec", "template", "spec") or {}
             requests, _ = pod_requests(pod)
             out.append(DaemonSet(
