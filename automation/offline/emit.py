@@ -341,8 +341,8 @@ class _BlockWriter:
         found = self._styles.get((value, key))
         if found is None:
             if not key and _LITERAL_TEXT.fullmatch(value) and " \n" not in value:
-                # Lines of printable ASCII, none but the first starting with a space excepted: PyYAML
-                # writes a literal block ("keep" chomping when it ends in two breaks or more).
+                # Lines of printable ASCII, no space before a break or at the end: PyYAML writes a
+                # literal block ("keep" chomping when the text ends in two breaks or more).
                 found = ("|+" if value.endswith("\n\n") or value == "\n" else "|", value)
             elif _ONE_LINE.fullmatch(value):
                 # One line of printable ASCII: PyYAML allows it single-quoted, and plain unless
