@@ -117,15 +117,12 @@ for _ in range(3000):
 messages.append(message_of({"n": float("nan")}))
 messages.append(message_of({"deep": {"n": [float("inf")]}}))
 
-differ, raised, kinds = [], 0, set()
+differ, raised = [], 0
 for index, message in enumerate(messages):
     expected, got = three_steps(message), read_by_the_pack(message)
-    if expected[0] == "raised":
-        raised += 1
-        expected = ["raised", expected[1]]
+    raised += expected[0] == "raised"
     if got != expected:
         differ.append([index, expected, got])
-    kinds.add(json.dumps(got)[:12])
 print(json.dumps({"plans": plan_count, "all": len(messages), "raised": raised, "differ": differ[:3],
                   "differ_count": len(differ)}))
 """
