@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from functools import lru_cache
 from typing import Any
 
 
@@ -14,8 +15,14 @@ def resource_dict(resource: Any) -> dict[str, Any]:
         return dict(resource)
     if is_dataclass(resource):
         # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
-        return {f.name: getattr(resource, f.name) for f in fields(resource)}
+        return {name: getattr(resource, name) for name in _field_names(type(resource))}
     raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, looked up once per class (the check hands every resource over)."""
+    return tuple(f.name for f in fields(cls))
 
 
 class PolicyPackError(RuntimeError):

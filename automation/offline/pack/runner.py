@@ -495,12 +495,9 @@ class AsyncAnalyzer:
         self._channel = grpc.aio.insecure_channel(f"127.0.0.1:{runner.port}", options=GRPC_OPTIONS)
         self._analyze, self._analyze_stack = _analyzer_methods(self._channel)
 
-    def analyze(self, resource: Mapping[str, Any], provider: Any = None, *, structs: _Structs | None = None) -> Any:
-        """Send ``Analyze`` for one plan resource (a mapping) without waiting; ``violations_of`` reads the answer."""
-        return self.send_analyze(_analyze_request(resource, provider, structs))
-
     def send_analyze(self, request: bytes) -> Any:
-        """Send ``Analyze`` with a request already serialized (:func:`_analyze_request`)."""
+        """Send ``Analyze`` with a request already serialized (:func:`_analyze_request`) without
+        waiting; ``violations_of`` reads the answer."""
         return self._analyze(request, timeout=self.call_timeout)
 
     def analyze_stack(self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *,
@@ -559,23 +556,16 @@ def _stack_item(r: Mapping[str, Any], providers: Mapping[str, Any] | None, struc
     if request is None:
         request = _analyze_request(r, (providers or {}).get(_provider_urn(r)), structs)
     parts = [request, _string_field(7, r.get("parent") or "")]
-    for urn in r.get("dependencies") or ():
-        data = urn.encode()
-        parts.append(_DEPENDENCY_TAG + _varint(len(data)) + data)  # repeated: written even when empty
+    # A repeated string's items, and a map entry's key, are written even when empty.
+    parts += [_message_field(8, urn.encode()) for urn in r.get("dependencies") or ()]
     for key, urns in (r.get("propertyDependencies") or {}).items():
         if urns:
-            value = b"".join(_FIELD_1 + _varint(len(data)) + data for data in (urn.encode() for urn in urns))
-            key_data = key.encode()
-            entry = _FIELD_1 + _varint(len(key_data)) + key_data + _message_field(2, value)
-            parts.append(_message_field(9, entry))
+            value = b"".join(_message_field(1, urn.encode()) for urn in urns)
+            parts.append(_message_field(9, _message_field(1, key.encode()) + _message_field(2, value)))
     serialized = b"".join(parts)
     return _RESOURCES_TAG + _varint(len(serialized)) + serialized
 
 
-#: AnalyzerResource's ``dependencies`` (field 8) and a length-delimited field 1 (a map entry's key,
-#: AnalyzerPropertyDependencies' ``urns``), wire type 2.
-_DEPENDENCY_TAG = bytes([8 << 3 | 2])
-_FIELD_1 = bytes([1 << 3 | 2])
 #: AnalyzeStackRequest's ``resources`` field number, wire type 2 (length-delimited).
 _RESOURCES_TAG = bytes([analyzer_pb2.AnalyzeStackRequest.RESOURCES_FIELD_NUMBER << 3 | 2])
 
@@ -661,7 +651,8 @@ def _string_field(number: int, text: str) -> bytes:
 
 
 def _message_field(number: int, data: bytes) -> bytes:
-    """A set message field (written even when empty: the message is present)."""
+    """A length-delimited field written even when empty: a set message, or an item of a repeated
+    field or a map entry's key."""
     return _varint(number << 3 | 2) + _varint(len(data)) + data
 
 

@@ -27,7 +27,6 @@ from typing import Any
 
 from automation.offline.pack.feeder import HEADER
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
-from automation.offline.plan import PlannedResource
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
@@ -91,15 +90,10 @@ class StreamingAnalysis:
         """Hand one registered resource to the pack. ``properties``: its inputs' Struct (or the
         Struct's wire form) when the recording has it in the form the engine sends analyzers (sent
         as its bytes); ``None``: the feeder marshals ``inputs``."""
-        if type(resource) is PlannedResource:  # the recording's: its fields read directly
-            r = None
-            identity = {"urn": resource.urn, "type": resource.type, "name": resource.name, "parent": resource.parent,
-                        "provider": resource.provider, "dependencies": resource.dependencies}
-        else:
-            r = resource_dict(resource)
-            identity = {key: r[key] for key in _IDENTITY if key in r}
+        r = resource_dict(resource)
+        identity = {key: r[key] for key in _IDENTITY if key in r}
         if properties is None:
-            identity["inputs"] = (resource.inputs if r is None else r.get("inputs")) or {}
+            identity["inputs"] = r.get("inputs") or {}
             self._frame(("resource", identity, None))
         else:
             self._frame(("resource", identity,
