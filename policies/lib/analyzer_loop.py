@@ -14,6 +14,9 @@ each of 4,703 resources, and 8 x 4,703 resources built for one answer. Two chang
   hands each stack policy its own list of them. The resources themselves are shared: this pack's
   stack policies only read them (``kit`` turns them into its own ``Stack`` of plain data, which
   checks must not change either: its strict mode fails a check that does).
+- **Configure** answers, beside its empty message, with the types the enabled resource policies
+  take under the new config (``lib.analyzed_types``): a driver that knows Analyze answers nothing
+  for any other type (the offline check's feeder) sends only those.
 
 Both run only with the pulumi_policy version they were written against; with another, the
 analyzer is left as it is. ``tests/policies/test_analyzer_loop.py`` compares the answers with
@@ -39,6 +42,8 @@ from pulumi_policy.policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
+
+from lib import analyzed_types
 
 #: The pulumi_policy release whose AnalyzeStack ``_analyze_stack`` follows line by line.
 WRITTEN_FOR = "1.21.0"
@@ -71,6 +76,38 @@ def _may_act_on(policy: Any, resource_type: str) -> bool:
         return False  # Analyze passes over stack policies
     takes = getattr(policy, "takes_types", None)
     return takes is None or resource_type in takes
+
+
+def taken_types(servicer: Any) -> frozenset[str] | None:
+    """Every type some enabled resource policy of ``servicer`` acts on under its current config;
+    ``None`` when that cannot be told (a policy that does not say, or one that only remediates:
+    pulumi_policy answers every resource with its not-applicable entry)."""
+    types: set[str] = set()
+    for policy in list.__iter__(getattr(servicer, "_PolicyAnalyzerServicer__policies")):
+        if isinstance(policy, StackValidationPolicy):
+            continue
+        if servicer._get_enforcement_level(policy) == EnforcementLevel.DISABLED:
+            continue  # pulumi_policy's Analyze passes it over before anything else
+        if not isinstance(policy, ResourceValidationPolicy) or not policy.has_validation():
+            return None
+        takes_with = getattr(policy, "takes_types_with", None)
+        takes = takes_with(servicer._get_policy_config(policy.name)) if takes_with else getattr(policy, "takes_types", None)
+        if takes is None:
+            return None
+        types |= takes
+    return frozenset(types)
+
+
+def _configure_naming_types(configure: Any) -> Any:
+    def Configure(self: Any, request: Any, context: Any) -> Any:  # noqa: N802 - the gRPC method's name
+        response = configure(self, request, context)
+        types = taken_types(self)
+        value = None if types is None else analyzed_types.encode(types)
+        if value is not None and context is not None:
+            context.set_trailing_metadata(((analyzed_types.KEY, value),))
+        return response
+
+    return Configure
 
 
 def _narrowed_analyze(analyze: Any) -> Any:
@@ -197,5 +234,6 @@ def install(wrap: Any = lambda method: method, props_of: Any = None) -> bool:
 
     servicer.__init__ = __init__
     servicer.Analyze = _narrowed_analyze(servicer.Analyze)
+    servicer.Configure = _configure_naming_types(servicer.Configure)
     servicer.AnalyzeStack = wrap(_analyze_stack)
     return True

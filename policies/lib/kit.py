@@ -204,8 +204,10 @@ def resource_policy(
         name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
     )
     # The types it acts on, for the analyzer to pass it over for others (lib.analyzer_loop); None:
-    # they depend on the config.
+    # they depend on the config, and ``takes_types_with`` says which under a given config.
     policy.takes_types = None if custom_workloads else wanted
+    if custom_workloads:
+        policy.takes_types_with = lambda given: wanted | frozenset(configured(given).get(CUSTOM_WORKLOADS) or {})
     return policy
 
 

@@ -167,3 +167,67 @@ def test_stack_policies_see_the_resources_pulumi_policy_builds(dev_plan, tmp_pat
     assert {r[8] for r in seen["sdk"][0]} == {True, False} and {r[12] for r in seen["sdk"][0]} == {None, True, False}
     assert len({r[14] for r in seen["sdk"][0] if r[14]}) > 1, "providers with different properties"
     assert all(r[5] == [resources[i - 1]["urn"]] for i, r in enumerate(seen["sdk"][0]))
+
+
+# --- the types Configure names: Analyze answers nothing for any other --------------------------------
+
+CUSTOM = "kubernetes:serving.example.com/v1:InferenceGroup"
+CUSTOM_CONFIG = {"customWorkloads": {CUSTOM: ["spec.groups[].template"]}}
+
+
+def _custom_group() -> dict:
+    """A workload of the custom kind whose GPU pod neither tolerates the taint nor pins its image."""
+    spec = {"containers": [{"name": "m", "image": "vllm/vllm-openai:latest", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    return {"urn": f"urn:pulumi:dev::llm-platform::{CUSTOM}::group", "type": CUSTOM, "name": "group", "parent": "",
+            "inputs": {"metadata": {"name": "group", "namespace": "serving"},
+                       "spec": {"groups": [{"name": "a", "template": {"spec": spec}}]}}}
+
+
+def _with_custom_workloads(config: dict) -> dict:
+    return {**config, "gpu-workload-contract": CUSTOM_CONFIG, "container-image-pinned": CUSTOM_CONFIG}
+
+
+def _every_resource_policy_disabled(fast: PolicyPackRunner) -> dict:
+    return {"all": "mandatory", **{name: "disabled" for name, p in fast.info().policies.items() if p.kind == "resource"}}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_configure_names_every_type_analyze_can_report_on(packs, stack, request):
+    """Under each config, pulumi_policy's own loop answers nothing at all (no finding, no
+    not-applicable entry) for a resource of a type the fast pack's Configure did not name: what the
+    check's feeder relies on to leave those resources out of Analyze."""
+    plan = request.getfixturevalue(f"{stack}_plan")
+    resources = [resource_dict(r) for r in sorted(plan.resources, key=lambda r: r.urn)] + [_custom_group()]
+    fast, sdk = packs
+    configs = _configs(stack) + [_with_custom_workloads(BASELINE), _every_resource_policy_disabled(fast)]
+    left_out = reported = 0
+    for config in configs:
+        for runner in packs:
+            runner.configure(config)
+        assert sdk.analyzed_types is None, "pulumi_policy's own loops name no types: every resource is sent"
+        named = fast.analyzed_types
+        assert named is not None
+        for resources_now in (resources, _broken(resources), _with_unknowns(resources)):
+            answers = _answers(sdk, resources_now)[:-1]
+            for r, answer in zip(resources_now, answers):
+                if r["type"] in named:
+                    reported += bool(answer)
+                else:
+                    left_out += 1
+                    assert answer == b"", (str(config), r["urn"])
+    assert left_out > 3 * len(resources) and reported > 20, "types were left out, and named ones had findings"
+
+
+def test_custom_workload_kinds_are_named_once_configured(packs):
+    fast, sdk = packs
+    fast.configure(BASELINE)
+    assert CUSTOM not in fast.analyzed_types and "kubernetes:apps/v1:Deployment" in fast.analyzed_types
+    fast.configure(_with_custom_workloads(BASELINE))
+    assert CUSTOM in fast.analyzed_types
+    sdk.configure(_with_custom_workloads(BASELINE))
+    findings = {v.policy_name for v in sdk.analyze(_custom_group())}
+    assert findings == {"gpu-workload-contract", "container-image-pinned"}, "the named kind needed its Analyze"
+    disabled = {"enforcementLevel": "disabled", **CUSTOM_CONFIG}
+    fast.configure({**BASELINE, "gpu-workload-contract": disabled, "container-image-pinned": disabled})
+    assert CUSTOM not in fast.analyzed_types, "disabled policies take no types"
+    assert fast.configure(_every_resource_policy_disabled(fast)) and fast.analyzed_types == frozenset()

@@ -46,6 +46,7 @@ from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint
+from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
     resource_dict,
@@ -250,6 +251,9 @@ class PolicyPackRunner:
         self.env = {**os.environ, **(env or {})}
         self.port: int | None = None
         self.config_source: str | None = None
+        #: The only types whose Analyze can report anything under the last config, as the pack named
+        #: them in answer to ``Configure`` (``policies/lib/analyzed_types.py``); ``None``: any type.
+        self.analyzed_types: frozenset[str] | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._channel: grpc.Channel | None = None
         self._analyze: grpc.UnaryUnaryMultiCallable | None = None
@@ -365,9 +369,13 @@ class PolicyPackRunner:
             raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
         return self._stub
 
-    def _call(self, method: str, request: Any) -> Any:
+    def _call(self, method: str, request: Any, *, with_call: bool = False) -> Any:
+        """``with_call``: (the answer, the call, for its metadata)."""
         try:
-            return getattr(self.stub, method)(request, timeout=self.call_timeout)
+            stub_method = getattr(self.stub, method)
+            if with_call:
+                return stub_method.with_call(request, timeout=self.call_timeout)
+            return stub_method(request, timeout=self.call_timeout)
         except grpc.RpcError as error:
             raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
 
@@ -421,7 +429,8 @@ class PolicyPackRunner:
             entry.enforcementLevel = LEVELS[level]
             if props:
                 entry.properties.update(props)
-        self._call("Configure", request)
+        _, call = self._call("Configure", request, with_call=True)
+        self.analyzed_types = analyzed_types.decode(call.trailing_metadata())
         return {name: {"enforcementLevel": level, **props} for name, (level, props) in reconciled.items()}
 
     def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:

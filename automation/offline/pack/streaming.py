@@ -71,6 +71,9 @@ class StreamingAnalysis:
         self._pending = bytearray()
         self._submitted: set[str] = set()
         self._ended = self._answered = False
+        #: How many resources ``finish`` found were sent to ``Analyze``: those of the types the pack
+        #: said it can report on (all, if it did not say); every resource goes to AnalyzeStack.
+        self.analyze_calls: int | None = None
         config = str(config_path) if isinstance(config_path, os.PathLike) else config_path
         self._frame(("start", dict(config) if isinstance(config, Mapping) else config,
                      None if pack_dir is None else str(pack_dir)))
@@ -128,6 +131,7 @@ class StreamingAnalysis:
             raise PolicyPackError(f"the pack feeder stopped without a report (exit code {self._process.returncode})"
                                   f"{self._stderr_tail()}")
         self._answered = True
+        self.analyze_calls = answer.get("analyze_calls")
         if "error" in answer:
             raise _ERRORS.get(answer["error"]["kind"], PolicyPackError)(answer["error"]["message"])
         return PackReport.from_json(answer["report"])

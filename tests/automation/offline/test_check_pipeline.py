@@ -76,6 +76,7 @@ def test_streaming_and_pipelined_equal_sequential(stack, dev_plan, prod_plan):
     in_order = sorted(resources, key=lambda r: r.urn)
     with PolicyPackRunner() as runner:
         runner.configure(_strict(stack))
+        named = runner.analyzed_types
         expected = _sequential(runner, in_order)
         pipelined = runner.analyze_plan(in_order, in_flight=8)
     assert len({v.policy_name for v in expected}) >= 4, "the comparison needs findings of several policies"
@@ -91,6 +92,47 @@ def test_streaming_and_pipelined_equal_sequential(stack, dev_plan, prod_plan):
         report = streaming.finish(in_order)
     assert report.violations == expected
     assert report.pack.startswith("llm-platform-gpu@")
+    # Analyze went only to the types the pack named; the sequential run sent every resource.
+    assert streaming.analyze_calls == sum(r.type in named for r in resources) < len(resources) / 2
+
+
+CUSTOM = "kubernetes:serving.example.com/v1:InferenceGroup"
+
+
+def test_streaming_analyzes_the_custom_workload_kinds_the_config_adds(dev_plan):
+    """A kind the config adds under customWorkloads is named by the pack, so the streamed check sends
+    it to Analyze and reports its findings, as the one-call-at-a-time pipeline does."""
+    group = PlannedResource(
+        urn=f"urn:pulumi:dev::llm-platform::{CUSTOM}::group", type=CUSTOM, name="group", parent="", custom=True,
+        inputs={"metadata": {"name": "group", "namespace": "serving"},
+                "spec": {"groups": [{"name": "a", "template": {"spec": {"containers": [
+                    {"name": "m", "image": "vllm/vllm-openai:latest", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}]}})
+    resources = sorted([*dev_plan.resources, group], key=lambda r: r.urn)
+    custom = {"customWorkloads": {CUSTOM: ["spec.groups[].template"]}}
+    config = {**_strict("dev"), "gpu-workload-contract": custom, "container-image-pinned": custom}
+    with PolicyPackRunner() as runner:
+        runner.configure(config)
+        expected = _sequential(runner, resources)
+    assert {v.policy_name for v in expected if v.urn == group.urn} == {"gpu-workload-contract", "container-image-pinned"}
+    with StreamingAnalysis(config) as streaming:
+        for r in resources:
+            streaming.submit(r)
+        assert streaming.finish(resources).violations == expected
+
+
+def test_a_pack_that_names_no_types_gets_every_resource(monkeypatch, dev_plan):
+    """pulumi_policy's own loops answer Configure without naming types: every resource is analyzed."""
+    monkeypatch.setenv("LLM_PLATFORM_PACK_SDK_LOOPS", "1")
+    resources = sorted(_broken(dev_plan), key=lambda r: r.urn)
+    with PolicyPackRunner() as runner:
+        runner.configure(_strict("dev"))
+        assert runner.analyzed_types is None
+        expected = _sequential(runner, resources)
+    with StreamingAnalysis(_strict("dev")) as streaming:
+        for r in resources:
+            streaming.submit(r)
+        report = streaming.finish(resources)
+    assert report.violations == expected and streaming.analyze_calls == len(resources)
 
 
 def test_pack_without_request_cache_reports_the_same(tmp_path, dev_plan):
