@@ -25,42 +25,11 @@ import asyncio
 import gc
 import json
 import os
-import pickle
 import signal
-import struct
 import sys
 from typing import Any
 
-#: Frame header: payload length, unsigned 32-bit little-endian.
-HEADER = struct.Struct("<I")
-
-
-class _Frames:
-    """Frames from a pipe, as they arrive: each complete frame of a read goes to ``on_frame``."""
-
-    def __init__(self, on_frame: Any) -> None:
-        self._on_frame = on_frame
-        self._buffer = bytearray()
-
-    def feed(self, chunk: bytes) -> bool:
-        """Take a chunk of the stream; False once the ``end`` frame was handed on (the rest is not read)."""
-        buffer = self._buffer
-        buffer += chunk
-        offset, size_of = 0, HEADER.size
-        try:
-            while len(buffer) - offset >= size_of:
-                (size,) = HEADER.unpack_from(buffer, offset)
-                if len(buffer) - offset - size_of < size:
-                    break
-                kind, *fields = pickle.loads(memoryview(buffer)[offset + size_of: offset + size_of + size])
-                offset += size_of + size
-                self._on_frame(kind, fields)
-                if kind == "end":
-                    return False
-            return True
-        finally:
-            del buffer[:offset]
-
+from automation.offline.frames import FrameReader
 
 async def _serve(fd: int) -> dict[str, Any] | None:
     """Drive the pack from the frames read from ``fd``: the report (or the error) as JSON data, or
@@ -81,7 +50,7 @@ async def _serve(fd: int) -> dict[str, Any] | None:
         else:
             raise ValueError(f"unknown frame {kind!r}")
 
-    frames = _Frames(on_frame)
+    frames = FrameReader(on_frame)
 
     def readable() -> None:
         try:

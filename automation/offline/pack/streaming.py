@@ -4,7 +4,7 @@
 configures it) as soon as it exists, and hands it each resource as the program registers it. The
 program's thread only writes a frame to a pipe; the feeder makes the gRPC calls on the other core.
 
-Frames (stdin of the feeder): a 4-byte little-endian length, then a pickle of one of
+Frames (stdin of the feeder, :mod:`automation.offline.frames`) are one of
 ``("start", config, pack_dir)``, ``("resource", resource, properties)`` (``properties``: the
 inputs' Struct serialized as the engine sends analyzers, or ``None`` with ``inputs`` in the
 resource to marshal) and ``("end", urns)``, the order of the report. The feeder answers ``end``
@@ -13,11 +13,8 @@ with one JSON line: ``{"report": ...}`` or ``{"error": {"kind", "message"}}``.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -25,16 +22,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from automation.offline.pack.feeder import HEADER
+from automation.offline.frames import FrameWriter
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
 _IDENTITY = ("urn", "type", "name", "parent", "provider", "dependencies", "propertyDependencies")
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-#: Frames are written in batches of about this many bytes (a write per resource was 4% of a
-#: 500-model check); the feeder gets them a few dozen resources at a time.
-_BATCH = 64 * 1024
 _ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPackError}
 
 
@@ -62,21 +55,15 @@ class StreamingAnalysis:
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
         )
         assert self._process.stdin is not None
-        self._fd = self._process.stdin.fileno()
-        try:
-            fcntl.fcntl(self._fd, _F_SETPIPE_SZ, 1 << 20)  # fewer wake-ups of the feeder; best effort
-        except OSError:
-            pass
-        os.set_blocking(self._fd, False)
-        self._pending = bytearray()
+        self._frames = FrameWriter(self._process.stdin.fileno())
         self._submitted: set[str] = set()
         self._ended = self._answered = False
         #: How many resources ``finish`` found were sent to ``Analyze``: those of the types the pack
         #: said it can report on (all, if it did not say); every resource goes to AnalyzeStack.
         self.analyze_calls: int | None = None
         config = str(config_path) if isinstance(config_path, os.PathLike) else config_path
-        self._frame(("start", dict(config) if isinstance(config, Mapping) else config,
-                     None if pack_dir is None else str(pack_dir)))
+        self._frames.send(("start", dict(config) if isinstance(config, Mapping) else config,
+                           None if pack_dir is None else str(pack_dir)), now=True)
 
     def __enter__(self) -> StreamingAnalysis:
         return self
@@ -97,10 +84,10 @@ class StreamingAnalysis:
         identity = {key: r[key] for key in _IDENTITY if key in r}
         if properties is None:
             identity["inputs"] = r.get("inputs") or {}
-            self._frame(("resource", identity, None))
+            self._frames.send(("resource", identity, None))
         else:
-            self._frame(("resource", identity,
-                         properties if isinstance(properties, bytes) else properties.SerializeToString()))
+            self._frames.send(("resource", identity,
+                               properties if isinstance(properties, bytes) else properties.SerializeToString()))
         self._submitted.add(identity["urn"])
 
     def end(self, resources: Iterable[Any]) -> None:
@@ -111,9 +98,9 @@ class StreamingAnalysis:
             if r["urn"] not in self._submitted:
                 self.submit(r)
             order.append(r["urn"])
-        self._frame(("end", order))
+        self._frames.send(("end", order))
         self._ended = True
-        self._flush(block=True)
+        self._frames.flush(block=True)
 
     def finish(self, resources: Iterable[Any] | None = None) -> PackReport:
         """Findings for ``resources`` (Analyze each, in this order, then AnalyzeStack); ``resources``
@@ -157,33 +144,6 @@ class StreamingAnalysis:
             if process.stdout is not None:
                 process.stdout.close()
             self._stderr.close()
-
-    def _frame(self, message: Any) -> None:
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self._pending += HEADER.pack(len(payload))
-        self._pending += payload
-        if len(self._pending) >= _BATCH or message[0] == "start":
-            self._flush(block=False)
-
-    def _flush(self, *, block: bool) -> None:
-        if block:
-            os.set_blocking(self._fd, True)
-        view = memoryview(self._pending)
-        sent = 0
-        try:
-            while sent < len(view):
-                try:
-                    sent += os.write(self._fd, view[sent:])
-                except BlockingIOError:
-                    break
-                except OSError as error:
-                    if error.errno != errno.EPIPE:
-                        raise
-                    # The feeder is gone; finish() says why from its stderr.
-                    sent = len(view)
-        finally:
-            view.release()
-            del self._pending[:sent]
 
     def _stderr_tail(self) -> str:
         self._stderr.seek(0)

@@ -404,7 +404,7 @@ def test_frames_are_read_whole_however_the_pipe_splits_them():
     import pickle
     import random
 
-    from automation.offline.pack.feeder import HEADER, _Frames
+    from automation.offline.frames import HEADER, FrameReader
 
     sent = [("start", {"a": 1}, None)] + [("resource", {"urn": f"u{i}", "x": "y" * i}, bytes(i)) for i in range(200)] \
         + [("end", ["u1"]), ("resource", {"urn": "after end"}, None)]
@@ -412,7 +412,7 @@ def test_frames_are_read_whole_however_the_pipe_splits_them():
     rng = random.Random(5)
     for _ in range(50):
         got: list = []
-        frames = _Frames(lambda kind, fields: got.append((kind, *fields)))
+        frames = FrameReader(lambda kind, fields: got.append((kind, *fields)))
         position, more = 0, True
         while more and position < len(stream):
             step = rng.choice([1, 2, 3, 7, 64, 4096, len(stream)])
@@ -425,7 +425,8 @@ def test_a_frame_of_an_unknown_kind_ends_the_run_with_an_error():
     import asyncio
     import pickle
 
-    from automation.offline.pack.feeder import HEADER, _serve
+    from automation.offline.frames import HEADER
+    from automation.offline.pack.feeder import _serve
 
     read, write = os.pipe()
     payload = pickle.dumps(("nonsense",))

@@ -1,0 +1,95 @@
+"""Frames on a pipe between the check's process and a helper process: a 4-byte little-endian
+length, then a pickle of a tuple whose first item names the frame's kind.
+
+The writer side never waits while the program records: frames are buffered and written about
+64 KiB at a time, as far as the pipe takes them (a write per resource was 4% of a 500-model
+check); the rest waits for the next frame or a blocking flush. The reader side hands on each
+complete frame of whatever a read brought.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import pickle
+import struct
+from collections.abc import Callable
+from typing import Any
+
+#: Frame header: payload length, unsigned 32-bit little-endian.
+HEADER = struct.Struct("<I")
+#: Frames are written in batches of about this many bytes; the reader gets a few dozen at a time.
+BATCH = 64 * 1024
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+class FrameWriter:
+    """Frames to the pipe ``fd`` (made non-blocking here), batched."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        try:
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)  # fewer wake-ups of the reader; best effort
+        except OSError:
+            pass
+        os.set_blocking(fd, False)
+        self._pending = bytearray()
+
+    def send(self, message: tuple[Any, ...], *, now: bool = False) -> None:
+        """Queue one frame; written when a batch is full or ``now``, as far as the pipe takes it."""
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self._pending += HEADER.pack(len(payload))
+        self._pending += payload
+        if now or len(self._pending) >= BATCH:
+            self.flush(block=False)
+
+    def flush(self, *, block: bool) -> None:
+        """Write what is queued: all of it (``block``), or what the pipe takes now. A reader that is
+        gone takes everything (its owner says why it went)."""
+        if block:
+            os.set_blocking(self.fd, True)
+        view = memoryview(self._pending)
+        sent = 0
+        try:
+            while sent < len(view):
+                try:
+                    sent += os.write(self.fd, view[sent:])
+                except BlockingIOError:
+                    break
+                except OSError as error:
+                    if error.errno != errno.EPIPE:
+                        raise
+                    sent = len(view)
+        finally:
+            view.release()
+            del self._pending[:sent]
+
+
+class FrameReader:
+    """Frames from a pipe, as they arrive: each complete frame of a read goes to ``on_frame(kind,
+    fields)``; after a frame of kind ``last`` the rest of the stream is not read."""
+
+    def __init__(self, on_frame: Callable[[str, list[Any]], None], last: str = "end") -> None:
+        self._on_frame = on_frame
+        self._last = last
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take a chunk of the stream; False once the last frame was handed on."""
+        buffer = self._buffer
+        buffer += chunk
+        offset, size_of = 0, HEADER.size
+        try:
+            while len(buffer) - offset >= size_of:
+                (size,) = HEADER.unpack_from(buffer, offset)
+                if len(buffer) - offset - size_of < size:
+                    break
+                kind, *fields = pickle.loads(memoryview(buffer)[offset + size_of: offset + size_of + size])
+                offset += size_of + size
+                self._on_frame(kind, fields)
+                if kind == self._last:
+                    return False
+            return True
+        finally:
+            del buffer[:offset]
