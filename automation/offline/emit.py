@@ -438,13 +438,24 @@ def write_json(path: Path, value: Any) -> None:
             file.write(b": ")
             if isinstance(member, list) and member:
                 file.write(b"[")
+                rendered = isinstance(member, RenderedItems)
                 for position, item in enumerate(member):
                     file.write(b",\n    " if position else b"\n    ")
-                    file.write(_indented(_json_bytes(item), 4))
+                    file.write(item if rendered else list_item_json(item))
                 file.write(b"\n  ]")
             else:
                 file.write(_indented(_json_bytes(member), 2))
         file.write(b"\n}\n")
+
+
+class RenderedItems(list):
+    """A list member of the object :func:`write_json` writes, its items already written by
+    :func:`list_item_json` (a list of ``bytes``)."""
+
+
+def list_item_json(item: Any) -> bytes:
+    """An item of a list member of the object :func:`write_json` writes, as it writes it."""
+    return _indented(_json_bytes(item), 4)
 
 
 def _indented(text: bytes, spaces: int) -> bytes:

@@ -52,7 +52,12 @@ class ForkedTask:
             _child(work, write, niceness)  # never returns
         os.close(write)
         self._pid: int | None = pid
-        self._errors = read
+        self._answer = read
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id until it is reaped."""
+        return self._pid
 
     def __enter__(self) -> ForkedTask:
         return self
@@ -60,18 +65,22 @@ class ForkedTask:
     def __exit__(self, *exc: object) -> None:
         self.cancel()
 
-    def wait(self) -> None:
-        """Block until the child is done; its exception is raised here."""
+    def wait(self) -> Any:
+        """Block until the child is done: what ``work()`` returned (pickled across); its exception
+        is raised here."""
         if self._pid is None:
-            return
+            return None
         chunks = []
-        while chunk := os.read(self._errors, 1 << 16):
+        while chunk := os.read(self._answer, 1 << 16):
             chunks.append(chunk)
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
-        os.close(self._errors)
+        os.close(self._answer)
         if chunks:
-            raise _unpickled(b"".join(chunks), self.what)
+            done, value = _unpickled(b"".join(chunks), self.what)
+            if not done:
+                raise value
+            return value
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -87,11 +96,13 @@ class ForkedTask:
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
-        os.close(self._errors)
+        os.close(self._answer)
 
 
-def _child(work: Callable[[], Any], errors: int, niceness: int) -> None:
-    code = 1
+def _child(work: Callable[[], Any], answer: int, niceness: int) -> None:
+    """Run ``work`` and write on ``answer`` ``(True, its result)`` (nothing for ``None``) or ``(False,
+    its exception)``."""
+    code, payload = 1, b""
     try:
         if niceness:
             try:
@@ -102,20 +113,21 @@ def _child(work: Callable[[], Any], errors: int, niceness: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent()
-        work()
+        result = work()
+        payload = b"" if result is None else pickle.dumps((True, result))
         code = 0
     except BaseException as error:  # noqa: BLE001 - handed to the parent, which raises it
         try:
-            payload = pickle.dumps(error)
+            payload = pickle.dumps((False, error))
         except Exception:  # noqa: BLE001 - an exception that does not pickle: its type and text
-            payload = pickle.dumps(ForkedTaskError(f"{type(error).__name__}: {error}"))
+            payload = pickle.dumps((False, ForkedTaskError(f"{type(error).__name__}: {error}")))
+    finally:
         try:
             view = memoryview(payload)
             while view:
-                view = view[os.write(errors, view):]
+                view = view[os.write(answer, view):]
         except OSError:
             pass
-    finally:
         os._exit(code)
 
 
@@ -130,19 +142,21 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _unpickled(payload: bytes, what: str) -> BaseException:
+def _unpickled(payload: bytes, what: str) -> tuple[bool, Any]:
     try:
-        error = pickle.loads(payload)
+        done, value = pickle.loads(payload)
     except Exception as failure:  # noqa: BLE001
-        return ForkedTaskError(f"the {what} failed and its error could not be read ({failure})")
-    return error if isinstance(error, BaseException) else ForkedTaskError(f"the {what} failed: {error!r}")
+        return False, ForkedTaskError(f"the {what} ended and its answer could not be read ({failure})")
+    if not done and not isinstance(value, BaseException):
+        return False, ForkedTaskError(f"the {what} failed: {value!r}")
+    return bool(done), value
 
 
 class _Inline:
     """``work`` done at once in this process, as a :class:`ForkedTask` would do it in a child."""
 
     def __init__(self, work: Callable[[], Any]) -> None:
-        work()
+        self._result = work()
 
     def __enter__(self) -> _Inline:
         return self
@@ -150,8 +164,8 @@ class _Inline:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def wait(self) -> None:
-        pass
+    def wait(self) -> Any:
+        return self._result
 
 
 def beside(work: Callable[[], Any], *, what: str, niceness: int = 0) -> ForkedTask | _Inline:

@@ -83,61 +83,61 @@ def _slug(*parts: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower()).strip("-")
 
 
+def kubernetes_document(type_: str, name: str, custom: bool, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A resource's manifest, file name and YAML document, if it is a Kubernetes object or a Helm
+    release (``None`` otherwise); secrets redacted."""
+    if not custom or not type_.startswith("kubernetes:"):
+        return None
+    inputs = redact_secrets(inputs, wire=False)
+    if type_ in HELM_RELEASE_TYPES:
+        repo = inputs.get("repositoryOpts", {}).get("repo", "")
+        document = {
+            "helmRelease": inputs.get("name", name),
+            "namespace": inputs.get("namespace", "default"),
+            "chart": inputs.get("chart"),
+            "version": inputs.get("version"),
+            "repository": repo,
+            "values": inputs.get("values", {}),
+        }
+        return f"helm-{_slug(document['namespace'], document['helmRelease'])}.yaml", document
+    metadata = inputs.get("metadata", {})
+    kind = inputs.get("kind", type_.split(":")[-1])
+    return f"{_slug(kind, metadata.get('namespace', ''), metadata.get('name', name))}.yaml", inputs
+
+
 def kubernetes_documents(plan: Plan) -> dict[str, dict[str, Any]]:
-    """File name -> YAML document for every Kubernetes object and Helm release in the plan."""
+    """File name -> YAML document for every Kubernetes object and Helm release in the plan (of two
+    with one file name, the later in the plan's order)."""
     documents: dict[str, dict[str, Any]] = {}
     for resource in plan.resources:
-        if not resource.custom or not resource.type.startswith("kubernetes:"):
-            continue
-        inputs = redact_secrets(resource.inputs, wire=False)
-        if resource.type in HELM_RELEASE_TYPES:
-            repo = inputs.get("repositoryOpts", {}).get("repo", "")
-            document = {
-                "helmRelease": inputs.get("name", resource.name),
-                "namespace": inputs.get("namespace", "default"),
-                "chart": inputs.get("chart"),
-                "version": inputs.get("version"),
-                "repository": repo,
-                "values": inputs.get("values", {}),
-            }
-            documents[f"helm-{_slug(document['namespace'], document['helmRelease'])}.yaml"] = document
-            continue
-        metadata = inputs.get("metadata", {})
-        kind = inputs.get("kind", resource.type.split(":")[-1])
-        documents[f"{_slug(kind, metadata.get('namespace', ''), metadata.get('name', resource.name))}.yaml"] = inputs
+        manifest = kubernetes_document(resource.type, resource.name, resource.custom, resource.inputs)
+        if manifest is not None:
+            documents[manifest[0]] = manifest[1]
     return documents
 
 
 def write_manifests(plan: Plan, directory: Path) -> list[Path]:
-    """One YAML file per object in ``directory``, which then holds nothing else of ours."""
-    manifests = ManifestFiles(plan, directory)
-    manifests.write()
-    return manifests.paths
+    """One YAML file per object in ``directory``, which then holds nothing else of ours.
 
-
-class ManifestFiles:
-    """The plan's manifest files: which they are (``paths``, known at once) and writing them.
-
-    Split so the check can name the files in its own process and have a forked child write them
-    (see :mod:`automation.offline.forked`). A file the previous check wrote is overwritten in place
-    rather than deleted and made again: the file system's work (kernel time, here) for a new file
-    was twice that of truncating one, and removing the old one as much again. At 500 models this
-    is 2,563 files.
+    A file the previous check wrote is overwritten in place rather than deleted and made again:
+    the file system's work (kernel time, here) for a new file was twice that of truncating one, and
+    removing the old one as much again. At 500 models this is 2,563 files.
     """
+    documents = sorted(kubernetes_documents(plan).items())
+    return write_files(directory, {name: dumps_yaml(document).encode() for name, document in documents})
 
-    def __init__(self, plan: Plan, directory: Path) -> None:
-        self.directory = directory
-        self.documents = dict(sorted(kubernetes_documents(plan).items()))
-        self.paths = [directory / name for name in self.documents]
 
-    def write(self) -> None:
-        directory = self.directory
-        directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob("*.yaml"):
-            if stale.name not in self.documents:
-                stale.unlink()
-        for path, document in zip(self.paths, self.documents.values()):
-            _write(path, dumps_yaml(document).encode())
+def write_files(directory: Path, files: dict[str, bytes]) -> list[Path]:
+    """``directory`` holds these files (name -> content) and no other ``*.yaml``; their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.yaml"):
+        if stale.name not in files:
+            stale.unlink()
+    paths = []
+    for name, data in files.items():
+        paths.append(directory / name)
+        _write(paths[-1], data)
+    return paths
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -205,34 +208,56 @@ def test_an_out_dir_that_cannot_hold_the_files_is_one_line_and_exit_2_before_any
     assert "Traceback" not in done.stderr and not (tmp_path / "plan.json").exists()
 
 
-def test_a_failure_of_the_forked_manifest_writer_is_raised_by_the_check(tmp_path, monkeypatch):
-    """The manifests are written by a forked child; its error reaches the caller as the same one-line error."""
-    from automation.offline import check
-    from automation.offline.manifests import ManifestFiles
+def test_a_failure_of_the_file_writer_is_raised_by_the_check(tmp_path, monkeypatch):
+    """The files are written by the file writer (a forked child where the check can fork); its
+    error reaches the caller as the same one-line error."""
+    from automation.offline import check, files
 
-    def write(self):
-        raise PermissionError(13, "Permission denied", str(self.paths[0]))
+    def write_files(directory, contents):
+        raise PermissionError(13, "Permission denied", str(directory / next(iter(contents))))
 
-    monkeypatch.setattr(ManifestFiles, "write", write)
+    monkeypatch.setattr(files, "write_files", write_files)
     with pytest.raises(check.CheckOutputError, match=r"Permission denied: .*/manifests/.*\.yaml\); choose another --out"):
         check.run_check("dev", tmp_path)
 
 
-def test_the_manifests_are_written_below_the_packs_priority(tmp_path):
-    """When the recording ends, the pack has the longest work left (its last Analyze calls and
-    AnalyzeStack); the forked writer runs at a lower priority than the pack's, and the check's own
+_FORKED_WRITER_FAILS = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from automation.offline import check, files\n"
+    "def write_files(directory, contents):\n"
+    "    raise PermissionError(13, 'Permission denied', str(directory / next(iter(contents))))\n"
+    "files.write_files = write_files\n"
+    "try:\n"
+    "    check.run_check('dev', Path(sys.argv[1]))\n"
+    "except check.CheckOutputError as error:\n"
+    "    print(error)\n"
+)
+
+
+def test_a_failure_of_the_forked_file_writer_is_raised_by_the_check(tmp_path):
+    """The same in a process of its own, as the CLI runs, where the writer is a forked child."""
+    done = subprocess.run([sys.executable, "-c", _FORKED_WRITER_FAILS, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.fullmatch(r"cannot write the check's files to .* \(Permission denied: .*/manifests/.*\.yaml\); "
+                        r"choose another --out\n", done.stdout)
+
+
+def test_the_files_are_written_below_the_packs_priority(tmp_path):
+    """The recording is the critical path, and when it ends the pack's AnalyzeStack is the longest
+    work left; the forked file writer runs at a lower priority than the pack's, and the check's own
     process keeps its priority. In a process of its own, as the CLI runs (a test worker's other
     threads would keep the check from forking)."""
     code = (
         "import json, os, sys\n"
         "from pathlib import Path\n"
-        "from automation.offline import check\n"
-        "from automation.offline.manifests import ManifestFiles\n"
-        "real_write, seen = ManifestFiles.write, Path(sys.argv[1]) / 'writer'\n"
-        "def write(self):\n"
+        "from automation.offline import check, files\n"
+        "real_write, seen = files.write_files, Path(sys.argv[1]) / 'writer'\n"
+        "def write(directory, contents):\n"
         "    seen.write_text(f'{os.getpid()} {os.nice(0)}')\n"
-        "    real_write(self)\n"
-        "ManifestFiles.write = write\n"
+        "    return real_write(directory, contents)\n"
+        "files.write_files = write\n"
         "before = os.nice(0)\n"
         "result = check.run_check('dev', Path(sys.argv[1]) / 'out')\n"
         "pid, niceness = map(int, seen.read_text().split())\n"
@@ -248,3 +273,51 @@ def test_the_manifests_are_written_below_the_packs_priority(tmp_path):
     (check_pid, before, after), (writer_pid, writer_niceness) = seen["check"], seen["writer"]
     assert writer_pid != check_pid and after == before and seen["written"]
     assert writer_niceness == min(before + seen["writer_niceness"], 19) > NICENESS
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
+    """Stopped while the program records: exit 130/143 with the one-line error, and the feeder, the
+    pack and the forked file writer all gone (the writer writes no file)."""
+    check = subprocess.Popen([sys.executable, "-m", "automation", "check", "--stack", "dev", "--out", str(tmp_path)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    helpers: set[int] = set()
+    deadline = time.monotonic() + 30
+    while len(helpers) < 3:  # the file writer, the feeder and the pack
+        assert time.monotonic() < deadline and check.poll() is None, "the check's helpers did not start"
+        helpers |= _descendants(check.pid)
+        time.sleep(0.01)
+    check.send_signal(signum)
+    _, err = check.communicate(timeout=60)
+    assert check.returncode == code, err
+    assert "Traceback" not in err and err.startswith("interrupted by "), err  # and what to run next
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in helpers):
+        assert time.monotonic() < deadline, f"left running: {[p for p in helpers if _running(p)]}"
+        time.sleep(0.05)
+    assert not (tmp_path / "plan.json").exists()
