@@ -215,7 +215,8 @@ class RecordingMonitor(MockMonitor):
         response = resource_pb2.RegisterResourceResponse(urn=urn)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs, refs, analyzer_form, wire = SENT.take(request.object) or plain_of(request.object)
+        sent = SENT.take(request.object)
+        inputs, refs, analyzer_form = sent or plain_of(request.object)
         # Resource references reach the mocks, and come back in outputs, as plain URNs: rehydrating
         # them would register resources on the SDK's side that the program never created.
         args = MockResourceArgs(
@@ -229,10 +230,14 @@ class RecordingMonitor(MockMonitor):
         )
         resource_id, state = self.mocks.new_resource(args)
         response.id = resource_id
-        _answer(response.object, state, args.inputs if args.inputs is inputs else None, request.object)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
+        answer = state
         if request.type == MANAGED_NODE_GROUP:
-            self._add_node_group_child(response, request.name, inputs)
+            answer = {**state, **self._add_node_group_child(urn, request.name, inputs)}
+        if sent is not None:  # the SDK reads the answer only if the program reads an output
+            response.object.MergeFrom(SENT.answer(answer))
+        else:
+            _answer(response.object, answer, args.inputs if args.inputs is inputs else None, request.object)
         resource = PlannedResource(
             urn=urn,
             type=request.type,
@@ -245,10 +250,13 @@ class RecordingMonitor(MockMonitor):
         )
         self.plan.resources.append(resource)
         if self.on_record is not None:
-            # The inputs in the form analyzers get them: the Struct's wire form when the lookup above
-            # worked it out (a serialization less per resource), else the Struct.
-            self.on_record(resource, (wire or request.object) if analyzer_form else None)
+            # The inputs' Struct when it is what analyzers get; else (a stand-in, references, engine
+            # keys) the pack's feeder marshals the plain inputs as the engine does.
+            self.on_record(resource, request.object if analyzer_form and sent is None else None)
         return response
+
+    def ReadResource(self, request):  # noqa: N802 - gRPC method name
+        return super().ReadResource(_with_real_structs(request, "properties"))
 
     def Invoke(self, request):  # noqa: N802 - gRPC method name
         args = (SENT.take(request.args) or plain_of(request.args)).value
@@ -268,12 +276,12 @@ class RecordingMonitor(MockMonitor):
         getattr(response, "return").update(answer)
         return response
 
-    def _add_node_group_child(self, response, name: str, inputs: dict[str, Any]) -> None:
+    def _add_node_group_child(self, parent: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         """pulumi-eks's ManagedNodeGroup is a remote component: in a deployment its provider creates
         the ``aws.eks.NodeGroup`` and returns it as the ``nodeGroup`` output (a resource reference),
         whose ``resources[0].autoscalingGroups[0].name`` is the Auto Scaling group EKS made. Under
-        mocks nobody creates that child, so register it here and answer with a reference to it."""
-        urn = self.make_urn(response.urn, "aws:eks/nodeGroup:NodeGroup", name)
+        mocks nobody creates that child, so register it here; the output that refers to it is returned."""
+        urn = self.make_urn(parent, "aws:eks/nodeGroup:NodeGroup", name)
         node_group_id = _fake_id("ng", name)
         asg_name = f"eks-{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{node_group_id[-8:]}"
         state = {
@@ -285,13 +293,23 @@ class RecordingMonitor(MockMonitor):
             "status": "ACTIVE",
         }
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, node_group_id, state)
-        response.object.update(
-            {"nodeGroup": {SPECIAL_SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
-        )
+        return {"nodeGroup": {SPECIAL_SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
         self.plan.outputs[request.urn] = (SENT.take(request.outputs) or plain_of(request.outputs)).value
         return super().RegisterResourceOutputs(request)
+
+
+def _with_real_structs(request: Any, field: str) -> Any:
+    """``request`` with its ``field`` Struct built if it is a stand-in (``SentStructs``), for the mock
+    monitor's own method, which reads it."""
+    struct = getattr(request, field)
+    if SENT.take(struct) is None:
+        return request
+    real = type(request)()
+    real.CopyFrom(request)
+    getattr(real, field).CopyFrom(SENT.real(struct))
+    return real
 
 
 @contextmanager

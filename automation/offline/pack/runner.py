@@ -45,7 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint
+from automation.offline.recording.struct_wire import Unencodable, struct_bytes as _struct_bytes, to_struct as wire_struct, varint as _varint
 from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
@@ -108,6 +108,15 @@ def engine_value(value: Any) -> Any:
 def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
     """The inputs' Struct as the engine sends it to analyzers."""
     return wire_struct(engine_value(dict(inputs or {})))
+
+
+def struct_bytes(value: Mapping[str, Any]) -> bytes:
+    """A Struct of ``value`` (already marshalled), serialized: written straight as wire bytes, or
+    through the message where only ``Struct.update`` takes it."""
+    try:
+        return _struct_bytes(value)
+    except Unencodable:
+        return wire_struct(value).SerializeToString()
 
 
 def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -611,7 +620,7 @@ class _Structs:
     def of(self, r: Mapping[str, Any]) -> bytes:
         serialized = self._by_urn.get(r["urn"])
         if serialized is None:
-            serialized = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {}).SerializeToString()
+            serialized = self._by_urn[r["urn"]] = struct_bytes(engine_value(dict(r.get("inputs") or {})))
         return serialized
 
     def stack_item(self, resource: Any, providers: Mapping[str, Any] | None, request: bytes | None = None) -> bytes:

@@ -27,7 +27,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.proto import resource_pb2
 from google.protobuf import struct_pb2
 
-from automation.offline.recording.struct_wire import SENT, to_struct
+from automation.offline.recording.struct_wire import SENT
 
 _sdk_serialize_property = sdk_rpc.serialize_property
 _SECRETS = resource_pb2.RESOURCE_MONITOR_FEATURE_SECRETS
@@ -201,8 +201,8 @@ async def serialize_properties(
     keep_output_values: bool = False,
     exclude_resource_refs_from_deps: bool = False,
 ) -> struct_pb2.Struct:
-    """``pulumi.runtime.rpc.serialize_properties``: each input through :func:`serialize_property`,
-    and the Struct written as wire bytes (:mod:`automation.offline.recording.struct_wire`)."""
+    """``pulumi.runtime.rpc.serialize_properties``: each input through :func:`serialize_property`;
+    the Struct stood in for until something needs it built (``struct_wire.SentStructs``)."""
     if settings.excessive_debug_output:  # the SDK logs every translation then
         return await _sdk_serialize_properties(inputs, property_deps, resource_obj, input_transformer, typ,
                                                keep_output_values, exclude_resource_refs_from_deps)
@@ -230,9 +230,7 @@ async def serialize_properties(
             name = translate(k) if translate is not None else k
             fields[name] = result
             property_deps[name] = deps
-    message = to_struct(fields)
-    SENT.keep(message, fields)
-    return message
+    return SENT.stand_in(fields)
 
 
 _sdk_serialize_properties = sdk_rpc.serialize_properties

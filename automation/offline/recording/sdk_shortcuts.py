@@ -31,6 +31,7 @@ from pulumi.runtime import rpc as sdk_rpc
 from pulumi.runtime.proto import source_pb2
 
 from automation.offline.recording import sdk_serialize
+from automation.offline.recording.struct_wire import SENT, Plain, to_struct
 
 
 class _PropertyOutput(Output):
@@ -75,21 +76,30 @@ class _PropertyOutput(Output):
 class _DeferredResolution:
     """One ``resolve_outputs`` call of the SDK, kept until a property output of its resource is read.
 
-    The two Structs (the inputs as sent, the registration's answer) are kept as their wire bytes,
-    a fraction of the memory of the parsed messages, and parsed back when the call runs.
+    The two Structs (the inputs as sent, the registration's answer) are kept as the plain data they
+    stand for (``struct_wire.SentStructs``), or as their wire bytes when they are Structs of their
+    own (a fraction of the memory of the parsed messages), and built when the call runs.
     """
 
     __slots__ = ("res", "inputs", "outputs", "rest", "kwargs")
 
     def __init__(self, res: Any, inputs: Struct, outputs: Struct, rest: tuple, kwargs: dict) -> None:
         self.res, self.rest, self.kwargs = res, rest, kwargs
-        self.inputs, self.outputs = inputs.SerializeToString(), outputs.SerializeToString()
+        self.inputs, self.outputs = _kept(inputs), _kept(outputs)
 
     def run(self) -> None:
         res, self.res = self.res, None
         if res is not None:
-            _sdk_resolve_outputs(res, Struct.FromString(self.inputs), Struct.FromString(self.outputs), *self.rest,
-                                 **self.kwargs)
+            _sdk_resolve_outputs(res, _built(self.inputs), _built(self.outputs), *self.rest, **self.kwargs)
+
+
+def _kept(message: Struct) -> Plain | bytes:
+    plain = SENT.take(message)
+    return plain if plain is not None else message.SerializeToString()
+
+
+def _built(kept: Plain | bytes) -> Struct:
+    return Struct.FromString(kept) if isinstance(kept, bytes) else to_struct(kept.value)
 
 
 _sdk_resolve_outputs = sdk_rpc.resolve_outputs
@@ -104,7 +114,7 @@ def resolve_outputs(res: Any, serialized_props: Struct, outputs: Struct, deps: A
     """
     owners = [getattr(resolve, "__self__", None) for resolve in resolvers.values()]
     if not all(isinstance(owner, _PropertyOutput) and not owner._was_read for owner in owners):
-        _sdk_resolve_outputs(res, serialized_props, outputs, deps, resolvers, *args, **kwargs)
+        _sdk_resolve_outputs(res, SENT.real(serialized_props), SENT.real(outputs), deps, resolvers, *args, **kwargs)
         return
     deferred = _DeferredResolution(res, serialized_props, outputs, (deps, resolvers, *args), kwargs)
     for owner in owners:

@@ -13,6 +13,7 @@ beyond a double) raises :class:`Unencodable`, and callers build that message the
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct as _struct
 from collections.abc import Mapping
@@ -214,8 +215,6 @@ class Plain(NamedTuple):
     #: The struct is, as it is, what the engine sends analyzers for these inputs: no resource
     #: reference or output value to downgrade and no engine-internal (``__``) key to drop.
     analyzer_form: bool
-    #: The struct's deterministic wire form, when it was worked out already (``SentStructs``).
-    wire: bytes | None = None
 
 
 def plain_of(message: struct_pb2.Struct) -> Plain:
@@ -318,39 +317,68 @@ def _plain_in_place(tree: dict[str, Any]) -> Plain:
     return Plain(walk(tree), refs, not special)
 
 
-class SentStructs:
-    """Structs the recording built from plain data, with that data, found again by content.
+#: The one key of a stand-in Struct (see :class:`SentStructs`); engine-internal (``__``) by its form.
+STAND_IN_KEY = "__llm_platform_offline_struct"
 
-    The SDK builds a registration's inputs as a Struct from plain values, puts a copy in the
-    request, and the recording monitor turned that copy back into plain values, a walk through
-    every field. When the recording built the Struct itself (``sdk_serialize``), it keeps the plain
-    values here under the Struct's deterministic encoding, and the monitor takes them back by the
-    same key: the same message always has the same deterministic bytes, and equal messages have
-    equal plain forms, so what it takes is what the walk would have given.
+
+class SentStructs:
+    """Structs of plain data that the recording's own code builds and reads, stood in for by a
+    one-field Struct that names them, and built only if something else needs them.
+
+    The SDK builds a registration's inputs as a Struct (``serialize_properties``), copies it into
+    the request, and the recording monitor turned that copy back into plain values; the monitor's
+    answer was a Struct again, which the SDK copied aside for the resource's outputs. At 500 models,
+    writing, parsing, copying and looking up those Structs (4,703 each way) was a tenth of the
+    recording. Now ``serialize_properties`` keeps the plain data here and hands the SDK a stand-in;
+    the monitor takes the plain data back by the stand-in's name, and answers with a stand-in for
+    the mock's state; the SDK's ``resolve_outputs`` (``sdk_shortcuts``), which runs when a
+    resource's output is first read, gets the Structs built then (:meth:`real`). What reads a
+    request's Struct anywhere else (the mock monitor's ``ReadResource``, ``Call``) gets it built
+    first too (``RecordingMonitor``).
+
+    A stand-in's Struct is the one ``to_struct`` makes of the data kept (the same values, numbers
+    as doubles), so whoever builds it sees what the SDK would have sent.
     """
 
     def __init__(self) -> None:
-        self._by_wire: dict[bytes, Plain] = {}
+        self._kept: dict[str, Plain] = {}
+        self._names = itertools.count()  # never reused, not even after clear()
 
-    def keep(self, message: struct_pb2.Struct, tree: dict[str, Any]) -> None:
-        """``message`` was built from ``tree`` (fresh containers: this normalizes it in place)."""
+    def stand_in(self, tree: dict[str, Any]) -> struct_pb2.Struct:
+        """The Struct ``Struct.update(tree)`` makes, stood in for, with ``tree`` (fresh containers:
+        this normalizes it in place) kept as :func:`plain_of` would give it; the Struct itself when
+        ``tree`` holds what the plain form refuses (an infinite number: the monitor's walk raises
+        for it, as it always did) or what only ``update`` takes its own way."""
         try:
             plain = _plain_in_place(tree)
-        except _NotPlain:
-            return  # the monitor's walk raises for it, as it always did
-        wire = message.SerializeToString(deterministic=True)
-        self._by_wire[wire] = plain._replace(wire=wire)
+        except (_NotPlain, TypeError, OverflowError):
+            return to_struct(tree)
+        return self._name(plain)
+
+    def answer(self, state: dict[str, Any]) -> struct_pb2.Struct:
+        """A stand-in for ``Struct.update(state)`` (a mock's state, read only when an output is)."""
+        return self._name(Plain(state, False, False))
 
     def take(self, message: struct_pb2.Struct) -> Plain | None:
-        """The plain form kept for ``message`` (once), with its deterministic wire form; ``None``
-        if none was kept."""
-        if not self._by_wire:
+        """The plain data ``message`` stands in for; ``None`` if it is a Struct of its own."""
+        fields = message.fields
+        if len(fields) != 1 or STAND_IN_KEY not in fields:
             return None
-        return self._by_wire.pop(message.SerializeToString(deterministic=True), None)
+        return self._kept.get(fields[STAND_IN_KEY].string_value)
+
+    def real(self, message: struct_pb2.Struct) -> struct_pb2.Struct:
+        """The Struct ``message`` stands in for, built now; ``message`` if it is one of its own."""
+        plain = self.take(message)
+        return message if plain is None else to_struct(plain.value)
 
     def clear(self) -> None:
-        self._by_wire.clear()
+        self._kept.clear()
+
+    def _name(self, plain: Plain) -> struct_pb2.Struct:
+        name = str(next(self._names))
+        self._kept[name] = plain
+        return struct_pb2.Struct.FromString(_fields({STAND_IN_KEY: name}))
 
 
-#: The recording's one registry of sent Structs (a recording runs on one thread).
+#: The recording's one registry of stand-ins (a recording runs on one thread).
 SENT = SentStructs()

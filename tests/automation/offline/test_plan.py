@@ -14,14 +14,15 @@ from pulumi.runtime.mocks import MockMonitor
 from automation.offline import plan as plan_module
 from automation.offline.pack.runner import to_struct
 from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
-from automation.offline.recording.struct_wire import plain_of
+from automation.offline.recording.struct_wire import SENT, plain_of
 from automation.stacks import read_stack_config
 from components.settings import config_strings
 from tests.conftest import plan_with
 
 
 class _KeepingMonitor(plan_module.RecordingMonitor):
-    """The recording monitor, keeping a copy of every request and of its answer."""
+    """The recording monitor, keeping a copy of every request and of its answer (their Structs
+    built where the recording sent stand-ins for them)."""
 
     exchanges: list = []
 
@@ -29,7 +30,9 @@ class _KeepingMonitor(plan_module.RecordingMonitor):
         response = super().RegisterResource(request)
         kept_request, kept_response = type(request)(), type(response)()
         kept_request.CopyFrom(request)
+        kept_request.object.CopyFrom(SENT.real(request.object))
         kept_response.CopyFrom(response)
+        kept_response.object.CopyFrom(SENT.real(response.object))
         _KeepingMonitor.exchanges.append((kept_request, kept_response))
         return response
 
@@ -83,27 +86,32 @@ def test_recordings_in_one_process_stand_alone(dev_plan):
     assert all(r.parent.startswith("urn:pulumi:dev::") for r in again.resources if r.parent)
 
 
-def test_structs_handed_to_the_pack_are_what_the_engine_sends_analyzers():
-    """The recording hands the pack the request's Struct (or its wire form) only where marshalling
-    the inputs as the engine does for analyzers would give the same message."""
+def test_the_pack_gets_the_struct_the_engine_sends_analyzers(monkeypatch):
+    """For every resource, the pack gets the Struct the engine sends analyzers: the request's own
+    where the recording hands it over (a Struct of its own, with nothing to marshal), else the plain
+    inputs marshalled by the pack's feeder (``runner.to_struct``); that is the request's Struct
+    wherever it holds no reference and no engine key, as the SDK built it."""
+    _KeepingMonitor.exchanges = []
+    monkeypatch.setattr(plan_module, "RecordingMonitor", _KeepingMonitor)
     handed: list = []
     config = read_stack_config("prod")
     plan = record_plan("prod", config_strings(config), region="us-east-1",
                        on_record=lambda resource, struct: handed.append((resource, struct)))
     assert [resource for resource, _ in handed] == plan.resources
-    as_is = [(resource, struct) for resource, struct in handed if struct is not None]
-    assert len(as_is) > 0.8 * len(handed)
-    assert sum(isinstance(struct, bytes) for _, struct in as_is) > 0.8 * len(as_is), "wire forms handed on"
-    for resource, struct in as_is:
-        expected = to_struct(resource.inputs)
-        if isinstance(struct, bytes):
-            assert struct == expected.SerializeToString(deterministic=True), resource.urn
+    requests = {f"{r.type}::{r.name}": r for r, _ in _KeepingMonitor.exchanges}
+    stood_in = [resource for resource, struct in handed if struct is None]
+    assert len(stood_in) > 0.8 * len(handed), "the feeder marshals the plain inputs of most resources"
+    as_is = marshalled = 0
+    for resource, struct in handed:
+        sent = requests[f"{resource.type}::{resource.name}"].object
+        packs = struct if struct is not None else to_struct(resource.inputs)
+        if plain_of(sent).analyzer_form:
+            as_is += 1
+            assert packs == sent, resource.urn
         else:
-            assert struct == expected, resource.urn
-    marshalled = [resource for resource, struct in handed if struct is None]
-    assert marshalled, "no resource with a reference or an internal key: the other path is untested"
-    for resource in marshalled:
-        assert to_struct(resource.inputs) != _struct_of(resource.inputs), resource.urn
+            marshalled += 1
+            assert struct is None and packs != sent, resource.urn
+    assert as_is > 0.8 * len(handed) and marshalled, "both kinds of resources are compared"
 
 
 def _struct_of(inputs):

@@ -12,8 +12,10 @@ from automation.offline.recording import sdk_shortcuts
 
 
 def _registrations(fast: bool) -> dict:
-    """Every RegisterResourceRequest of the prod program, by URN, as the monitor received it."""
+    """Every RegisterResourceRequest of the prod program, by URN, as the monitor received it (the
+    inputs Struct built where the fast recording sent a stand-in for it)."""
     from automation.offline import plan as plan_module
+    from automation.offline.recording.struct_wire import SENT
     from automation.stacks import read_stack_config
     from components.settings import config_strings
 
@@ -24,6 +26,7 @@ def _registrations(fast: bool) -> dict:
             response = super().RegisterResource(request)
             copy = type(request)()
             copy.CopyFrom(request)
+            copy.object.CopyFrom(SENT.real(request.object))
             kept[response.urn] = copy
             return response
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 
@@ -147,28 +148,38 @@ def _plain_cases():
     return [copy.deepcopy(case) for case in cases]
 
 
-def test_the_plain_form_kept_equals_the_walk_over_the_struct():
-    """What the recording keeps of a Struct it built is what the monitor's walk over that Struct
-    gives: values, number kinds, and whether it holds references or engine-only markers; and the
-    Struct's deterministic wire form with it."""
-    from automation.offline.recording.struct_wire import SentStructs, plain_of
+def test_a_stand_in_gives_the_plain_form_and_the_struct_it_stands_for():
+    """What the recording keeps for a Struct it stood in for is what the monitor's walk over that
+    Struct gives (values, number kinds, whether it holds references or engine-only markers), and the
+    Struct built from it is that Struct."""
+    from automation.offline.recording.struct_wire import STAND_IN_KEY, SentStructs, plain_of
 
+    sent = SentStructs()
     for tree in _plain_cases():
-        message = to_struct(tree)
+        message = to_struct(copy.deepcopy(tree))
         expected = plain_of(message)
-        sent = SentStructs()
-        sent.keep(message, tree)
-        kept = sent.take(message)
-        assert kept.wire == message.SerializeToString(deterministic=True) and expected.wire is None
-        assert kept._replace(wire=None) == expected, tree
+        stand_in = sent.stand_in(tree)
+        assert list(stand_in.fields) == [STAND_IN_KEY] and stand_in.ByteSize() < 50
+        kept = sent.take(stand_in)
+        assert kept == expected, tree
         assert {k: type(v) for k, v in kept.value.items()} == {k: type(v) for k, v in expected.value.items()}
-        assert sent.take(message) is None, "taken once"
+        assert sent.real(stand_in) == message and sent.take(stand_in) == kept, "taken as often as asked"
+    assert sent.take(message) is None and sent.real(message) is message, "a Struct of its own is itself"
+    sent.clear()
+    assert sent.take(stand_in) is None
 
 
-def test_a_number_the_walk_refuses_is_not_kept():
+def test_a_stand_in_for_an_answer_builds_the_struct_of_the_state():
     from automation.offline.recording.struct_wire import SentStructs
 
     sent = SentStructs()
-    message = to_struct({"bad": math.inf})
-    sent.keep(message, {"bad": math.inf})
-    assert sent.take(message) is None
+    for state in _plain_cases()[:50]:
+        assert sent.real(sent.answer(state)) == to_struct(state)
+
+
+def test_a_number_the_walk_refuses_is_not_stood_in_for():
+    from automation.offline.recording.struct_wire import SentStructs
+
+    sent = SentStructs()
+    message = sent.stand_in({"bad": math.inf})
+    assert message == to_struct({"bad": math.inf}) and sent.take(message) is None
