@@ -59,7 +59,8 @@ class CheckResult:
     manifest_paths: list[Path]
     policies: PackReport
     #: Wall seconds of the check's phases: ``record`` (the program under mocks, the pack analyzing
-    #: beside it), ``write`` (plan.json and manifests) and ``pack_wait`` (the pack's answers still
+    #: and the file writer rendering beside it), ``write`` (the summary, and the writer writing
+    #: plan.json and manifests) and ``pack_wait`` (the pack's answers still
     #: outstanding after the files were written).
     seconds: dict[str, float] = field(default_factory=dict)
 

@@ -192,15 +192,17 @@ _ABSENT = object()
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
     hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists, with
-    its inputs Struct (or that Struct's wire form) when that is already what the engine would send
-    analyzers (else ``None``).
+    its inputs Struct when that is a Struct of its own and already what the engine would send
+    analyzers (else ``None``: the plain inputs are marshalled as the engine does).
 
     It answers as the SDK's ``MockMonitor`` does (``Mocks.new_resource`` and ``Mocks.call`` give
-    the outputs) but works on the wire form throughout: the mocks get the inputs as plain JSON
-    (secrets and resource references in wire form) and the answer is built straight from the
-    state they return. ``MockMonitor`` deserialized every request into SDK objects and serialized
-    the answer again on an event loop of its own, per resource; that was most of the recording's
-    CPU, and it held a second, deserialized copy of every resource's state.
+    the outputs) but works on plain data throughout: the inputs come back from the stand-in the
+    SDK was handed (``struct_wire.SentStructs``; a Struct of its own is walked once), the mocks get
+    them as plain JSON (secrets and resource references in wire form), and the answer is a stand-in
+    for the state they return, built only if the program reads an output. ``MockMonitor``
+    deserialized every request into SDK objects and serialized the answer again on an event loop
+    of its own, per resource; that was most of the recording's CPU, and it held a second,
+    deserialized copy of every resource's state.
     """
 
     def __init__(

@@ -2,8 +2,9 @@
 
 Under ``pulumi preview --policy-pack``, the program (language host) sends registrations to the
 engine, and the engine, another process, sends ``Analyze`` to the pack. The offline check keeps
-that split: the recording hands each resource, already in wire form, to this process through a
-pipe (a few microseconds), and this process drives the pack over its gRPC protocol
+that split: the recording hands each resource (its plain inputs, or its Struct's bytes) to this
+process through a pipe (a few microseconds), and this process marshals the inputs as the engine
+does for analyzers and drives the pack over its gRPC protocol
 (:class:`~automation.offline.pack.runner.PolicyPackRunner`). The gRPC client's work per call
 (a message, a call object, a completion thread that wants the interpreter lock) then runs on
 the other core instead of between the program's registrations: at 500 models it had cost the
