@@ -131,16 +131,17 @@ class StreamedFiles:
 
     def end(self, resources: list[PlannedResource]) -> None:
         """No more resources: the files are for ``resources``, in their order (any not submitted yet
-        are, first). The forked writer writes them from now on; ``finish`` waits for it."""
+        are, first). The forked writer writes them once it has rendered every resource; ``finish``
+        waits for it."""
         self._order = []
         for resource in resources:
             if resource.urn not in self._submitted:
                 self.submit(resource)
             self._order.append(resource.urn)
         if self._frames is not None:
-            self._frames.send(("end", self._order))
-            self._frames.flush(block=True)
-            self._close_pipe()
+            # As far as the pipe takes it now: a writer still rendering takes the rest in ``finish``,
+            # and the caller gets on with its own work meanwhile.
+            self._frames.send(("end", self._order), now=True)
 
     def finish(self) -> list[Path]:
         """The files written (after ``end``): the manifests' paths. Raises what writing raised (an
@@ -148,7 +149,9 @@ class StreamedFiles:
         if self._rendering is not None:
             names = self._rendering.write(self._order)
         else:
-            assert self._task is not None
+            assert self._frames is not None and self._task is not None
+            self._frames.flush(block=True)
+            self._close_pipe()
             names = self._task.wait()
         return [self.out / "manifests" / name for name in names]
 

@@ -78,19 +78,21 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
         memory = as_int(raw_memory)
         if alternatives is None or gpus is None:
             continue
-        verdicts = [(pool, *pool_verdict(pool, template, alternatives, gpus, memory, config["gpuMemoryLabel"]))
-                    for pool in pools]
-        if any(ok is not False for _, ok, _ in verdicts):
-            continue
-        reasons = [f"{pool.label}: {why}" for pool, _, why in verdicts]
-        shown = "; ".join(reasons[:MAX_REASONS]) + ("; ..." if len(reasons) > MAX_REASONS else "")
-        needs = f"{gpus:g} {gpu}" + (f", {memory} MiB per GPU" if memory is not None else "")
-        selection = " or ".join(alt.describe() for alt in alternatives)
-        yield (
-            f"{template.label} (needs {needs}; selects {selection}) fits no pool in the stack, so it stays "
-            f"Pending: {shown}. Change its node selector or tolerations, or add a pool that can hold it.",
-            resource.urn,
-        )
+        reasons = []
+        for pool in pools:
+            ok, why = pool_verdict(pool, template, alternatives, gpus, memory, config["gpuMemoryLabel"])
+            if ok is not False:
+                break  # a pool can hold it (or may: values not known yet)
+            reasons.append(f"{pool.label}: {why}")
+        else:
+            shown = "; ".join(reasons[:MAX_REASONS]) + ("; ..." if len(reasons) > MAX_REASONS else "")
+            needs = f"{gpus:g} {gpu}" + (f", {memory} MiB per GPU" if memory is not None else "")
+            selection = " or ".join(alt.describe() for alt in alternatives)
+            yield (
+                f"{template.label} (needs {needs}; selects {selection}) fits no pool in the stack, so it stays "
+                f"Pending: {shown}. Change its node selector or tolerations, or add a pool that can hold it.",
+                resource.urn,
+            )
 
 
 POLICIES = [
