@@ -192,8 +192,8 @@ _ABSENT = object()
 class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps each registration in engine form, in registration order, and
     hands each recorded resource to ``on_record`` (e.g. the policy pack) as soon as it exists, with
-    its inputs Struct when that is a Struct of its own and already what the engine would send
-    analyzers (else ``None``: the plain inputs are marshalled as the engine does).
+    what it knows of its inputs' form for analyzers (see ``StreamingAnalysis.submit``): the Struct,
+    ``True`` (the plain inputs are that form), or ``None`` (they are to be marshalled).
 
     It answers as the SDK's ``MockMonitor`` does (``Mocks.new_resource`` and ``Mocks.call`` give
     the outputs) but works on plain data throughout: the inputs come back from the stand-in the
@@ -206,7 +206,7 @@ class RecordingMonitor(MockMonitor):
     """
 
     def __init__(
-        self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource, Struct | bytes | None], None] | None = None
+        self, mocks: Mocks, plan: Plan, on_record: Callable[[PlannedResource, Struct | bool | None], None] | None = None
     ):
         super().__init__(mocks)
         self.plan = plan
@@ -252,9 +252,10 @@ class RecordingMonitor(MockMonitor):
         )
         self.plan.resources.append(resource)
         if self.on_record is not None:
-            # The inputs' Struct when it is what analyzers get; else (a stand-in, references, engine
-            # keys) the pack's feeder marshals the plain inputs as the engine does.
-            self.on_record(resource, request.object if analyzer_form and sent is None else None)
+            # Where the inputs are what analyzers get as they are: the Struct when it is one of its
+            # own, else True (the plain inputs are written as a Struct); None: the pack's feeder
+            # marshals the plain inputs as the engine does (references, engine keys).
+            self.on_record(resource, (True if sent is not None else request.object) if analyzer_form else None)
         return response
 
     def ReadResource(self, request):  # noqa: N802 - gRPC method name
@@ -341,7 +342,7 @@ def record_plan(
     region: str,
     program: Path = ROOT / "__main__.py",
     into: Plan | None = None,
-    on_record: Callable[[PlannedResource, Struct | bytes | None], None] | None = None,
+    on_record: Callable[[PlannedResource, Struct | bool | None], None] | None = None,
     fast: bool = True,
 ) -> Plan:
     """Run ``program`` for ``stack`` with ``config`` (the language host's string map) under mocks.

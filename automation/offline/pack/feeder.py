@@ -112,12 +112,14 @@ class _Feeder:
         except BaseException as error:  # noqa: BLE001 - reported at the end, where run_pack raises it
             self.error = error
 
-    def resource(self, r: dict[str, Any], properties: bytes | None) -> None:
-        """``properties``: the inputs' Struct, serialized, as the engine sends analyzers; ``None``: the
-        dict carries ``inputs`` to marshal."""
-        from automation.offline.pack.runner import _provider_urn
+    def resource(self, r: dict[str, Any], properties: bytes | bool | None) -> None:
+        """``properties``: the inputs' Struct, serialized, as the engine sends analyzers; ``True``: the
+        dict's ``inputs`` are that form already, to write as a Struct; ``None``: they are to marshal."""
+        from automation.offline.pack.runner import _provider_urn, struct_bytes
 
-        if properties is not None:
+        if properties is True:
+            self.structs._by_urn[r["urn"]] = struct_bytes(r["inputs"])
+        elif properties is not None:
             self.structs._by_urn[r["urn"]] = properties
         self.by_urn[r["urn"]] = r
         provider = _provider_urn(r)

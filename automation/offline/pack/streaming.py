@@ -6,8 +6,8 @@ program's thread only writes a frame to a pipe; the feeder makes the gRPC calls 
 
 Frames (stdin of the feeder, :mod:`automation.offline.frames`) are one of
 ``("start", config, pack_dir)``, ``("resource", resource, properties)`` (``properties``: the
-inputs' Struct serialized as the engine sends analyzers, or ``None`` with ``inputs`` in the
-resource to marshal) and ``("end", urns)``, the order of the report. The feeder answers ``end``
+inputs' Struct serialized as the engine sends analyzers; ``True`` with ``inputs`` in the resource
+that are that form already; or ``None`` with ``inputs`` to marshal) and ``("end", urns)``, the order of the report. The feeder answers ``end``
 with one JSON line: ``{"report": ...}`` or ``{"error": {"kind", "message"}}``.
 """
 
@@ -79,12 +79,14 @@ class StreamingAnalysis:
     def submit(self, resource: Any, properties: Any = None) -> None:
         """Hand one registered resource to the pack. ``properties``: its inputs' Struct (or the
         Struct's wire form) when the recording has it in the form the engine sends analyzers (sent
-        as its bytes); ``None``: the feeder marshals ``inputs``."""
+        as its bytes); ``True`` when the plain ``inputs`` are that form as they are (no reference,
+        output value or engine key: the feeder writes them as a Struct); ``None``: the feeder
+        marshals ``inputs`` as the engine does."""
         r = resource_dict(resource)
         identity = {key: r[key] for key in _IDENTITY if key in r}
-        if properties is None:
+        if properties is None or properties is True:
             identity["inputs"] = r.get("inputs") or {}
-            self._frames.send(("resource", identity, None))
+            self._frames.send(("resource", identity, properties))
         else:
             self._frames.send(("resource", identity,
                                properties if isinstance(properties, bytes) else properties.SerializeToString()))

@@ -12,7 +12,7 @@ from google.protobuf.struct_pb2 import Struct
 from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
-from automation.offline.pack.runner import to_struct
+from automation.offline.pack.runner import struct_bytes, to_struct
 from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
 from automation.offline.recording.struct_wire import SENT, plain_of
 from automation.stacks import read_stack_config
@@ -88,9 +88,10 @@ def test_recordings_in_one_process_stand_alone(dev_plan):
 
 def test_the_pack_gets_the_struct_the_engine_sends_analyzers(monkeypatch):
     """For every resource, the pack gets the Struct the engine sends analyzers: the request's own
-    where the recording hands it over (a Struct of its own, with nothing to marshal), else the plain
-    inputs marshalled by the pack's feeder (``runner.to_struct``); that is the request's Struct
-    wherever it holds no reference and no engine key, as the SDK built it."""
+    where the recording hands it over (a Struct of its own, with nothing to marshal), the plain
+    inputs written as a Struct where the recording says they are that form (``True``), else the
+    plain inputs marshalled by the pack's feeder (``runner.to_struct``). Where the request holds no
+    reference and no engine key, that is the request's Struct as the SDK built it."""
     _KeepingMonitor.exchanges = []
     monkeypatch.setattr(plan_module, "RecordingMonitor", _KeepingMonitor)
     handed: list = []
@@ -99,15 +100,18 @@ def test_the_pack_gets_the_struct_the_engine_sends_analyzers(monkeypatch):
                        on_record=lambda resource, struct: handed.append((resource, struct)))
     assert [resource for resource, _ in handed] == plan.resources
     requests = {f"{r.type}::{r.name}": r for r, _ in _KeepingMonitor.exchanges}
-    stood_in = [resource for resource, struct in handed if struct is None]
-    assert len(stood_in) > 0.8 * len(handed), "the feeder marshals the plain inputs of most resources"
+    plain = [resource for resource, struct in handed if struct is True]
+    assert len(plain) > 0.8 * len(handed), "the feeder writes the plain inputs of most resources as they are"
     as_is = marshalled = 0
     for resource, struct in handed:
         sent = requests[f"{resource.type}::{resource.name}"].object
-        packs = struct if struct is not None else to_struct(resource.inputs)
+        if struct is True:
+            packs = Struct.FromString(struct_bytes(resource.inputs))
+        else:
+            packs = struct if struct is not None else to_struct(resource.inputs)
         if plain_of(sent).analyzer_form:
             as_is += 1
-            assert packs == sent, resource.urn
+            assert struct is not None and packs == sent, resource.urn
         else:
             marshalled += 1
             assert struct is None and packs != sent, resource.urn
