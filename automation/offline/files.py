@@ -28,6 +28,9 @@ from automation.offline.frames import FrameReader, FrameWriter
 from automation.offline.manifests import kubernetes_document, redact_secrets, write_files
 from automation.offline.plan import PlannedResource
 
+#: Seconds the writer is given to finish its files when the check stops after ``end`` (at 500
+#: models it needs a fraction of one).
+_FINISH_GRACE = 10.0
 #: A plan entry's keys, in the plan file's order (``Plan.to_json``).
 _FIELDS = tuple(field.name for field in fields(PlannedResource))
 
@@ -50,8 +53,11 @@ class _Rendering:
     def write(self, order: list[str]) -> list[str]:
         """The files for the resources in ``order``; the manifests' file names."""
         self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / "plan.json", {"project": self.project, "stack": self.stack,
-                                            "resources": RenderedItems(self.entries[urn] for urn in order)})
+        # Written aside and renamed: a reader never sees half a plan.
+        partial = self.out / "plan.json.partial"
+        write_json(partial, {"project": self.project, "stack": self.stack,
+                             "resources": RenderedItems(self.entries[urn] for urn in order)})
+        os.replace(partial, self.out / "plan.json")
         files: dict[str, bytes] = {}
         for urn in order:
             manifest = self.manifests.get(urn)
@@ -156,10 +162,13 @@ class StreamedFiles:
         return [self.out / "manifests" / name for name in names]
 
     def close(self) -> None:
-        """Stop the writer if it still runs."""
+        """Stop the writer if it still runs. Its pipe closes first: before ``end`` reached it, the
+        writer then leaves without writing; after, it finishes writing the files, which it is given
+        a few seconds for, so that no file is left half-written (a check interrupted in its last
+        moments leaves the files it had made)."""
         self._close_pipe()
         if self._task is not None:
-            self._task.cancel()
+            self._task.cancel(grace=_FINISH_GRACE)
 
     def _close_pipe(self) -> None:
         if self._frames is not None:

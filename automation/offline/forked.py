@@ -1,14 +1,14 @@
 """Work done by a forked copy of the check's process while the check goes on: the second core.
 
-After the recording, the check still writes its files (at 500 models, 2,563 manifests: most of a
-second of YAML) while the policy pack runs AnalyzeStack. In one process the writing waits its
-turn; a forked child has the whole plan already (copy-on-write, nothing serialized) and writes the
-manifests beside the parent's plan file and the pack.
+The check's file writer (:mod:`automation.offline.files`) is such a copy: forked before the
+program runs, it renders the files as resources are registered, on the core the policy pack leaves
+idle, and writes them at the end.
 
-The child never returns into the caller's code: it runs the work, reports a failure as the
-pickled exception on a pipe, and leaves with ``os._exit`` (no atexit handlers, no buffered output
+The child never returns into the caller's code: it runs the work, hands back its result or its
+exception, pickled, on a pipe, and leaves with ``os._exit`` (no atexit handlers, no buffered output
 of the parent written twice). It dies with the parent (PR_SET_PDEATHSIG, Linux) and on Ctrl-C,
-and the parent kills it on every other way out, so an interrupted check leaves no writer behind.
+and the parent kills it on every other way out (after a grace period, if it asks for one), so an
+interrupted check leaves no writer behind.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,16 +87,22 @@ class ForkedTask:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise ForkedTaskError(f"the {self.what} stopped before it finished ({how})")
 
-    def cancel(self) -> None:
-        """Kill the child if it still runs, and reap it."""
+    def cancel(self, grace: float = 0.0) -> None:
+        """Kill the child if it still runs after ``grace`` seconds (a child that is ending by itself
+        ends whole), and reap it."""
         if self._pid is None:
             return
         pid, self._pid = self._pid, None
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
+        deadline = time.monotonic() + grace
+        while os.waitpid(pid, os.WNOHANG)[0] == 0:
+            if time.monotonic() >= deadline:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.005)
         os.close(self._answer)
 
 
@@ -150,26 +157,3 @@ def _unpickled(payload: bytes, what: str) -> tuple[bool, Any]:
     if not done and not isinstance(value, BaseException):
         return False, ForkedTaskError(f"the {what} failed: {value!r}")
     return bool(done), value
-
-
-class _Inline:
-    """``work`` done at once in this process, as a :class:`ForkedTask` would do it in a child."""
-
-    def __init__(self, work: Callable[[], Any]) -> None:
-        self._result = work()
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def wait(self) -> Any:
-        return self._result
-
-
-def beside(work: Callable[[], Any], *, what: str, niceness: int = 0) -> ForkedTask | _Inline:
-    """``work`` in a forked child while this process goes on, where forking is safe
-    (:func:`can_fork`); else done at once here. Use as :class:`ForkedTask`: a context manager
-    whose ``wait()`` raises the work's error."""
-    return ForkedTask(work, what=what, niceness=niceness) if can_fork() else _Inline(work)

@@ -302,9 +302,16 @@ def _running(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
-    """Stopped while the program records: exit 130/143 with the one-line error, and the feeder, the
-    pack and the forked file writer all gone (the writer writes no file)."""
-    check = subprocess.Popen([sys.executable, "-m", "automation", "check", "--stack", "dev", "--out", str(tmp_path)],
+    """Stopped once its helpers run: exit 130/143 with the one-line error, the feeder, the pack and the
+    forked file writer all gone, and no file half-written: stopped while the program records, the
+    writer writes nothing; stopped later (a busy machine starts the pack late), it finishes the
+    files it had begun. A generated 100-model stack records for over a second after the pack starts."""
+    from benchmarks.generated_stack import write_stack
+
+    stack_file, policy_file = write_stack(100, tmp_path)
+    out = tmp_path / "out"
+    check = subprocess.Popen([sys.executable, "-m", "automation", "check", "--stack", "bench100", "--out", str(out),
+                              "--stack-file", str(stack_file), "--policy-config", str(policy_file)],
                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     helpers: set[int] = set()
     deadline = time.monotonic() + 30
@@ -320,4 +327,12 @@ def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
     while any(_running(pid) for pid in helpers):
         assert time.monotonic() < deadline, f"left running: {[p for p in helpers if _running(p)]}"
         time.sleep(0.05)
-    assert not (tmp_path / "plan.json").exists()
+    manifests = list((out / "manifests").glob("*.yaml"))
+    if (out / "plan.json").exists():
+        plan = json.loads((out / "plan.json").read_text())
+        kubernetes = [r for r in plan["resources"] if r["custom"] and r["type"].startswith("kubernetes:")]
+        assert len(plan["resources"]) > 1000 and len(manifests) > 0.9 * len(kubernetes)
+        assert all(yaml.safe_load(path.read_text()) for path in manifests)
+    else:
+        assert not manifests
+    assert not (out / "plan.json.partial").exists()

@@ -1,4 +1,4 @@
-"""The forked child that writes the manifests beside the check: its result, its errors, its end."""
+"""The forked child that works beside the check (its file writer): its result, its errors, its end."""
 
 from __future__ import annotations
 
@@ -163,19 +163,32 @@ def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
     assert not _alive(pid)
 
 
-def test_beside_works_in_this_process_when_forking_is_not_safe(tmp_path: Path) -> None:
-    import threading
+def test_wait_returns_what_the_work_returned() -> None:
+    with ForkedTask(lambda: {"pid": os.getpid(), "names": ["a.yaml"]}) as task:
+        answer = task.wait()
+    assert answer["names"] == ["a.yaml"] and answer["pid"] != os.getpid()
 
-    from automation.offline.forked import beside
 
-    out = tmp_path / "pid"
-    release = threading.Event()
-    other = threading.Thread(target=release.wait)
-    other.start()
-    try:
-        with beside(lambda: out.write_text(str(os.getpid())), what="writer") as task:
-            task.wait()
-    finally:
-        release.set()
-        other.join()
-    assert int(out.read_text()) == os.getpid()
+def test_a_grace_period_lets_a_child_that_is_ending_finish(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+
+    def ending() -> None:
+        time.sleep(0.3)
+        done.write_text("whole")
+
+    task = ForkedTask(ending)
+    task.cancel(grace=10)
+    assert done.read_text() == "whole"
+    started = tmp_path / "started"
+
+    def forever() -> None:
+        _announce(started)
+        time.sleep(60)
+
+    task = ForkedTask(forever)
+    deadline = time.monotonic() + 10
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    begun = time.monotonic()
+    task.cancel(grace=0.2)  # killed once the grace is over, and reaped
+    assert time.monotonic() - begun < 5 and not _alive(int(started.read_text()))
