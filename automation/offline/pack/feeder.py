@@ -32,6 +32,7 @@ from typing import Any
 
 from automation.offline.frames import FrameReader
 
+
 async def _serve(fd: int) -> dict[str, Any] | None:
     """Drive the pack from the frames read from ``fd``: the report (or the error) as JSON data, or
     ``None`` if the stream ended before ``end`` (the check stopped). Frames are read as they come,

@@ -333,8 +333,8 @@ class SentStructs:
     the monitor takes the plain data back by the stand-in's name, and answers with a stand-in for
     the mock's state; the SDK's ``resolve_outputs`` (``sdk_shortcuts``), which runs when a
     resource's output is first read, gets the Structs built then (:meth:`real`). What reads a
-    request's Struct anywhere else (the mock monitor's ``ReadResource``, ``Call``) gets it built
-    first too (``RecordingMonitor``).
+    request's Struct anywhere else (the mock monitor's ``ReadResource``) gets it built first too
+    (``RecordingMonitor``).
 
     A stand-in's Struct is the one ``to_struct`` makes of the data kept (the same values, numbers
     as doubles), so whoever builds it sees what the SDK would have sent.
@@ -347,8 +347,8 @@ class SentStructs:
     def stand_in(self, tree: dict[str, Any]) -> struct_pb2.Struct:
         """The Struct ``Struct.update(tree)`` makes, stood in for, with ``tree`` (fresh containers:
         this normalizes it in place) kept as :func:`plain_of` would give it; the Struct itself when
-        ``tree`` holds what the plain form refuses (an infinite number: the monitor's walk raises
-        for it, as it always did) or what only ``update`` takes its own way."""
+        ``tree`` holds what the plain form refuses: an infinite number (the monitor's walk raises for
+        it, as it always did), a key that is not a string, an integer beyond a double."""
         try:
             plain = _plain_in_place(tree)
         except (_NotPlain, TypeError, OverflowError):
