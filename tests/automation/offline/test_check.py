@@ -17,6 +17,7 @@ import yaml
 
 from automation import exit_codes
 from automation.offline.plan import ROOT
+from tests.support.processes import descendants, running
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
@@ -275,30 +276,6 @@ def test_the_files_are_written_below_the_packs_priority(tmp_path):
     assert writer_niceness == min(before + seen["writer_niceness"], 19) > NICENESS
 
 
-def _descendants(pid: int) -> set[int]:
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
@@ -317,15 +294,15 @@ def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
     deadline = time.monotonic() + 30
     while len(helpers) < 3:  # the file writer, the feeder and the pack
         assert time.monotonic() < deadline and check.poll() is None, "the check's helpers did not start"
-        helpers |= _descendants(check.pid)
+        helpers |= descendants(check.pid)
         time.sleep(0.01)
     check.send_signal(signum)
     _, err = check.communicate(timeout=60)
     assert check.returncode == code, err
     assert "Traceback" not in err and err.startswith("interrupted by "), err  # and what to run next
     deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in helpers):
-        assert time.monotonic() < deadline, f"left running: {[p for p in helpers if _running(p)]}"
+    while any(running(pid) for pid in helpers):
+        assert time.monotonic() < deadline, f"left running: {[p for p in helpers if running(p)]}"
         time.sleep(0.05)
     manifests = list((out / "manifests").glob("*.yaml"))
     if (out / "plan.json").exists():

@@ -4,11 +4,9 @@ those written from the finished plan: ``write_json(redact_plan(plan))`` and ``wr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from automation.offline.emit import write_json
 from automation.offline.files import StreamedFiles
 from automation.offline.manifests import redact_plan, write_manifests
 from automation.offline.plan import ROOT, Plan, PlannedResource
+from tests.support.processes import running
 
 
 def _from_finished_plan(plan: Plan, out: Path) -> dict[str, bytes]:
@@ -103,14 +102,6 @@ else:
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the writer is forked on Linux only")
 @pytest.mark.parametrize("mode", ["finish", "leave"])
 def test_the_forked_writer_writes_the_same_files_or_nothing_when_left(dev_plan, tmp_path, mode):
@@ -125,9 +116,9 @@ def test_the_forked_writer_writes_the_same_files_or_nothing_when_left(dev_plan, 
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout)
     deadline = time.monotonic() + 5
-    while _alive(answer["pid"]) and time.monotonic() < deadline:
+    while running(answer["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(answer["pid"])
+    assert not running(answer["pid"])
     if mode == "leave":
         assert not out.exists() or _files(out) == {}
     else:
