@@ -18,7 +18,6 @@ process as each resource is registered.
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,11 @@ from automation.offline.emit import RenderedItems, dumps_yaml, list_item_json, w
 from automation.offline.forked import ForkedTask, can_fork
 from automation.offline.frames import FrameReader, FrameWriter
 from automation.offline.manifests import kubernetes_document, redact_secrets, write_files
-from automation.offline.plan import PlannedResource
+from automation.offline.plan import PLAN_FIELDS, PlannedResource
 
 #: Seconds the writer is given to finish its files when the check stops after ``end`` (at 500
 #: models it needs a fraction of one).
 _FINISH_GRACE = 10.0
-#: A plan entry's keys, in the plan file's order (``Plan.to_json``).
-_FIELDS = tuple(field.name for field in fields(PlannedResource))
 
 
 class _Rendering:
@@ -44,7 +41,7 @@ class _Rendering:
         self.manifests: dict[str, tuple[str, bytes]] = {}
 
     def add(self, values: tuple[Any, ...]) -> None:
-        resource = dict(zip(_FIELDS, values))
+        resource = dict(zip(PLAN_FIELDS, values))
         self.entries[resource["urn"]] = list_item_json(redact_secrets(resource))
         manifest = kubernetes_document(resource["type"], resource["name"], resource["custom"], resource["inputs"])
         if manifest is not None:
@@ -127,7 +124,7 @@ class StreamedFiles:
 
     def submit(self, resource: PlannedResource) -> None:
         """One registered resource (its fields as they are now: the recording does not change them)."""
-        values = tuple(getattr(resource, name) for name in _FIELDS)
+        values = tuple(getattr(resource, name) for name in PLAN_FIELDS)
         if self._rendering is not None:
             self._rendering.add(values)
         else:

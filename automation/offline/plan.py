@@ -57,6 +57,10 @@ class PlannedResource:
     dependencies: list[str] = field(default_factory=list)
 
 
+#: A plan entry's keys, in the plan file's order.
+PLAN_FIELDS = tuple(f.name for f in fields(PlannedResource))
+
+
 @dataclass
 class Plan:
     project: str
@@ -82,8 +86,7 @@ class Plan:
         them, for a caller that only reads the result (the check redacts it into a new structure)."""
         if copy:
             return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
-        names = [f.name for f in fields(PlannedResource)]
-        resources = [{name: getattr(r, name) for name in names} for r in self.resources]
+        resources = [{name: getattr(r, name) for name in PLAN_FIELDS} for r in self.resources]
         return {"project": self.project, "stack": self.stack, "resources": resources}
 
 

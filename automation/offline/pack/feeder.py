@@ -116,12 +116,13 @@ class _Feeder:
     def resource(self, r: dict[str, Any], properties: bytes | bool | None) -> None:
         """``properties``: the inputs' Struct, serialized, as the engine sends analyzers; ``True``: the
         dict's ``inputs`` are that form already, to write as a Struct; ``None``: they are to marshal."""
-        from automation.offline.pack.runner import _provider_urn, struct_bytes
+        from automation.offline.pack.runner import _provider_urn
+        from automation.offline.recording.struct_wire import wire_bytes
 
         if properties is True:
-            self.structs._by_urn[r["urn"]] = struct_bytes(r["inputs"])
+            self.structs.keep(r["urn"], wire_bytes(r["inputs"]))
         elif properties is not None:
-            self.structs._by_urn[r["urn"]] = properties
+            self.structs.keep(r["urn"], properties)
         self.by_urn[r["urn"]] = r
         provider = _provider_urn(r)
         if provider and provider not in self.by_urn:

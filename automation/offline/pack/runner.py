@@ -45,7 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from automation.offline.recording.struct_wire import Unencodable, struct_bytes as _struct_bytes, to_struct as wire_struct, varint as _varint
+from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint, wire_bytes
 from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
@@ -108,15 +108,6 @@ def engine_value(value: Any) -> Any:
 def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
     """The inputs' Struct as the engine sends it to analyzers."""
     return wire_struct(engine_value(dict(inputs or {})))
-
-
-def struct_bytes(value: Mapping[str, Any]) -> bytes:
-    """A Struct of ``value`` (already marshalled), serialized: written straight as wire bytes, or
-    through the message where only ``Struct.update`` takes it."""
-    try:
-        return _struct_bytes(value)
-    except Unencodable:
-        return wire_struct(value).SerializeToString()
 
 
 def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -612,15 +603,14 @@ class _Structs:
         self._providers: dict[str, bytes] = {}
         self._stack_items: dict[str, bytes] = {}
 
-    def keep(self, urn: str, struct: struct_pb2.Struct) -> None:
-        """``struct`` as ``urn``'s inputs (serialized now: the caller's message may change or belong
-        to a larger one)."""
-        self._by_urn[urn] = struct.SerializeToString()
+    def keep(self, urn: str, serialized: bytes) -> None:
+        """``urn``'s inputs as the engine sends them, a serialized Struct the caller already has."""
+        self._by_urn[urn] = serialized
 
     def of(self, r: Mapping[str, Any]) -> bytes:
         serialized = self._by_urn.get(r["urn"])
         if serialized is None:
-            serialized = self._by_urn[r["urn"]] = struct_bytes(engine_value(dict(r.get("inputs") or {})))
+            serialized = self._by_urn[r["urn"]] = wire_bytes(engine_value(dict(r.get("inputs") or {})))
         return serialized
 
     def stack_item(self, resource: Any, providers: Mapping[str, Any] | None, request: bytes | None = None) -> bytes:

@@ -181,6 +181,15 @@ def struct_bytes(mapping: Mapping[str, Any]) -> bytes:
     return _fields(mapping)
 
 
+def wire_bytes(mapping: Mapping[str, Any]) -> bytes:
+    """The serialized ``Struct()`` updated with ``mapping``: written straight as wire bytes when it
+    can, else through the message ``update`` builds."""
+    try:
+        return _fields(mapping)
+    except Unencodable:
+        return to_struct(mapping).SerializeToString()
+
+
 def to_struct(mapping: Mapping[str, Any]) -> struct_pb2.Struct:
     """``Struct()`` updated with ``mapping``: from wire bytes when it can, else by ``update``."""
     try:

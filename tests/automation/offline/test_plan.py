@@ -12,9 +12,9 @@ from google.protobuf.struct_pb2 import Struct
 from pulumi.runtime.mocks import MockMonitor
 
 from automation.offline import plan as plan_module
-from automation.offline.pack.runner import struct_bytes, to_struct
+from automation.offline.pack.runner import to_struct
 from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
-from automation.offline.recording.struct_wire import SENT, plain_of
+from automation.offline.recording.struct_wire import SENT, plain_of, wire_bytes
 from automation.stacks import read_stack_config
 from components.settings import config_strings
 from tests.conftest import plan_with
@@ -106,7 +106,7 @@ def test_the_pack_gets_the_struct_the_engine_sends_analyzers(monkeypatch):
     for resource, struct in handed:
         sent = requests[f"{resource.type}::{resource.name}"].object
         if struct is True:
-            packs = Struct.FromString(struct_bytes(resource.inputs))
+            packs = Struct.FromString(wire_bytes(resource.inputs))
         else:
             packs = struct if struct is not None else to_struct(resource.inputs)
         if plain_of(sent).analyzer_form:
