@@ -78,15 +78,14 @@ class FrameWriter:
 
 class FrameReader:
     """Frames from a pipe, as they arrive: each complete frame of a read goes to ``on_frame(kind,
-    fields)``; after a frame of kind ``last`` the rest of the stream is not read."""
+    fields)``; after the ``end`` frame the rest of the stream is not read."""
 
-    def __init__(self, on_frame: Callable[[str, list[Any]], None], last: str = "end") -> None:
+    def __init__(self, on_frame: Callable[[str, list[Any]], None]) -> None:
         self._on_frame = on_frame
-        self._last = last
         self._buffer = bytearray()
 
     def feed(self, chunk: bytes) -> bool:
-        """Take a chunk of the stream; False once the last frame was handed on."""
+        """Take a chunk of the stream; False once the ``end`` frame was handed on."""
         buffer = self._buffer
         buffer += chunk
         offset, size_of = 0, HEADER.size
@@ -98,7 +97,7 @@ class FrameReader:
                 kind, *fields = pickle.loads(memoryview(buffer)[offset + size_of: offset + size_of + size])
                 offset += size_of + size
                 self._on_frame(kind, fields)
-                if kind == self._last:
+                if kind == "end":
                     return False
             return True
         finally:
