@@ -28,15 +28,18 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from automation.offline.frames import FrameReader
 
 
-async def _serve(fd: int) -> dict[str, Any] | None:
+async def _serve(fd: int, answer: Callable[[dict[str, Any]], None] = lambda result: None) -> dict[str, Any] | None:
     """Drive the pack from the frames read from ``fd``: the report (or the error) as JSON data, or
     ``None`` if the stream ended before ``end`` (the check stopped). Frames are read as they come,
-    on the event loop that also carries the pack's calls."""
+    on the event loop that also carries the pack's calls. ``answer`` gets the report as soon as it
+    is made, before the pack is stopped: the check goes on meanwhile (stopping the pack and this
+    loop took 0.03 s at 500 models, which the check had waited for)."""
     loop = asyncio.get_running_loop()
     feeder = _Feeder()
     ended: asyncio.Future[list[str] | None] = loop.create_future()
@@ -79,10 +82,21 @@ async def _serve(fd: int) -> dict[str, Any] | None:
     loop.add_reader(fd, readable)
     try:
         order = await ended
-        return None if order is None else await feeder.end(order)
+        if order is None:
+            return None
+        result = await feeder.end(order)
+        answer(result)
+        return result
     finally:
         loop.remove_reader(fd)
         await feeder.close()
+        # The run's data (every resource's dict, Struct and call) goes with the process: released
+        # here object by object, it took 0.02 s at 500 models that the check waited for.
+        _LEFT_TO_EXIT.append(feeder)
+
+
+#: Runs whose data the process's exit releases (see the end of ``_serve``).
+_LEFT_TO_EXIT: list[Any] = []
 
 
 class _Feeder:
@@ -190,8 +204,9 @@ def _error(error: BaseException) -> dict[str, Any]:
     return {"error": {"kind": "PolicyPackError", "message": f"{type(error).__name__}: {error}"}}
 
 
-def serve(fd: int) -> tuple[dict[str, Any] | None, int | None]:
-    """Run :func:`_serve` until it answers or a SIGTERM stops it: (the answer, the signal).
+def serve(fd: int, answer: Callable[[dict[str, Any]], None] = lambda result: None) -> tuple[dict[str, Any] | None, int | None]:
+    """Run :func:`_serve` (``answer`` as there) until it answers or a SIGTERM stops it: (the answer,
+    the signal).
 
     A SIGTERM is handled on the event loop, so it cuts short only a wait (for frames, for the
     pack's answers): while the pack starts or stops (blocking calls on the loop) it waits its turn,
@@ -211,7 +226,7 @@ def serve(fd: int) -> tuple[dict[str, Any] | None, int | None]:
 
         loop.add_signal_handler(signal.SIGTERM, stop)
         try:
-            return await _serve(fd)
+            return await _serve(fd, answer)
         except asyncio.CancelledError:
             if stopped:
                 return None
@@ -238,12 +253,16 @@ def main() -> int:
     # until the report and ends with the process: the collector only rescanned it (5% of its CPU
     # at 500 models).
     gc.disable()
-    result, stopped_by = serve(sys.stdin.fileno())
-    if stopped_by is not None:
-        return 128 + stopped_by
-    if result is not None:
-        sys.stdout.write(json.dumps(result) + "\n")
-    return 0
+
+    def answer(result: dict[str, Any]) -> None:
+        try:
+            sys.stdout.write(json.dumps(result) + "\n")
+            sys.stdout.flush()
+        except OSError:
+            pass  # the check is gone (it was stopped): nobody to answer
+
+    _, stopped_by = serve(sys.stdin.fileno(), answer)
+    return 128 + stopped_by if stopped_by is not None else 0
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from automation.offline.exits import wait_for_exit
 from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint, wire_bytes
 from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
@@ -345,10 +346,10 @@ class PolicyPackRunner:
                 if process.poll() is None:
                     process.terminate()
                     try:
-                        process.wait(timeout=5)
+                        wait_for_exit(process, 5)
                     except subprocess.TimeoutExpired:
                         process.kill()
-                        process.wait(timeout=5)
+                        wait_for_exit(process, 5)
             finally:
                 if process.stdout is not None:
                     process.stdout.close()

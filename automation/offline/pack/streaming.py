@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from automation.offline.exits import wait_for_exit
 from automation.offline.frames import FrameWriter
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
 
@@ -116,7 +117,7 @@ class StreamingAnalysis:
         except json.JSONDecodeError:
             answer = None
         if not isinstance(answer, dict) or not ("report" in answer or "error" in answer):
-            self._process.wait(timeout=30)
+            wait_for_exit(self._process, 30)
             raise PolicyPackError(f"the pack feeder stopped without a report (exit code {self._process.returncode})"
                                   f"{self._stderr_tail()}")
         self._answered = True
@@ -136,7 +137,7 @@ class StreamingAnalysis:
             if not self._answered:
                 process.terminate()  # still at work (the check failed or was interrupted): stop it now
             try:
-                process.wait(timeout=10)
+                wait_for_exit(process, 10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
