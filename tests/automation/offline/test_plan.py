@@ -14,6 +14,7 @@ from pulumi.runtime.mocks import MockMonitor
 from automation.offline import plan as plan_module
 from automation.offline.pack.runner import to_struct
 from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
+from automation.offline.recording.sdk_shortcuts import registration_message
 from automation.offline.recording.struct_wire import SENT, plain_of, wire_bytes
 from automation.stacks import read_stack_config
 from components.settings import config_strings
@@ -28,8 +29,9 @@ class _KeepingMonitor(plan_module.RecordingMonitor):
 
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
         response = super().RegisterResource(request)
-        kept_request, kept_response = type(request)(), type(response)()
-        kept_request.CopyFrom(request)
+        message = registration_message(request)
+        kept_request, kept_response = type(message)(), type(response)()
+        kept_request.CopyFrom(message)
         kept_request.object.CopyFrom(SENT.real(request.object))
         kept_response.CopyFrom(response)
         kept_response.object.CopyFrom(SENT.real(response.object))

@@ -24,8 +24,9 @@ def _registrations(fast: bool) -> dict:
     class Keeping(plan_module.RecordingMonitor):
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             response = super().RegisterResource(request)
-            copy = type(request)()
-            copy.CopyFrom(request)
+            message = sdk_shortcuts.registration_message(request)
+            copy = type(message)()
+            copy.CopyFrom(message)
             copy.object.CopyFrom(SENT.real(request.object))
             kept[response.urn] = copy
             return response
@@ -414,3 +415,62 @@ def test_options_are_copied_as_copy_copies_them():
         assert vars(fast).keys() == vars(reference).keys()
         assert all(vars(fast)[key] is vars(reference)[key] for key in vars(reference))
         assert vars(original) == before
+
+
+def test_a_registration_reads_as_the_message_built_from_the_same_arguments():
+    """The fields the monitor reads without building the message equal the message's, whether the
+    SDK gave them, left them None or left them out; any other field is the message's."""
+    from pulumi.runtime.proto import resource_pb2
+
+    from automation.offline.recording.sdk_shortcuts import Registration
+    from automation.offline.recording.struct_wire import to_struct
+
+    given = Registration(
+        type="aws:iam/role:Role", name="r", parent="urn:p", custom=True, object=to_struct({"a": 1}),
+        provider="urn:prov::id", importId=None, dependencies=["urn:a", "urn:b"], protect=None, retainOnDelete=False,
+        propertyDependencies={"a": Registration.PropertyDependencies(urns=["urn:a"])},
+        customTimeouts=Registration.CustomTimeouts(create="5m"), version="",
+    )
+    bare = Registration(type="t", name="n")
+    for registration in (given, bare):
+        message = registration.message()
+        assert isinstance(message, resource_pb2.RegisterResourceRequest)
+        for field in Registration.DIRECT:
+            ours, theirs = getattr(registration, field), getattr(message, field)
+            if field in ("dependencies", "transforms"):
+                ours, theirs = list(ours), list(theirs)
+            assert ours == theirs, field
+        assert registration.retainOnDelete == message.retainOnDelete
+        assert registration.HasField("customTimeouts") == message.HasField("customTimeouts")
+    assert list(given.propertyDependencies["a"].urns) == ["urn:a"]
+    assert given.customTimeouts.create == "5m" and given.HasField("retainOnDelete") and not given.HasField("protect")
+    assert sdk_shortcuts.registration_message(given) is given.message()
+
+
+def test_the_monitor_reads_each_registration_as_its_message(monkeypatch):
+    """Over the prod program, every field the monitor reads directly equals the built message's."""
+    from automation.offline import plan as plan_module
+    from automation.offline.recording.sdk_shortcuts import Registration
+    from automation.offline.recording.struct_wire import SENT
+    from automation.stacks import read_stack_config
+    from components.settings import config_strings
+
+    seen = []
+
+    class Checking(plan_module.RecordingMonitor):
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            assert isinstance(request, Registration)
+            message = request.message()
+            for field in Registration.DIRECT:
+                ours, theirs = getattr(request, field), getattr(message, field)
+                if field == "object":
+                    ours, theirs = SENT.real(ours), SENT.real(theirs)
+                elif field in ("dependencies", "transforms"):
+                    ours, theirs = list(ours), list(theirs)
+                assert ours == theirs, (request.name, field)
+            seen.append(request.name)
+            return super().RegisterResource(request)
+
+    monkeypatch.setattr(plan_module, "RecordingMonitor", Checking)
+    plan_module.record_plan("prod", config_strings(read_stack_config("prod")), region="us-east-1")
+    assert len(seen) > 200
