@@ -61,9 +61,6 @@ _list_element_type = _memo(sdk_rpc._get_list_element_type)
 _input_names = _memo(_types.input_type_py_to_pulumi_names)
 _input_types = _memo(_types.input_type_types)
 _is_input_type = _memo(_types.is_input_type)
-#: Whether ``reduce_discriminated_union`` can pick a member for ``typ`` at all (it returns None
-#: at once for a type that is not a union of two matchable members).
-_is_wire_union = _memo(_types.is_discriminated_union)
 
 
 @_memo
@@ -113,14 +110,15 @@ def _serialize(value: Any, deps: list[Resource], key: str | None, transformer: A
     if exact in _SCALARS:
         return value
     if exact is dict:  # no branch before the mapping one takes a dict
-        return _mapping(value, deps, transformer, _unwrap_type(typ) if typ else typ, keep_outputs)
+        return _mapping(value, deps, transformer, typ, keep_outputs)
     if typ:
         typ = _unwrap_type(typ)
     if typ is Any:
         typ = None
     if isinstance(value, abc.Sequence) and not isinstance(value, _NOT_SEQUENCES):
         element = _list_element_type(typ)
-        return [_serialize(item, deps, key, transformer, element, keep_outputs) for item in value]
+        return [item if type(item) in _SCALARS else _serialize(item, deps, key, transformer, element, keep_outputs)
+                for item in value]
     if isinstance(value, Unknown):
         return sdk_rpc.UNKNOWN
     if isinstance(value, (Resource, Asset, Archive, struct_pb2.Value)):
@@ -167,29 +165,61 @@ def _output(output: Output, deps: list[Resource], key: str | None, transformer: 
 
 
 def _mapping(value: abc.Mapping, deps: list[Resource], transformer: Any, typ: Any, keep_outputs: bool) -> dict:
-    if typ is Any:
-        typ = None
-    get_type: Any = None
-    translate = transformer
-    if typ is not None:
-        case = _types.reduce_discriminated_union(typ, value, _types._py_name_for) if _is_wire_union(typ) else None
-        if case is not None:
-            typ = case
-        if _is_input_type(typ):
-            names = _input_names(typ)
-            get_type = _input_types(typ).get
-            translate = lambda k: names.get(k) or k  # noqa: E731 - as the SDK translates
-        else:
-            keeps_transformer, value_type = _mapping_value_type(typ)
-            if not keeps_transformer:
-                translate = None
-            if value_type is not None:
-                get_type = lambda _k: value_type  # noqa: E731
+    """The SDK's mapping branch; ``typ`` as the caller has it (unwrapped here, see :func:`_mapping_plan`).
+
+    A scalar value (what :func:`_serialize` returns as it is, whatever its type) is taken without
+    the call: most of a registration's values are."""
+    kind, names, types, value_type = _mapping_plan(typ) if typ else _UNTYPED
+    if kind is _UNION:
+        case = _types.reduce_discriminated_union(types, value, _types._py_name_for)
+        kind, names, types, value_type = _member_plan(case if case is not None else types)
     out = {}
+    if kind is _INPUT_TYPE:
+        for k in value:
+            v = value[k]
+            key = names.get(k) or k  # as the SDK translates
+            out[key] = v if type(v) in _SCALARS else _serialize(v, deps, k, transformer, types.get(key), keep_outputs)
+        return out
+    translate = transformer if kind is not _TYPED_VALUES else None
     for k in value:
+        v = value[k]
         key = translate(k) if translate is not None else k
-        out[key] = _serialize(value[k], deps, k, transformer, get_type(key) if get_type else None, keep_outputs)
+        out[key] = v if type(v) in _SCALARS else _serialize(v, deps, k, transformer, value_type, keep_outputs)
     return out
+
+
+#: What a mapping's type says of its keys and values (:func:`_mapping_plan`).
+_INPUT_TYPE, _TYPED_VALUES, _KEYS_TRANSFORMED, _UNION = "input type", "typed values", "keys transformed", "union"
+_UNTYPED = (_KEYS_TRANSFORMED, None, None, None)
+
+
+@_memo
+def _mapping_plan(typ: Any) -> tuple[str, Any, Any, Any]:
+    """For a mapping of type ``typ`` (as written, ``Optional[Input[...]]`` and all), what the SDK's
+    mapping branch does, worked out once per type: ``(kind, names, types, value type)``.
+
+    - an input type: keys translated by its Python -> Pulumi names, each value of its property's type;
+    - a ``dict[str, T]``: keys as they are, values of type ``T``;
+    - untyped (``Any``, a bare ``dict``): keys through the input transformer, values untyped;
+    - any other type: keys as they are, values untyped;
+    - a discriminated union (``types`` the union): the member is picked per value, then as above
+      (:func:`_member_plan`).
+    """
+    typ = _types.unwrap_type(typ)
+    if typ is Any:
+        return _UNTYPED
+    if _types.is_discriminated_union(typ):
+        return (_UNION, None, typ, None)
+    return _member_plan(typ)
+
+
+@_memo
+def _member_plan(typ: Any) -> tuple[str, Any, Any, Any]:
+    """:func:`_mapping_plan` of an unwrapped type, without looking for a union."""
+    if _types.is_input_type(typ):
+        return (_INPUT_TYPE, _types.input_type_py_to_pulumi_names(typ), _types.input_type_types(typ), None)
+    keeps_transformer, value_type = _mapping_value_type(typ)
+    return (_KEYS_TRANSFORMED if keeps_transformer else _TYPED_VALUES, None, None, value_type)
 
 
 async def serialize_properties(

@@ -261,6 +261,7 @@ def test_aliases_collapse_to_the_urns_the_sdk_gives(tmp_path):
 _SERIALIZE_PROGRAM = """
 import enum
 import sys
+import types
 import typing
 import pulumi
 import pulumi_aws as aws
@@ -301,11 +302,22 @@ values = {
     "awaitable": lambda: pulumi.Output.from_input(1).future(),  # a fresh coroutine for each serializer
     "illegal": object(),
     "bytes": b"raw",
+    "union, a member picked": {"match_labels": {"app": "z"}},
+    "union, the other member": {"a": 1},
+    "typed values": {"first": {"match_labels": {"app": "w"}}, "second": None},
+    "keys transformed": {"some_key": {"inner_key": [1, {"deep_key": 2}]}},
+    "mapping proxy": types.MappingProxyType({"a_b": {"c_d": 1}}),
 }
-types = {
+SELECTOR_OR_COUNTS = typing.Union[k8s.meta.v1.LabelSelectorArgs, typing.Mapping[str, int]]
+typs = {
     "input type dict": k8s.apps.v1.DeploymentSpecArgs,
     "plain": typing.Optional[typing.Mapping[str, typing.Any]],
+    "union, a member picked": typing.Optional[pulumi.Input[SELECTOR_OR_COUNTS]],
+    "union, the other member": SELECTOR_OR_COUNTS,
+    "typed values": typing.Mapping[str, k8s.meta.v1.LabelSelectorArgs],
+    "keys transformed": dict,
 }
+transformers = {"keys transformed": str.upper, "mapping proxy": str.upper}
 
 
 async def both(name, value):
@@ -314,7 +326,7 @@ async def both(name, value):
         deps = []
         try:
             given = value() if name == "awaitable" else value
-            result = await serialize(given, deps, "prop", None, None, types.get(name))
+            result = await serialize(given, deps, "prop", None, transformers.get(name), typs.get(name))
             out.append(("ok", result, sorted(r._name for r in deps)))
         except Exception as error:
             out.append(("raised", type(error).__name__, str(error)))
@@ -338,9 +350,14 @@ def test_serialized_values_equal_the_sdks(tmp_path):
     program.write_text(_SERIALIZE_PROGRAM)
     SERIALIZED.clear()
     record_plan("probe", {}, region="us-east-1", program=program)
-    assert len(SERIALIZED) == 16
+    assert len(SERIALIZED) == 21
     for name, (ours, theirs) in SERIALIZED.items():
         assert ours == theirs, name
+    # The typed branches were taken: keys translated by the member picked, the values' type, the transformer.
+    assert SERIALIZED["union, a member picked"][0][1] == {"matchLabels": {"app": "z"}}
+    assert SERIALIZED["union, the other member"][0][1] == {"a": 1}
+    assert SERIALIZED["typed values"][0][1] == {"first": {"matchLabels": {"app": "w"}}, "second": None}
+    assert SERIALIZED["keys transformed"][0][1] == {"SOME_KEY": {"INNER_KEY": [1, {"DEEP_KEY": 2}]}}
     assert SERIALIZED["input type"][0][1]["template"]["metadata"]["labels"]["app"]
     assert SERIALIZED["input type"][0][2] == ["password"]
     assert SERIALIZED["illegal"][0][0] == "raised"
