@@ -14,10 +14,11 @@ from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
 
 from automation.offline.pack.feeder import NICENESS as PACK_NICENESS
-from automation.offline.pack.findings import PackReport, PolicyConfigError
-from automation.offline.pack.streaming import StreamingAnalysis
+from automation.offline.pack.findings import PackReport, PolicyConfigError, resource_dict
+from automation.offline.pack.streaming import StreamingAnalysis, feeder_properties
 from automation.offline.emit import write_json
 from automation.offline.files import StreamedFiles
+from automation.offline.frames import resource_frame
 from automation.offline.plan import PROJECT, ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
 from automation.stacks import load_stack
@@ -153,8 +154,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
             StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
 
         def recorded_resource(resource: Any, properties: Any) -> None:
-            pack.submit(resource, properties)
-            files.submit(resource)
+            # One frame, pickled once, for both helpers.
+            frame = resource_frame(resource_dict(resource), feeder_properties(properties))
+            pack.submit_frame(resource.urn, frame)
+            files.submit(resource, frame)
 
         plan = record_plan(stack, config_strings(config), region=settings.region, on_record=recorded_resource)
         plan.resources.sort(key=lambda r: r.urn)

@@ -4,10 +4,11 @@ Written from the finished plan, at 500 models they took most of half a second af
 on both cores (redaction and JSON in the check's process, YAML in a forked child, beside the pack's
 AnalyzeStack), while during the recording the second core was mostly idle. So a copy of the check's
 process, forked before the program runs (a small process then: nothing of the recording to copy),
-is handed each resource as it is registered (its fields pickled on a pipe, about 4 microseconds)
-and renders its plan entry (redacted JSON) and its manifest (YAML) at once. At the end it gets the
-plan's order and only writes the files: ``plan.json``'s entries in that order, and the manifests
-(of two with one file name, the later in that order), with nothing else left in ``manifests/``.
+is handed each resource as it is registered (its fields pickled on a pipe: the frame the pack's
+feeder gets too, ``frames.resource_frame``) and renders its plan entry (redacted JSON) and its
+manifest (YAML) at once. At the end it gets the plan's order and only writes the files:
+``plan.json``'s entries in that order, and the manifests (of two with one file name, the later in
+that order), with nothing else left in ``manifests/``.
 
 The files are byte for byte those written from the finished plan (``write_json(path,
 redact_plan(plan))``, ``write_manifests``): the same functions render each piece. Where a fork is
@@ -23,8 +24,9 @@ from typing import Any
 
 from automation.offline.emit import RenderedItems, dumps_yaml, list_item_json, write_json
 from automation.offline.forked import ForkedTask, can_fork
-from automation.offline.frames import FrameReader, FrameWriter
+from automation.offline.frames import FrameReader, FrameWriter, resource_frame
 from automation.offline.manifests import kubernetes_document, redact_secrets, write_files
+from automation.offline.pack.findings import resource_dict
 from automation.offline.plan import PLAN_FIELDS, PlannedResource
 
 #: Seconds the writer is given to finish its files when the check stops after ``end`` (at 500
@@ -40,8 +42,10 @@ class _Rendering:
         self.entries: dict[str, bytes] = {}
         self.manifests: dict[str, tuple[str, bytes]] = {}
 
-    def add(self, values: tuple[Any, ...]) -> None:
-        resource = dict(zip(PLAN_FIELDS, values))
+    def add(self, fields: dict[str, Any]) -> None:
+        """One resource, its fields by name (``frames.resource_frame``); its plan entry has them in
+        the plan's order."""
+        resource = {name: fields.get(name) for name in PLAN_FIELDS}
         self.entries[resource["urn"]] = list_item_json(redact_secrets(resource))
         manifest = kubernetes_document(resource["type"], resource["name"], resource["custom"], resource["inputs"])
         if manifest is not None:
@@ -122,14 +126,15 @@ class StreamedFiles:
         """The forked writer's process id while it runs (``None`` when rendering in this process)."""
         return self._task.pid if self._task is not None else None
 
-    def submit(self, resource: PlannedResource) -> None:
-        """One registered resource (its fields as they are now: the recording does not change them)."""
-        values = tuple(getattr(resource, name) for name in PLAN_FIELDS)
+    def submit(self, resource: PlannedResource, frame: bytes | None = None) -> None:
+        """One registered resource (its fields as they are now: the recording does not change them);
+        ``frame``: the resource already encoded (``frames.resource_frame``), as the pack's feeder
+        gets it too."""
         if self._rendering is not None:
-            self._rendering.add(values)
+            self._rendering.add(resource_dict(resource))
         else:
             assert self._frames is not None
-            self._frames.send(("resource", values))
+            self._frames.send_encoded(frame if frame is not None else resource_frame(resource_dict(resource)))
         self._submitted.add(resource.urn)
 
     def end(self, resources: list[PlannedResource]) -> None:

@@ -128,13 +128,14 @@ class _Feeder:
             self.error = error
 
     def resource(self, r: dict[str, Any], properties: bytes | bool | None) -> None:
-        """``properties``: the inputs' Struct, serialized, as the engine sends analyzers; ``True``: the
-        dict's ``inputs`` are that form already, to write as a Struct; ``None``: they are to marshal."""
+        """``r``: the resource's fields (``frames.resource_frame``); ``properties``: the inputs' Struct,
+        serialized, as the engine sends analyzers; ``True``: the dict's ``inputs`` are that form
+        already, to write as a Struct; ``None``: they are to marshal."""
         from automation.offline.pack.runner import _provider_urn
         from automation.offline.recording.struct_wire import wire_bytes
 
         if properties is True:
-            self.structs.keep(r["urn"], wire_bytes(r["inputs"]))
+            self.structs.keep(r["urn"], wire_bytes(r.get("inputs") or {}))
         elif properties is not None:
             self.structs.keep(r["urn"], properties)
         self.by_urn[r["urn"]] = r

@@ -23,13 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from automation.offline.exits import wait_for_exit
-from automation.offline.frames import FrameWriter
+from automation.offline.frames import FrameWriter, resource_frame
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
-_IDENTITY = ("urn", "type", "name", "parent", "provider", "dependencies", "propertyDependencies")
 _ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPackError}
+
+
+def feeder_properties(properties: Any) -> bytes | bool | None:
+    """``StreamingAnalysis.submit``'s ``properties`` as the feeder gets them: a Struct as its bytes."""
+    if properties is None or properties is True or isinstance(properties, bytes):
+        return properties
+    return properties.SerializeToString()
 
 
 class StreamingAnalysis:
@@ -84,14 +90,13 @@ class StreamingAnalysis:
         output value or engine key: the feeder writes them as a Struct); ``None``: the feeder
         marshals ``inputs`` as the engine does."""
         r = resource_dict(resource)
-        identity = {key: r[key] for key in _IDENTITY if key in r}
-        if properties is None or properties is True:
-            identity["inputs"] = r.get("inputs") or {}
-            self._frames.send(("resource", identity, properties))
-        else:
-            self._frames.send(("resource", identity,
-                               properties if isinstance(properties, bytes) else properties.SerializeToString()))
-        self._submitted.add(identity["urn"])
+        self.submit_frame(r["urn"], resource_frame(r, feeder_properties(properties)))
+
+    def submit_frame(self, urn: str, frame: bytes) -> None:
+        """Hand over a resource already encoded (``frames.resource_frame``), the frame the file
+        writer gets too."""
+        self._frames.send_encoded(frame)
+        self._submitted.add(urn)
 
     def end(self, resources: Iterable[Any]) -> None:
         """No more resources: hand over any not submitted yet, then the report's order (``resources``'s)."""
