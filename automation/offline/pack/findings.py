@@ -19,6 +19,11 @@ def resource_dict(resource: Any) -> dict[str, Any]:
     raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
 
 
+def urn_of(resource: Any) -> str:
+    """A plan resource's URN (a mapping's ``urn``, or the attribute), without copying its fields."""
+    return resource["urn"] if isinstance(resource, Mapping) else resource.urn
+
+
 @lru_cache(maxsize=None)
 def _field_names(cls: type) -> tuple[str, ...]:
     """A dataclass's field names, looked up once per class (the check hands every resource over)."""

@@ -51,6 +51,7 @@ from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
     resource_dict,
+    urn_of,
     PackReport,
     PolicyConfigError,
     PolicyInfo,
@@ -617,9 +618,9 @@ class _Structs:
     def stack_item(self, resource: Any, providers: Mapping[str, Any] | None, request: bytes | None = None) -> bytes:
         """``resource``'s entry of an AnalyzeStackRequest, made once per run (by URN); ``request``:
         its Analyze request, if the caller made it already (with the provider from ``providers``)."""
-        r = resource_dict(resource)
-        item = self._stack_items.get(r["urn"])
+        item = self._stack_items.get(urn_of(resource))
         if item is None:
+            r = resource_dict(resource)
             item = self._stack_items[r["urn"]] = _stack_item(r, providers, self, request)
         return item
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from automation.offline.exits import wait_for_exit
 from automation.offline.frames import FrameWriter, resource_frame
-from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict
+from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict, urn_of
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
@@ -102,10 +102,10 @@ class StreamingAnalysis:
         """No more resources: hand over any not submitted yet, then the report's order (``resources``'s)."""
         order = []
         for resource in resources:
-            r = resource_dict(resource)
-            if r["urn"] not in self._submitted:
-                self.submit(r)
-            order.append(r["urn"])
+            urn = urn_of(resource)
+            if urn not in self._submitted:
+                self.submit(resource)
+            order.append(urn)
         self._frames.send(("end", order))
         self._ended = True
         self._frames.flush(block=True)
