@@ -66,6 +66,17 @@ class Stack:
             wanted.update([t] if isinstance(t, str) else t)
         return [r for r in self.resources if r.type in wanted]
 
+    def derived(self, name: str, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, worked out once per request for every stack policy handed the same
+        resources (each gets a Stack of its own, of the same objects: ``_kit_resources``), and
+        shared: readers must not change it. ``key``: what else the result depends on."""
+        resources = self.resources
+        made = per_request((name, key, len(resources), id(resources[0]) if resources else None),
+                           lambda: (list(resources), compute()))
+        if not all(a is b for a, b in zip(made[0], resources)):
+            return compute()  # other resources under the same key
+        return made[1]
+
     def ancestors(self, resource: Resource) -> list[str]:
         """URNs of the resource's ancestors present in the stack, nearest first."""
         chain: list[str] = []
@@ -240,6 +251,9 @@ def stack_policy(
 
 
 def stack_workloads(stack: Stack, config: dict[str, Any]) -> list[PodTemplate]:
-    """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``."""
+    """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``
+    (found once per request for the policies with the same kinds; the templates are shared)."""
     paths = workload_paths(config)
-    return [t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]
+    key = tuple(sorted(paths.items()))
+    return list(stack.derived("stack workloads", key, lambda: [
+        t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]))

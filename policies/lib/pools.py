@@ -333,13 +333,17 @@ def _nodepool_pool(resource: Resource) -> Pool:
 
 
 def stack_pools(stack: Stack) -> list[Pool]:
-    """Every pool once.
+    """Every pool once (found once per request for all stack policies; the pools are shared).
 
     AnalyzeStack hands the engine's view of each resource: for a remote component such as the
     pulumi-eks ManagedNodeGroup that is its registered outputs, not its inputs, so when the stack
     holds the aws NodeGroup child (a real preview) the child describes the pool; under mocks there
     is no child and the component's recorded inputs do.
     """
+    return list(stack.derived("stack pools", None, lambda: _stack_pools(stack)))
+
+
+def _stack_pools(stack: Stack) -> list[Pool]:
     covered = {
         ancestor
         for resource in stack.of_type(AWS_NODE_GROUP)
