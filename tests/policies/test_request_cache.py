@@ -279,3 +279,53 @@ def test_properties_free_of_unknowns_by_their_wire_form_agree_with_the_walk():
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout)
     assert counts["free"] > 500 and counts["walked"] > 500, counts
+
+
+_DERIVED = r"""
+import json
+from lib import kit, request_cache
+from lib.pools import stack_pools
+from lib.resources import Resource
+
+deployment = lambda name: Resource("kubernetes:apps/v1:Deployment", name, f"urn:{name}", {
+    "metadata": {"namespace": "serving"}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
+made = [deployment("a"), deployment("b")]
+calls = []
+request_cache._request.memo = {}  # as inside AnalyzeStack
+first, second = kit.Stack(list(made)), kit.Stack(list(made))  # two stack policies' Stacks of the same resources
+one = first.derived("probe", None, lambda: calls.append(1) or ["figure"])
+two = second.derived("probe", None, lambda: calls.append(1) or ["figure"])
+in_request = len(calls)
+templates = [kit.stack_workloads(s, {}) for s in (first, second)]
+custom = kit.stack_workloads(first, {"customWorkloads": {"kubernetes:example.com/v1:Group": ["spec.template"]}})
+others = kit.Stack([deployment("a"), deployment("b")])  # other objects, the same key
+three = others.derived("probe", None, lambda: calls.append(1) or ["other figure"])
+with_others = len(calls)
+request_cache._request.memo = None
+outside = [first.derived("probe", None, lambda: calls.append(1) or ["figure"]) for _ in range(2)]
+print(json.dumps({
+    "calls": [in_request, with_others, len(calls)],
+    "same": one is two, "templates": [[t.resource.name for t in ts] for ts in templates],
+    "templates shared": all(a is b for a, b in zip(*templates)), "fresh lists": templates[0] is not templates[1],
+    "custom kinds keyed apart": custom is not templates[0] and len(custom) == 2,
+    "other resources": three, "outside": outside, "pools": stack_pools(first),
+}))
+"""
+
+
+def test_a_figure_derived_from_the_stack_is_worked_out_once_per_request_for_the_same_resources():
+    """Stack policies of one AnalyzeStack each get a Stack of the same resource objects; what they
+    derive alike (pod templates, pools) is worked out once and shared, keyed by what else it depends
+    on (the config's workload kinds); a Stack of other resources, or a call outside a request, works
+    it out anew."""
+    done = subprocess.run([sys.executable, "-c", _DERIVED], cwd=ROOT / "policies", capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["calls"] == [1, 2, 4]
+    assert result["same"] and result["templates shared"] and result["fresh lists"]
+    assert result["templates"] == [["a", "b"], ["a", "b"]]
+    assert result["custom kinds keyed apart"]
+    assert result["other resources"] == ["other figure"]
+    assert result["outside"] == [["figure"], ["figure"]]
+    assert result["pools"] == []
