@@ -353,11 +353,15 @@ class SentStructs:
         self._kept: dict[str, Plain] = {}
         self._names = itertools.count()  # never reused, not even after clear()
 
-    def stand_in(self, tree: dict[str, Any]) -> struct_pb2.Struct:
+    def stand_in(self, tree: dict[str, Any], *, plain: bool = False) -> struct_pb2.Struct:
         """The Struct ``Struct.update(tree)`` makes, stood in for, with ``tree`` (fresh containers:
         this normalizes it in place) kept as :func:`plain_of` would give it; the Struct itself when
         ``tree`` holds what the plain form refuses: an infinite number (the monitor's walk raises for
-        it, as it always did), a key that is not a string, an integer beyond a double."""
+        it, as it always did), a key that is not a string, an integer beyond a double. ``plain``: the
+        caller made ``tree`` in that form already (strings, booleans, nulls, integers a double holds,
+        in dicts and lists with no engine key), so it is kept without the walk."""
+        if plain:
+            return self._name(Plain(tree, False, True))
         try:
             plain = _plain_in_place(tree)
         except (_NotPlain, TypeError, OverflowError):

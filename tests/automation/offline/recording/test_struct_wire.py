@@ -183,3 +183,58 @@ def test_a_number_the_walk_refuses_is_not_stood_in_for():
     sent = SentStructs()
     message = sent.stand_in({"bad": math.inf})
     assert message == to_struct({"bad": math.inf}) and sent.take(message) is None
+
+
+def test_inputs_the_serializer_finds_plain_are_kept_as_the_walk_over_the_sdks_struct_gives_them(monkeypatch):
+    """``serialize_properties`` keeps inputs without the walk only where they are already what the
+    monitor's walk over the SDK's own Struct of them gives (values, number kinds, references and
+    engine keys); a float, a large integer, an enum, a tuple's numbers or an engine key sends them
+    through the walk. Both ways, the result is the SDK's."""
+    import asyncio
+
+    from automation.offline.recording import sdk_serialize
+    from automation.offline.recording.struct_wire import SENT, SentStructs, plain_of
+
+    calls: list[bool] = []
+    real_stand_in = SentStructs.stand_in
+
+    def spy(self, tree, *, plain=False):
+        calls.append(plain)
+        return real_stand_in(self, tree, plain=plain)
+
+    monkeypatch.setattr(SentStructs, "stand_in", spy)
+    cases = _plain_cases() + [
+        {"name": "x", "labels": {"app": "a", "tier": "b"}, "ports": [80, 443], "on": True, "none": None},
+        {"nested": [{"a": [1, 2, {"b": "c"}]}], "edge": 2**53, "negative": -(2**53)},
+        {"over": 2**53 + 1}, {"float in a list": [1, 2.5]}, {"engine key deep": {"x": {"__meta": 1}}},
+    ]
+    for tree in cases:
+        theirs = plain_of(asyncio.run(sdk_serialize._sdk_serialize_properties(copy.deepcopy(tree), {})))
+        calls.clear()
+        ours = SENT.take(asyncio.run(sdk_serialize.serialize_properties(copy.deepcopy(tree), {})))
+        assert ours == theirs, tree
+        assert _kinds(ours.value) == _kinds(theirs.value), tree
+        assert calls == [calls[0]] and calls[0] == _all_plain(tree), tree
+    SENT.clear()
+    assert calls  # the spy saw the calls
+
+
+def _kinds(value):
+    if isinstance(value, dict):
+        return {k: _kinds(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_kinds(v) for v in value]
+    return type(value)
+
+
+def _all_plain(value) -> bool:
+    """What the serializer should find already plain: exact str, bool, None, ints within a double's
+    range, in dicts and lists, keys plain strings."""
+    if isinstance(value, dict) and type(value) is dict:
+        return all(type(k) is str and not k.startswith("__") and k != "4dabf18193072939515e22adb298388d"
+                   and _all_plain(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_all_plain(v) for v in value)
+    if type(value) is int:
+        return -(2**53) <= value <= 2**53
+    return type(value) in (str, bool, type(None))
