@@ -240,7 +240,7 @@ class RecordingMonitor(MockMonitor):
         if request.type == MANAGED_NODE_GROUP:
             answer = {**state, **self._add_node_group_child(urn, request.name, inputs)}
         if sent is not None:  # the SDK reads the answer only if the program reads an output
-            response.object.MergeFrom(SENT.answer(answer))
+            SENT.answer(answer, into=response.object)
         else:
             _answer(response.object, answer, args.inputs if args.inputs is inputs else None, request.object)
         resource = PlannedResource(

@@ -368,9 +368,10 @@ class SentStructs:
             return to_struct(tree)
         return self._name(plain)
 
-    def answer(self, state: dict[str, Any]) -> struct_pb2.Struct:
-        """A stand-in for ``Struct.update(state)`` (a mock's state, read only when an output is)."""
-        return self._name(Plain(state, False, False))
+    def answer(self, state: dict[str, Any], into: struct_pb2.Struct | None = None) -> struct_pb2.Struct:
+        """A stand-in for ``Struct.update(state)`` (a mock's state, read only when an output is);
+        ``into``: an empty Struct to make the stand-in (a response's own field)."""
+        return self._name(Plain(state, False, False), into)
 
     def take(self, message: struct_pb2.Struct) -> Plain | None:
         """The plain data ``message`` stands in for; ``None`` if it is a Struct of its own."""
@@ -387,10 +388,12 @@ class SentStructs:
     def clear(self) -> None:
         self._kept.clear()
 
-    def _name(self, plain: Plain) -> struct_pb2.Struct:
+    def _name(self, plain: Plain, into: struct_pb2.Struct | None = None) -> struct_pb2.Struct:
         name = str(next(self._names))
         self._kept[name] = plain
-        return struct_pb2.Struct.FromString(_fields({STAND_IN_KEY: name}))
+        message = struct_pb2.Struct() if into is None else into
+        message.fields[STAND_IN_KEY].string_value = name
+        return message
 
 
 #: The recording's one registry of stand-ins (a recording runs on one thread).
