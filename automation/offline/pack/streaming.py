@@ -27,7 +27,6 @@ from automation.offline.frames import FrameWriter, resource_frame
 from automation.offline.pack.findings import PackReport, PolicyConfigError, PolicyPackError, resource_dict, urn_of
 
 ROOT = Path(__file__).resolve().parents[3]
-#: What a resource is to the pack besides its inputs (AnalyzeRequest, AnalyzeStack's items, a provider).
 _ERRORS = {"PolicyConfigError": PolicyConfigError, "PolicyPackError": PolicyPackError}
 
 
