@@ -1,8 +1,13 @@
 """``python -m automation``: run one verb and exit with its code."""
 
+import faulthandler
 import gc
 
-from automation.cli import main
+# A crash inside a C extension (a signal handled mid-import, say) then prints where every thread
+# was, on stderr, instead of a bare exit status -11.
+faulthandler.enable()
+
+from automation.cli import main  # noqa: E402 - after the crash handler, so imports are covered
 
 code = main()
 # The heap (every SDK type, and after a check every registered resource) is frozen before the
