@@ -125,18 +125,18 @@ class _PlainSoFar:
 
 
 _PLAIN_SO_FAR = _PlainSoFar()
-#: Keys seen to be plain ones (see :func:`_note_key`); the same few hundred recur in every resource.
+#: Keys seen to be plain ones (see :func:`_plain_key`); the same few hundred recur in every resource.
 _PLAIN_KEYS: set[str] = set()
 _PLAIN_KEYS_MAX = 20_000
 
 
-def _note_key(key: Any) -> None:
-    """Clear ``_PLAIN_SO_FAR`` for a key that is not a plain one."""
+def _plain_key(key: Any) -> bool:
+    """Whether ``key`` is a plain one (a string, not the engine's); remembered if it is."""
     if type(key) is str and key[:2] != "__" and key != SPECIAL_SIG_KEY:
         if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX:
             _PLAIN_KEYS.add(key)
-    else:
-        _PLAIN_SO_FAR.plain = False
+        return True
+    return False
 
 
 def _serialize(value: Any, deps: list[Resource], key: str | None, transformer: Any, typ: Any, keep_outputs: bool) -> Any:
@@ -170,8 +170,8 @@ def _serialize(value: Any, deps: list[Resource], key: str | None, transformer: A
         out = {k: _serialize(v, deps, key, transformer, types.get(k), keep_outputs)
                for k, v in _types.input_type_to_dict(value).items()}
         for k in out:
-            if k not in _PLAIN_KEYS:
-                _note_key(k)
+            if k not in _PLAIN_KEYS and not _plain_key(k):
+                _PLAIN_SO_FAR.plain = False
         return out
     if isinstance(value, abc.Mapping):
         return _mapping(value, deps, transformer, typ, keep_outputs)
@@ -221,16 +221,16 @@ def _mapping(value: abc.Mapping, deps: list[Resource], transformer: Any, typ: An
         for k in value:
             v = value[k]
             key = names.get(k) or k  # as the SDK translates
-            if key not in plain_keys:
-                _note_key(key)
+            if key not in plain_keys and not _plain_key(key):
+                _PLAIN_SO_FAR.plain = False
             out[key] = v if type(v) in _PLAIN_SCALARS else _serialize(v, deps, k, transformer, types.get(key), keep_outputs)
         return out
     translate = transformer if kind is not _TYPED_VALUES else None
     for k in value:
         v = value[k]
         key = translate(k) if translate is not None else k
-        if key not in plain_keys:
-            _note_key(key)
+        if key not in plain_keys and not _plain_key(key):
+            _PLAIN_SO_FAR.plain = False
         out[key] = v if type(v) in _PLAIN_SCALARS else _serialize(v, deps, k, transformer, value_type, keep_outputs)
     return out
 
@@ -307,10 +307,8 @@ async def serialize_properties(
                                  + f"AssertionError has risen: {e}") from e
         if result is not None:  # inputs that serialize to None are left out, as by the SDK
             name = translate(k) if translate is not None else k
-            if name not in _PLAIN_KEYS:
-                _PLAIN_SO_FAR.plain = True
-                _note_key(name)
-                plain = plain and _PLAIN_SO_FAR.plain
+            if name not in _PLAIN_KEYS and not _plain_key(name):
+                plain = False
             fields[name] = result
             property_deps[name] = deps
     return SENT.stand_in(fields, plain=plain)

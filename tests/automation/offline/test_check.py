@@ -4,7 +4,6 @@ print functions) for what it reports and writes; a real process for exit codes a
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import signal
