@@ -1,8 +1,8 @@
 """Every object of the pinned charts, rendered by Helm's engine with the program's values, passes
 strict schema validation and lands where it should.
 
-Charts come from the chart cache (``tests/support/helm_render.py``); a chart not in the cache is skipped
-with the reason printed (``pytest -rs``). Placement is decided against the nodes the plan creates:
+Charts come from the local chart cache, else from ``../shared/charts`` (``tests/support/helm_render.py``);
+a chart in neither place skips with the reason printed (``pytest -rs``), and fails in CI. Placement is decided against the nodes the plan creates:
 each managed group and Karpenter/Auto Mode NodePool, with its labels and taints.
 """
 
@@ -61,7 +61,7 @@ def release_of(plan, chart: versions.HelmChart) -> dict[str, Any] | None:
 def rendered(plan, chart: versions.HelmChart) -> list[dict[str, Any]]:
     reason = helm_render.missing_reason(chart)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     inputs = release_of(plan, chart)
     if inputs is None:
         pytest.skip(f"{chart.chart} is not installed in the {plan.stack} plan")
@@ -173,7 +173,7 @@ def test_the_engine_honours_the_kube_version():
     chart = versions.NVIDIA_DRA_DRIVER
     reason = helm_render.missing_reason(chart)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     from components.gpu.dra_driver import dra_driver_values
 
     with pytest.raises(ValueError, match="requires kubeVersion >=1.32.0-0, not Kubernetes v1.31.0"):

@@ -263,7 +263,7 @@ def test_prometheus_stack_custom_resources_fit_the_charts_own_crds(stack_plan):
 def test_the_programs_own_monitoring_resources_fit_the_prometheus_operator_crds(stack_plan):
     reason = helm_render.missing_reason(versions.KUBE_PROMETHEUS_STACK)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     schemas = helm_render.chart_crd_schemas(versions.KUBE_PROMETHEUS_STACK)
     resources = [r for r in stack_plan.resources if r.type.startswith("kubernetes:monitoring.coreos.com/")]
     assert resources

@@ -9,6 +9,7 @@ import pytest
 from components import versions
 from tests.support import helm_render
 from tests.support import pod_security
+from tests.support.needs import missing
 from tests.components.test_helm_render import kube_version, release_of
 
 #: (chart, workload) -> why it cannot run under ``restricted``. Kept in step with the README.
@@ -49,7 +50,7 @@ def chart_plan(request, dev_plan, prod_plan):
 def test_controller_pods_are_restricted_except_the_listed_node_agents(chart_plan, chart):
     reason = helm_render.missing_reason(chart)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     inputs = release_of(chart_plan, chart)
     if inputs is None:
         pytest.skip(f"{chart.chart} is not installed in this plan")

@@ -19,7 +19,11 @@ repositories (kube-prometheus-stack's grafana, kube-state-metrics, ...) are brou
 ``helm dependency build`` would vendor them; each must be a dependency Chart.yaml names, at a
 version it allows, and every dependency with a repository must be present before packaging.
 
-Callers skip (with the reason from :func:`missing_reason`) when the pinned chart is not cached.
+Where the local cache lacks a pinned chart, the shared chart folder beside the clone
+(``../shared/charts``, which CI always has) is read instead; the local cache wins, so a chart being
+upgraded can be tried there first. A chart in neither place is reported by :func:`missing_reason`;
+callers pass that to ``tests.support.needs.missing``, which skips with the reason on a developer's
+machine and fails, naming the chart and version, in CI.
 """
 
 from __future__ import annotations
@@ -50,12 +54,28 @@ except ImportError:  # pragma: no cover - reported through missing_reason
     helm = None
 
 
+#: The packaged pinned charts beside the clone (``../shared/charts``): read where the local cache
+#: lacks a chart, e.g. on a fresh machine or in CI.
+SHARED_CHARTS = Path(__file__).resolve().parents[3] / "shared" / "charts"
+
+
 def cache_dir() -> Path:
+    """The local chart cache: where ``cache`` writes, and the first place a chart is looked for."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "llm-platform" / "charts")
 
 
+def _archive_name(chart: HelmChart) -> str:
+    return f"{chart.chart}-{chart.version}.tgz"
+
+
 def cached_chart(chart: HelmChart) -> Path:
-    return cache_dir() / f"{chart.chart}-{chart.version}.tgz"
+    """The archive of the pinned ``chart``: the local cache's if it has one, else the shared
+    folder's if that has one, else where the local cache would keep it."""
+    local = cache_dir() / _archive_name(chart)
+    if local.is_file():
+        return local
+    shared = SHARED_CHARTS / _archive_name(chart)
+    return shared if shared.is_file() else local
 
 
 def missing_reason(chart: HelmChart) -> str | None:
@@ -64,8 +84,9 @@ def missing_reason(chart: HelmChart) -> str | None:
         return "helm-python-sdk is not installed (tests/requirements-helm.txt)"
     if not cached_chart(chart).is_file():
         return (
-            f"chart {chart.chart} {chart.version} is not in the chart cache {cache_dir()} "
-            f"(set {CACHE_ENV}; fill it with `python -m tests.support.helm_render cache`)"
+            f"pinned chart {chart.chart} {chart.version} is in neither the chart cache {cache_dir()} "
+            f"nor the shared charts {SHARED_CHARTS} (set {CACHE_ENV}; fill it with "
+            "`python -m tests.support.helm_render cache`, and ask for the chart in ../shared/charts)"
         )
     return None
 
