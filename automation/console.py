@@ -1,6 +1,6 @@
 """The CLI's consoles: results on stdout, errors and notes on stderr, progress lines to either.
 
-Every console prints text as given (markup off): stack names, key paths such as
+Every console prints text as given (markup and emoji codes off): stack names, key paths such as
 ``llm-platform:gpuPools[interactive]``, values and the Pulumi CLI's own output reach the terminal
 verbatim. Emphasis is a style on a ``rich.text.Text``, never inline markup.
 """
@@ -17,18 +17,18 @@ from rich.console import Console
 PIPE_WIDTH = 220
 
 #: Errors, warnings and notes: stderr, so stdout stays parseable (``--output json``).
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def stdout() -> Console:
     """Console for results; as wide as the terminal, or :data:`PIPE_WIDTH` when stdout is not one."""
-    console = Console(highlight=False, soft_wrap=True, markup=False)
-    return console if console.is_terminal else Console(highlight=False, soft_wrap=True, markup=False, width=PIPE_WIDTH)
+    console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+    return console if console.is_terminal else Console(highlight=False, soft_wrap=True, markup=False, emoji=False, width=PIPE_WIDTH)
 
 
 def on(stream: TextIO) -> Console:
     """Console drawing on ``stream`` (the live progress line goes wherever progress lines go)."""
-    return Console(file=stream, highlight=False, soft_wrap=True, markup=False)
+    return Console(file=stream, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def progress_writer(json_mode: bool) -> Callable[[str], None]:

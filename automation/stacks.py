@@ -24,12 +24,89 @@ class _DuplicateKey(yaml.YAMLError):
         return str(self)
 
 
+class YamlLimitError(yaml.YAMLError):
+    """A document nested too deep or made mostly of alias expansion (a "billion laughs")."""
+
+    @property
+    def problem(self) -> str:
+        return str(self)
+
+
+#: Nesting the settings accept. The Pulumi CLI's YAML reader (go-yaml v3, ``scannerc.go``
+#: ``max_flow_level``/``max_indents``) stops at 10000 with "exceeded max depth of 10000", but the
+#: program receives each value as JSON text and Python's ``json`` and PyYAML's composer recurse, so
+#: a value nested a few hundred levels deep would end in RecursionError there. No setting nests
+#: deeper than 8; 64 leaves room and fails with a line instead of a traceback.
+MAX_DEPTH = 64
+
+#: go-yaml v3's alias budget (``decode.go``: ``allowedAliasRatio``, ``alias_ratio_range_low`` and
+#: ``_high``): once more than 100 nodes came from aliases and more than 1000 were decoded, decoding
+#: fails when the share of alias-made nodes exceeds 99% (up to 400000 decodes), scaling down to 10%
+#: at 4000000. Counted here on the composed nodes before anything is expanded.
+_ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting beyond :data:`MAX_DEPTH` from the event stream (which never recurses),
+    before anything composes or constructs the document."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_EventLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise YamlLimitError(f"line {event.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; "
+                                     "no setting nests that deep")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
+def _check_aliases(root: yaml.Node | None) -> None:
+    """Count nodes as go-yaml's decoder visits them (an alias visits its anchor's whole value again)
+    and stop, as it does, when alias expansion makes up nearly all of the document."""
+    if root is None:
+        return
+    decoded = aliased = 0
+    # (node, inside an alias expansion, anchors being expanded around it)
+    stack: list[tuple[yaml.Node, bool, frozenset[int]]] = [(root, False, frozenset())]
+    seen_as_alias: dict[int, int] = {}
+    while stack:
+        node, in_alias, around = stack.pop()
+        decoded += 1
+        if in_alias:
+            aliased += 1
+        if aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded):
+            raise YamlLimitError("is refused: the document contains excessive aliasing (anchors that expand to far more "
+                                 "than is written); the Pulumi CLI refuses it too")
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        if id(node) in around:
+            raise YamlLimitError(f"line {node.start_mark.line + 1}: an anchor's value contains itself")
+        # A node reached a second time is an alias (PyYAML's composer shares the anchored node).
+        repeat = seen_as_alias.get(id(node), 0)
+        seen_as_alias[id(node)] = repeat + 1
+        inside = in_alias or repeat > 0
+        children = node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+        nested = around | {id(node)}
+        stack.extend((child, inside, nested) for child in reversed(children))
+
+
 class _RefusesDuplicateKeys:
-    """Safe YAML that refuses a repeated mapping key, as the Pulumi CLI does (PyYAML keeps the last)."""
+    """Safe YAML that refuses a repeated mapping key, as the Pulumi CLI does (PyYAML keeps the last).
+    Merge keys (``<<: *defaults``) are read as the CLI reads them: the mapping's own keys win."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
@@ -51,14 +128,35 @@ class _StackFileLoader(_RefusesDuplicateKeys, yaml.SafeLoader):
 #: so errors read as they always did.
 _FastStackFileLoader = type("_FastStackFileLoader", (_RefusesDuplicateKeys, yaml.CSafeLoader), {}) \
     if hasattr(yaml, "CSafeLoader") else _StackFileLoader
+_EventLoader = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
+
+
+def _load(text: str, loader: type) -> Any:
+    instance = loader(text)
+    try:
+        node = instance.get_single_node()
+        _check_aliases(node)
+        return instance.construct_document(node) if node is not None else None
+    finally:
+        instance.dispose()
 
 
 def load_yaml(text: str):
-    """YAML as the Pulumi CLI reads it: safe types, a repeated mapping key is an error (_DuplicateKey)."""
+    """YAML as the Pulumi CLI reads it: safe types, merge keys, a repeated mapping key is an error
+    (_DuplicateKey), and nesting or alias expansion past the limits is refused (YamlLimitError)
+    before anything is expanded."""
     try:
-        return yaml.load(text, Loader=_FastStackFileLoader)
+        _check_depth(text)
+    except YamlLimitError:
+        raise
     except yaml.YAMLError:
-        return yaml.load(text, Loader=_StackFileLoader)
+        pass  # not YAML at all: the loaders below say where
+    try:
+        return _load(text, _FastStackFileLoader)
+    except YamlLimitError:
+        raise
+    except yaml.YAMLError:
+        return _load(text, _StackFileLoader)
 
 
 def available_stacks(root: Path = ROOT) -> list[str]:
@@ -85,7 +183,7 @@ def read_stack_config(stack: str, root: Path = ROOT, path: Path | None = None) -
         raise StackFileError(f"cannot read {path.name}: {exc.strerror}") from None
     try:
         document = load_yaml(text) or {}
-    except _DuplicateKey as exc:
+    except (_DuplicateKey, YamlLimitError) as exc:
         raise StackFileError(f"{path.name} {exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)

@@ -95,7 +95,7 @@ def owner_flag(text: str) -> str:
     """argparse type for ``--owner``: the name recorded on the stack's tags."""
     from automation.driver.environments import _OWNER_RE
 
-    if not _OWNER_RE.match(text):
+    if not _OWNER_RE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r}: use 1-64 letters, digits and . _ @ + -")
     return text
 

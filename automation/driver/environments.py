@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import subprocess
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -48,9 +49,11 @@ MIN_TTL = timedelta(minutes=15)
 TEST_TTL = timedelta(hours=3)
 
 #: An env name becomes the ``environment`` setting, so it follows that setting's pattern.
-_ENV_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
-_OWNER_RE = re.compile(r"^[A-Za-z0-9._@+-]{1,64}$")
-_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+#: Matched whole (``fullmatch``: ``$`` would also match before a final newline) and in ASCII
+#: (``\d`` would take Unicode digits such as ``٨``).
+_ENV_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,19}", re.ASCII)
+_OWNER_RE = re.compile(r"[A-Za-z0-9._@+-]{1,64}", re.ASCII)
+_DURATION_RE = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?", re.ASCII)
 _PATH_TOKEN_RE = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MAX_PURPOSE = 256
@@ -75,8 +78,8 @@ def parse_time(text: str) -> datetime:
 
 def parse_duration(text: str, flag: str) -> timedelta:
     """``8h``, ``90m``, ``2d``, ``1d12h``, ``45s``."""
-    match = _DURATION_RE.match(text.strip())
-    if not text.strip() or not match or not any(match.groups()):
+    match = _DURATION_RE.fullmatch(text.strip(' '))
+    if not text.strip(' ') or not match or not any(match.groups()):
         raise EnvRequestError(f"{flag} {text!r}: use days/hours/minutes/seconds such as 8h, 90m, 2d or 1d12h")
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
     try:
@@ -106,7 +109,7 @@ def human(delta: timedelta) -> str:
 
 
 def check_env_name(name: str) -> str:
-    if not _ENV_NAME_RE.match(name) or name.startswith((ENV_PREFIX, TEST_PREFIX)):
+    if not _ENV_NAME_RE.fullmatch(name) or name.startswith((ENV_PREFIX, TEST_PREFIX)):
         raise EnvRequestError(
             f"environment name {name!r}: use 1-20 lowercase letters, digits and dashes, starting with a letter "
             f"(and not with {ENV_PREFIX!r} or {TEST_PREFIX!r})"
@@ -158,7 +161,7 @@ def default_owner(explicit: str | None = None) -> str:
             owner = None
     if not owner:
         raise EnvRequestError("cannot tell who you are: pass --owner NAME")
-    if not _OWNER_RE.match(owner):
+    if not _OWNER_RE.fullmatch(owner):
         raise EnvRequestError(f"owner {owner!r}: use letters, digits and . _ @ + - (at most 64)")
     return owner
 
@@ -289,6 +292,11 @@ def new_metadata(
 ) -> EnvMetadata:
     if len(purpose) > MAX_PURPOSE:
         raise EnvRequestError(f"--purpose: at most {MAX_PURPOSE} characters")
+    control = next((i for i, ch in enumerate(purpose) if unicodedata.category(ch)[0] == "C"), None)
+    if control is not None:
+        # Stored in a stack tag and printed by `env list`: a terminal escape would repaint the screen.
+        raise EnvRequestError(f"--purpose: control character U+{ord(purpose[control]):04X} at position {control + 1}; "
+                              "use plain text on one line")
     now = now or utcnow()
     return EnvMetadata(
         stack=stack, kind=kind, owner=owner, created_at=now, expires_at=now + ttl, purpose=purpose, template=template,
@@ -337,6 +345,12 @@ def parse_override(text: str) -> Override:
         )
     if not sep or not key or position != len(key) or not tokens or not isinstance(tokens[0], str):
         raise EnvRequestError(f"--set {text!r}: use KEY=VALUE with KEY like gpuPools[0].scaling.maxSize")
+    if tokens[0] == "environment":
+        # An environment's identity (cluster and AWS names) comes from its name; two envs given the
+        # same `environment` would build resources with the same names.
+        raise EnvRequestError(
+            f"--set {NAMESPACE}:environment: set from the environment's name (env create NAME), not by --set"
+        )
     if tokens[0] == "gpuBudget":
         # The environment is checked by the template's policy config, which repeats the template's budget.
         raise EnvRequestError(

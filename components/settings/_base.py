@@ -19,6 +19,38 @@ NAMESPACE = "llm-platform"
 GPU_ROOT_VOLUME_IOPS = 6000
 GPU_ROOT_VOLUME_THROUGHPUT_MIBPS = 500
 _REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+#: Every AWS region the AWS provider knows (pulumi-aws 7.51.1's ``Region`` enum; a test compares the
+#: two, so a provider bump that adds regions shows here). A well-formed name that is not a region
+#: (``us-nowhere-9``) would otherwise fail only at the first AWS call of ``pulumi up``.
+AWS_REGIONS = frozenset({
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "cn-north-1", "cn-northwest-1",
+    "eu-central-1", "eu-central-2", "eu-isoe-west-1", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1",
+    "eu-west-2", "eu-west-3", "eusc-de-east-1", "il-central-1", "me-central-1", "me-south-1", "mx-central-1",
+    "sa-east-1", "us-east-1", "us-east-2", "us-gov-east-1", "us-gov-west-1", "us-iso-east-1", "us-iso-west-1",
+    "us-isob-east-1", "us-isob-west-1", "us-isof-east-1", "us-isof-south-1", "us-west-1", "us-west-2",
+})
+#: Region prefix -> ARN partition (AWS's partition list: aws, aws-cn, aws-us-gov, aws-iso, aws-iso-b,
+#: aws-iso-e, aws-iso-f, aws-eusc); longest prefix first.
+_PARTITIONS = (
+    ("us-isob-", "aws-iso-b"), ("us-isof-", "aws-iso-f"), ("us-iso-", "aws-iso"), ("eu-isoe-", "aws-iso-e"),
+    ("us-gov-", "aws-us-gov"), ("cn-", "aws-cn"), ("eusc-", "aws-eusc"),
+)
+
+
+def check_region(region: str) -> str:
+    """``region`` if it is an AWS region, else a ValueError that names the nearest ones."""
+    if region not in AWS_REGIONS:
+        near = [r for r in sorted(AWS_REGIONS) if r.split("-")[0] == region.split("-")[0]][:6]
+        hint = f"; regions starting alike: {', '.join(near)}" if near else " such as us-east-1"
+        raise ValueError(f"{region[:40]!r} is not an AWS region{hint}")
+    return region
+
+
+def partition_of(region: str) -> str:
+    """The ARN partition of ``region`` (``aws`` for the commercial regions)."""
+    return next((partition for prefix, partition in _PARTITIONS if region.startswith(prefix)), "aws")
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 _LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")

@@ -3,7 +3,11 @@ what is wrong; and which config keys hold credentials."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from components.settings._base import NAMESPACE
-from components.settings.observability import SECRET_FIELDS, _secret, mask_secrets
+from components.settings.observability import SECRET_FIELDS, _secret
 
 #: The value of a key that is absent (shown as ``(missing)``).
 MISSING = object()
@@ -19,6 +23,59 @@ _SHOWN_CHARS = 120
 #: Top-level keys that hold credentials; their values are never shown.
 SECRET_KEYS = frozenset({"huggingFaceToken"})
 _HIDDEN = "(secret, not shown)"
+
+# -- what looks like a credential: the value of such a key or value is never shown ------------------
+#: Key names that say "credential", including misspellings of the project's own secret keys
+#: (``huggingFaceTokn``) and the usual names of other tools' secrets (a Slack receiver's ``apiKey``).
+_SECRET_KEY_WORDS = re.compile(
+    r"(?i)(token|tokn|secret|passw|pwd|api[-_]?key|access[-_]?key|private[-_]?key|credential|auth|"
+    r"routing[-_]?key|webhook|signing|cookie|session|bearer|^key$|apiurl|^url$|^dsn$)"
+)
+#: Value shapes of well-known credentials: Hugging Face, Slack, OpenAI-style, GitHub and GitLab
+#: tokens, AWS access key ids, JWTs, PEM keys, URLs with a password, Slack/PagerDuty hook URLs.
+_SECRET_VALUE_SHAPES = re.compile(
+    r"^(hf_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|"
+    r"github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|(AKIA|ASIA)[A-Z0-9]{16}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+|"
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$|^[a-z][a-z0-9+.-]*://[^/@\s:]+:[^/@\s]+@|hooks\.slack\.com/|"
+    r"events\.pagerduty\.com/",
+    re.DOTALL,
+)
+_TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=_-]{24,}$")
+
+
+def _looks_random(text: str) -> bool:
+    """A long run of token characters with letters and digits mixed at high entropy (>= 4 bits a
+    character): an API key of unknown shape, not a name or a path."""
+    if not _TOKEN_CHARS.match(text) or not (re.search(r"[0-9]", text) and re.search(r"[A-Za-z]", text)):
+        return False
+    counts = Counter(text)
+    entropy = -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+    return entropy >= 4.0
+
+
+def secret_key_name(key: str) -> bool:
+    """Whether a config key's name says it holds a credential (or nearly spells one that does)."""
+    known = SECRET_KEYS | SECRET_FIELDS
+    return key in known or bool(_SECRET_KEY_WORDS.search(key)) or bool(difflib.get_close_matches(key, known, cutoff=0.8))
+
+
+def secret_looking(value: Any) -> bool:
+    """Whether a value has the shape of a credential, whatever key it sits under."""
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        return True
+    return isinstance(value, str) and (bool(_SECRET_VALUE_SHAPES.search(value.strip())) or _looks_random(value.strip()))
+
+
+def masked(value: Any, key: str | None = None) -> Any:
+    """``value`` as an error may show it: every part under a credential-like key, or shaped like a
+    credential, replaced by ``(secret, not shown)``."""
+    if key is not None and secret_key_name(key):
+        return _HIDDEN
+    if isinstance(value, dict):
+        return {k: masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return _HIDDEN if secret_looking(value) else value
 
 
 @dataclass(frozen=True)
@@ -34,7 +91,7 @@ class Problem:
         if self.value is MISSING:
             shown = "(missing)"
         else:
-            shown = json.dumps(mask_secrets(self.value), default=str, ensure_ascii=True)
+            shown = json.dumps(masked(self.value), default=str, ensure_ascii=True)
             if len(shown) > _SHOWN_CHARS:
                 shown = shown[: _SHOWN_CHARS - 3] + "..."
         return f"{self.key}: got {shown}: {self.reason}"
@@ -96,7 +153,7 @@ def decode_config_value(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "{[":
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested past what json reads: left as text, refused by type
             return value
     return value
 
@@ -104,10 +161,11 @@ def decode_config_value(value: Any) -> Any:
 def field_problem(root: type[BaseModel], raw: Mapping[str, Any], error: Mapping[str, Any]) -> Problem:
     """A pydantic error of ``root`` (the stack's settings model) as the key to edit and the value given."""
     loc = tuple(error["loc"]) + tuple((error.get("ctx") or {}).get("path", ()))
-    if (SECRET_FIELDS | SECRET_KEYS) & {str(part) for part in loc}:
+    if any(secret_key_name(str(part)) for part in loc if not isinstance(part, int)):
         shown: Any = _HIDDEN
     else:
         shown = _lookup(raw, loc)
+        shown = shown if shown is MISSING else masked(shown)
     return Problem(_key_path(loc), shown, _reason(root, error, loc))
 
 

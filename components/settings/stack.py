@@ -5,6 +5,7 @@ problem is shown in ``problems``."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -17,10 +18,11 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from components import versions
-from components.settings._base import _REGION_RE, NAMESPACE, _Model, keyed, repeated
+from components.settings._base import NAMESPACE, _Model, check_region, keyed, partition_of, repeated
 from components.settings.gpu_budget import GpuBudget
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network
 from components.settings.karpenter import AutoMode, Karpenter
@@ -31,6 +33,7 @@ from components.settings.problems import (
     SettingsError,
     decode_config_value,
     field_problem,
+    masked,
     secret_warnings,
 )
 from components.settings.rules import capacity_problems, cross_field_problems
@@ -77,9 +80,7 @@ class Settings(_Model):
     @field_validator("region")
     @classmethod
     def _region(cls, region: str) -> str:
-        if not _REGION_RE.match(region):
-            raise ValueError(f"{region!r} is not an AWS region name such as us-east-1")
-        return region
+        return check_region(region)
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -141,6 +142,18 @@ class Settings(_Model):
             raise ValueError("must be a Hugging Face access token (8-512 printable characters, no spaces)")
         return value
 
+    @model_validator(mode="after")
+    def _sns_topics_in_the_stacks_partition(self) -> "Settings":
+        """Alertmanager publishes with this cluster's role: a topic of another partition (``aws-cn``,
+        ``aws-us-gov``) cannot be reached from here, whatever its policy says."""
+        partition = partition_of(self.region)
+        for index, receiver in enumerate(self.observability.alerting.receivers):
+            if receiver.sns is not None and receiver.sns.topic_arn.split(":")[1] != partition:
+                raise keyed(f"the topic is in partition {receiver.sns.topic_arn.split(':')[1]!r}, but region "
+                            f"{self.region} is in {partition!r}: use a topic of this partition "
+                            f"(arn:{partition}:sns:...)", "observability", "alerting", "receivers", index, "sns", "topicArn")
+        return self
+
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
@@ -187,13 +200,34 @@ def parse_settings(config: Mapping[str, Any]) -> Settings:
     Every problem is reported in one round: field errors, then the cross-field rules whose keys are
     valid, then (when everything else passed) the capacity simulation's blocking findings."""
     prefix = f"{NAMESPACE}:"
+    misspelled = _misspelled_namespaces(config)
     raw = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    if _parsed is None:
-        return _parse(raw)
-    key = repr(raw)  # equal text: equal values and types
-    if key not in _parsed:
-        _parsed[key] = _parse(raw)
-    return _parsed[key]
+    try:
+        if _parsed is None:
+            settings = _parse(raw)
+        else:
+            key = repr(raw)  # equal text: equal values and types
+            if key not in _parsed:
+                _parsed[key] = _parse(raw)
+            settings = _parsed[key]
+    except SettingsError as exc:
+        raise SettingsError(misspelled + exc.problems) from None
+    if misspelled:
+        raise SettingsError(misspelled)
+    return settings
+
+
+def _misspelled_namespaces(config: Mapping[str, Any]) -> list[Problem]:
+    """Keys whose namespace nearly spells this project's (``llm-platfrom:gpuPools``): the Pulumi
+    CLI accepts any namespace, so such a setting would be silently ignored."""
+    problems = []
+    for key, value in config.items():
+        namespace, colon, name = str(key).partition(":")
+        if colon and namespace != NAMESPACE and difflib.SequenceMatcher(None, namespace, NAMESPACE).ratio() >= 0.8:
+            problems.append(Problem(str(key)[:120], masked(decode_config_value(value), name),
+                                    f"namespace {namespace[:40]!r} is not {NAMESPACE!r}, so this setting would be "
+                                    f"ignored; write {NAMESPACE}:{name[:60]}"))
+    return problems
 
 
 #: Settings parsed within :func:`parsed_once`, by the decoded config's text.

@@ -160,7 +160,7 @@ def test_kubernetes_version_is_supported():
 
 
 def test_region_name():
-    assert_rejected(with_changes(DEV, region="us-east"), "llm-platform:region", "not an AWS region name")
+    assert_rejected(with_changes(DEV, region="us-east"), "llm-platform:region", "'us-east' is not an AWS region")
 
 
 def test_unknown_keys_are_errors_naming_allowed_keys():
