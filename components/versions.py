@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -55,19 +56,57 @@ class HelmChart:
         return f"{self.repository}/{self.chart}" if self.is_oci else self.chart
 
 
-#: EKS versions this program supports: only minors in EKS standard support (1.32 and 1.33 already bill
-#: extended support). The default is the newest minor that EKS, Karpenter 1.14 (1.26-1.36), Cluster
-#: Autoscaler (one release per minor) and every pinned chart support. Dates: EKS release calendar.
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35")
+@dataclass(frozen=True)
+class KubernetesSupport:
+    """One Kubernetes minor on EKS: when EKS released it, when standard support ends (after which
+    every cluster hour bills extended support, 6x the standard cluster price), when extended support
+    ends (EKS then upgrades the cluster itself)."""
+
+    released: date
+    standard_support_ends: date
+    extended_support_ends: date
+
+
+#: EKS release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html: standard
+#: support 14 months from EKS's release, extended 12 months more; dates as that table gives them).
+EKS_KUBERNETES_SUPPORT: dict[str, KubernetesSupport] = {
+    "1.32": KubernetesSupport(date(2025, 1, 23), date(2026, 3, 23), date(2027, 3, 23)),
+    "1.33": KubernetesSupport(date(2025, 5, 29), date(2026, 7, 29), date(2027, 7, 29)),
+    "1.34": KubernetesSupport(date(2025, 10, 2), date(2026, 12, 2), date(2027, 12, 2)),
+    "1.35": KubernetesSupport(date(2026, 1, 27), date(2027, 3, 27), date(2028, 3, 27)),
+    "1.36": KubernetesSupport(date(2026, 6, 2), date(2027, 8, 2), date(2028, 8, 2)),
+}
+#: Settings warn this many days before a stack's minor leaves standard support, and refuse it after.
+SUPPORT_WARNING_DAYS = 60
+
+#: Kubernetes minors each pinned component is known to run on, with the source of each range.
+#: A minor outside a component's range is accepted with a warning that names the component.
+COMPONENT_KUBERNETES_RANGES: dict[str, tuple[str, str, str]] = {
+    "Karpenter 1.14.1": ("1.26", "1.36", "karpenter.sh/v1.14/upgrading/compatibility (compatibility matrix)"),
+    "KEDA 2.20.2": ("1.33", "1.35", "keda.sh/docs/2.20/operate/cluster (tested window; 2.21 is tested on 1.34-1.36)"),
+    "NVIDIA DRA driver 25.12.0": ("1.32", "1.36", "chart kubeVersion >=1.32.0-0; resource.k8s.io/v1 GA from 1.34"),
+    "kube-prometheus-stack 88.5.3": ("1.25", "1.36", "chart kubeVersion >=1.25.0-0"),
+    "NVIDIA GPU Operator v26.7.0": ("1.16", "1.36", "chart kubeVersion >= 1.16.0-0 (NVIDIA's platform table not read here)"),
+}
+
+#: EKS versions this program creates clusters on: minors in EKS standard support (1.32 and 1.33
+#: already bill extended support; 1.34 is refused from the day its standard support ends).
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35", "1.36")
+#: 1.35, not 1.36: KEDA 2.20.2 (the pinned chart) is tested on 1.33-1.35 only, and KEDA 2.21, tested on
+#: 1.36, is not yet packaged where the tests can render it (../shared/charts). Every other pinned piece
+#: supports 1.36 (COMPONENT_KUBERNETES_RANGES; Cluster Autoscaler has an image per minor).
 DEFAULT_KUBERNETES_VERSION = "1.35"
-STANDARD_SUPPORT_ENDS: dict[str, str] = {"1.34": "2026-12-02", "1.35": "2027-03-27"}
+STANDARD_SUPPORT_ENDS: dict[str, str] = {
+    minor: EKS_KUBERNETES_SUPPORT[minor].standard_support_ends.isoformat() for minor in SUPPORTED_KUBERNETES_VERSIONS
+}
 
 #: Managed node group AMI types. ``AL2_x86_64_GPU`` reached end of support on 2025-11-26: never emitted.
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
-#: EKS add-on versions, per add-on, valid for every version in SUPPORTED_KUBERNETES_VERSIONS.
-POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.10-eksbuild.2"
+#: EKS add-on versions, per add-on, valid for every version in SUPPORTED_KUBERNETES_VERSIONS. Seen
+#: installed on EKS 1.36 clusters in public infrastructure repositories (GitHub code index, 2026-11).
+POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.10-eksbuild.3"
 
 
 @dataclass(frozen=True)
@@ -81,21 +120,28 @@ class EksAddons:
     pod_identity_agent: str = POD_IDENTITY_AGENT_ADDON_VERSION
 
 
-#: Per minor: kube-proxy follows the minor; CoreDNS and the VPC CNI are shared across minors.
-#: Check with ``aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>``
-#: before changing the default minor (these builds were not confirmed against that API here).
-#: The EBS CSI driver add-on (gp3 volumes of Prometheus/Alertmanager) is one build for both minors:
-#: driver v1.59.0 is the upstream release of chart aws-ebs-csi-driver 2.59.0 (NVIDIA/aicr's image
-#: inventory, docs: public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.59.0); the ``-eksbuild.1``
-#: suffix is UNVERIFIED against describe-addon-versions (not reachable here): check it first.
-EBS_CSI_DRIVER_ADDON_VERSION = "v1.59.0-eksbuild.1"
+#: Per minor: kube-proxy follows the minor; CoreDNS, the VPC CNI and the EBS CSI driver are shared
+#: builds. Not confirmed against ``aws eks describe-addon-versions --kubernetes-version <minor>``
+#: (no AWS API here): each build below is one that public infrastructure repositories pin on a
+#: cluster of that minor (GitHub code index, 2026-11): VPC CNI v1.23.0-eksbuild.1 on 1.35 clusters
+#: (a recorded describe-addon-versions answer lists it with no Kubernetes restriction); CoreDNS
+#: v1.14.3-eksbuild.3 on 1.35 and 1.36 clusters; kube-proxy v1.35.3-eksbuild.18 (1.35) and
+#: v1.36.0-eksbuild.25 (1.36); EBS CSI v1.63.1-eksbuild.1 on a 1.36 cluster. 1.34 keeps the builds it
+#: was checked with (it leaves standard support on 2026-12-02).
+VPC_CNI_ADDON_VERSION = "v1.23.0-eksbuild.1"
+COREDNS_ADDON_VERSION = "v1.14.3-eksbuild.3"
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.63.1-eksbuild.1"
 EKS_ADDONS: dict[str, EksAddons] = {
     "1.34": EksAddons(
         coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
-        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+        ebs_csi_driver="v1.59.0-eksbuild.1", pod_identity_agent="v1.3.10-eksbuild.2",
     ),
     "1.35": EksAddons(
-        coredns="v1.13.2-eksbuild.1", kube_proxy="v1.35.0-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
+        coredns=COREDNS_ADDON_VERSION, kube_proxy="v1.35.3-eksbuild.18", vpc_cni=VPC_CNI_ADDON_VERSION,
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+    ),
+    "1.36": EksAddons(
+        coredns=COREDNS_ADDON_VERSION, kube_proxy="v1.36.0-eksbuild.25", vpc_cni=VPC_CNI_ADDON_VERSION,
         ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
     ),
 }
@@ -113,7 +159,17 @@ CLUSTER_AUTOSCALER_IMAGE_1_35 = Image(
     tag="v1.35.2",
     digest="sha256:aac369dc283927a623deb1af54696efcc722ae79255aa07788422e495bab887d",
 )
-CLUSTER_AUTOSCALER_IMAGES: dict[str, Image] = {"1.34": CLUSTER_AUTOSCALER_IMAGE_1_34, "1.35": CLUSTER_AUTOSCALER_IMAGE_1_35}
+#: v1.36.0 by digest, as three files in public infrastructure repositories pin it (GitHub code index,
+#: 2026-11). v1.36.1 exists too, but only one public file pins its digest: move to it once
+#: ``python -m automation images resolve`` has run where registry.k8s.io is reachable.
+CLUSTER_AUTOSCALER_IMAGE_1_36 = Image(
+    repository="registry.k8s.io/autoscaling/cluster-autoscaler",
+    tag="v1.36.0",
+    digest="sha256:dc5d62770338c2902f31b01f95c9fc8c456fd88baa5364ca154d6e47069ec885",
+)
+CLUSTER_AUTOSCALER_IMAGES: dict[str, Image] = {
+    "1.34": CLUSTER_AUTOSCALER_IMAGE_1_34, "1.35": CLUSTER_AUTOSCALER_IMAGE_1_35, "1.36": CLUSTER_AUTOSCALER_IMAGE_1_36,
+}
 
 #: NVIDIA DRA driver for GPUs (kubeVersion >= 1.32; DRA's resource.k8s.io/v1 is GA from 1.34).
 NVIDIA_DRA_DRIVER = HelmChart(
@@ -139,7 +195,8 @@ KARPENTER = HelmChart(chart="karpenter", version="1.14.1", repository="oci://pub
 KARPENTER_CRD = HelmChart(chart="karpenter-crd", version="1.14.1", repository="oci://public.ecr.aws/karpenter")
 #: AL2023 EKS AMI release (awslabs/amazon-eks-ami tag) for EC2NodeClasses; the alias also covers
 #: the NVIDIA variant. ``al2023@latest`` drifts every node on each release: only where a stack allows it.
-KARPENTER_AMI_ALIAS = "al2023@v20260724"
+#: v20260818: the newest release seen pinned (node release ``1.35.6-20260818`` in a public stack).
+KARPENTER_AMI_ALIAS = "al2023@v20260818"
 KARPENTER_LATEST_AMI_ALIAS = "al2023@latest"
 
 NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", repository="https://helm.ngc.nvidia.com/nvidia")

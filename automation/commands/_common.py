@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-from components.settings import Settings, SettingsError, parse_settings, secret_warnings
+from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 
 from automation import exit_codes
 from automation.console import err
@@ -24,7 +24,7 @@ def validate(stack: str, config: Mapping[str, Any]) -> Settings:
         settings = parse_settings(config)
     except SettingsError as exc:
         raise InvalidStackSettings(stack, exc) from None
-    for line in secret_warnings(config):
+    for line in settings_warnings(config, settings):
         err.print(line)
     return settings
 

@@ -51,8 +51,11 @@ from components.settings.stack import (
     PoolFacts,
     Settings,
     config_strings,
+    kubernetes_warnings,
     parse_settings,
+    settings_warnings,
     stack_settings,
+    support_date,
 )
 
 __all__ = [
@@ -97,5 +100,8 @@ __all__ = [
     "is_secret_path",
     "parse_settings",
     "secret_warnings",
+    "kubernetes_warnings",
+    "settings_warnings",
+    "support_date",
     "stack_settings",
 ]

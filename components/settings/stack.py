@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pydantic import (
@@ -89,6 +91,14 @@ class Settings(_Model):
         if text not in versions.SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(
                 f"{value!r} is not supported; allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}"
+            )
+        support = versions.EKS_KUBERNETES_SUPPORT[text]
+        if support_date() > support.standard_support_ends:
+            newest = versions.SUPPORTED_KUBERNETES_VERSIONS[-1]
+            raise ValueError(
+                f"{text} left EKS standard support on {support.standard_support_ends.isoformat()}: every cluster "
+                f"hour now bills extended support (until {support.extended_support_ends.isoformat()}); "
+                f"upgrade to {newest} (allowed: {', '.join(_minors_in_support())})"
             )
         return text
 
@@ -288,6 +298,51 @@ def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def support_date() -> date:
+    """The day support windows are judged on: today (UTC), or ``LLM_PLATFORM_TODAY`` (YYYY-MM-DD)
+    to see what a stack will be told on another day."""
+    override = os.environ.get("LLM_PLATFORM_TODAY", "")
+    if override:
+        try:
+            return date.fromisoformat(override)
+        except ValueError:
+            raise SettingsError([Problem("LLM_PLATFORM_TODAY", override[:40], "must be a date such as 2026-12-01")]) from None
+    return datetime.now(UTC).date()
+
+
+def _minors_in_support() -> list[str]:
+    today = support_date()
+    return [m for m in versions.SUPPORTED_KUBERNETES_VERSIONS
+            if versions.EKS_KUBERNETES_SUPPORT[m].standard_support_ends >= today]
+
+
+def kubernetes_warnings(settings: Settings) -> list[str]:
+    """What a stack is told about its Kubernetes minor: the end of standard support from
+    ``SUPPORT_WARNING_DAYS`` before, and each pinned component not known to run on it."""
+    minor = settings.kubernetes_version
+    support = versions.EKS_KUBERNETES_SUPPORT[minor]
+    key = f"{NAMESPACE}:kubernetesVersion"
+    out = []
+    days = (support.standard_support_ends - support_date()).days
+    if days <= versions.SUPPORT_WARNING_DAYS:
+        out.append(f"warning: {key} {minor} leaves EKS standard support on {support.standard_support_ends.isoformat()} "
+                   f"(in {days} day(s)); from then on it is refused, and a running cluster bills extended support: "
+                   f"upgrade to {versions.SUPPORTED_KUBERNETES_VERSIONS[-1]}")
+    for component, (low, high, source) in versions.COMPONENT_KUBERNETES_RANGES.items():
+        if not _minor_key(low) <= _minor_key(minor) <= _minor_key(high):
+            out.append(f"warning: {key} {minor}: {component} is known to run on {low}-{high} ({source})")
+    return out
+
+
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.split("."))
+
+
+def settings_warnings(config: Mapping[str, Any], settings: Settings, secret_keys: Iterable[str] = ()) -> list[str]:
+    """Every warning a valid stack gets: credentials in plain text, its Kubernetes minor's support."""
+    return secret_warnings(config, secret_keys) + kubernetes_warnings(settings)
+
+
 def stack_settings() -> Settings:
     """Settings of the running stack, from the config the language host passes to the program.
 
@@ -300,7 +355,7 @@ def stack_settings() -> Settings:
         settings = parse_settings(config)
     except SettingsError as exc:
         raise pulumi.RunError(str(exc)) from None
-    for line in secret_warnings(config, pulumi.runtime.get_config_secret_keys_env()):
+    for line in settings_warnings(config, settings, pulumi.runtime.get_config_secret_keys_env()):
         pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
     return settings
 

@@ -41,9 +41,15 @@ def dra_plan():
     return plan_with("dev", gpuPools=[inference, dra], gpuBudget=ROOMY_GPU_BUDGET)
 
 
-@pytest.fixture(params=["dev", "prod", "dev+dra"])
-def plan(request, dev_plan, prod_plan, dra_plan):
-    return {"dev": dev_plan, "prod": prod_plan, "dev+dra": dra_plan}[request.param]
+@pytest.fixture(scope="module")
+def dev_1_36_plan():
+    """dev on Kubernetes 1.36: every chart renders and validates for the newest supported minor."""
+    return plan_with("dev", kubernetesVersion="1.36")
+
+
+@pytest.fixture(params=["dev", "prod", "dev+dra", "dev@1.36"])
+def plan(request, dev_plan, prod_plan, dra_plan, dev_1_36_plan):
+    return {"dev": dev_plan, "prod": prod_plan, "dev+dra": dra_plan, "dev@1.36": dev_1_36_plan}[request.param]
 
 
 def kube_version(plan) -> str:

@@ -60,7 +60,7 @@ def test_ami_types_come_from_versions(stack_plan):
 
 
 def test_every_supported_minor_has_pinned_add_ons_and_an_autoscaler_release():
-    assert versions.DEFAULT_KUBERNETES_VERSION == max(versions.SUPPORTED_KUBERNETES_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
+    assert versions.SUPPORTED_KUBERNETES_VERSIONS == ("1.34", "1.35", "1.36")
     for minor in versions.SUPPORTED_KUBERNETES_VERSIONS:
         addons = versions.EKS_ADDONS[minor]
         for name in ("coredns", "kube_proxy", "vpc_cni", "pod_identity_agent"):
