@@ -42,8 +42,9 @@ def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, object]:
         "cdi": {"enabled": True},
         "nfd": {"enabled": True},
         # The chart creates the counters ConfigMap (key dcgm-metrics.csv) and names it in the
-        # ClusterPolicy; the operator mounts it and points the exporter at it. It adds the windowed
-        # XID count the alerts use; the env pins that count's window.
+        # ClusterPolicy; the operator mounts it into the exporter and points DCGM_EXPORTER_COLLECTORS
+        # at it (gpu-operator controllers/object_controls.go, TransformDCGMExporter). It adds the
+        # windowed XID count the alerts use; the env pins that count's window.
         "dcgmExporter": {
             "enabled": args.dcgm_exporter,
             "serviceMonitor": {"enabled": args.dcgm_exporter},
