@@ -9,6 +9,7 @@ import pulumi
 from components import contract, versions
 from components.gpu.software import gpu_monitoring_affinity
 from components.helm import pinned_release
+from components.observability.dcgm_counters import counters_csv, xid_window_env
 
 TYPE = "llm-platform:index:DcgmExporter"
 
@@ -21,9 +22,14 @@ class DcgmExporterArgs:
 
 
 def dcgm_exporter_values() -> dict[str, object]:
+    """The chart's ``customMetrics`` replaces its counters ConfigMap (mounted over
+    ``default-counters.csv``, which the chart's default ``arguments`` read), so the windowed XID count
+    the alerts use is collected; ``extraEnv`` pins that count's window."""
     image = versions.DCGM_EXPORTER_IMAGE
     return {
         "image": {"repository": image.repository, "tag": image.tag},
+        "customMetrics": counters_csv(),
+        "extraEnv": xid_window_env(),
         "tolerations": contract.gpu_agent_tolerations(),
         "affinity": gpu_monitoring_affinity(),
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},

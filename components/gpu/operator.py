@@ -8,6 +8,7 @@ import pulumi
 
 from components import contract, versions
 from components.helm import pinned_release
+from components.observability.dcgm_counters import GPU_OPERATOR_COUNTERS_CONFIGMAP, counters_csv, xid_window_env
 
 TYPE = "llm-platform:index:GpuOperator"
 
@@ -40,7 +41,16 @@ def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, object]:
         "migManager": {"enabled": True},
         "cdi": {"enabled": True},
         "nfd": {"enabled": True},
-        "dcgmExporter": {"enabled": args.dcgm_exporter, "serviceMonitor": {"enabled": args.dcgm_exporter}},
+        # The chart creates the counters ConfigMap (key dcgm-metrics.csv) and names it in the
+        # ClusterPolicy; the operator mounts it into the exporter and points DCGM_EXPORTER_COLLECTORS
+        # at it (gpu-operator controllers/object_controls.go, TransformDCGMExporter). It adds the
+        # windowed XID count the alerts use; the env pins that count's window.
+        "dcgmExporter": {
+            "enabled": args.dcgm_exporter,
+            "serviceMonitor": {"enabled": args.dcgm_exporter},
+            "config": {"name": GPU_OPERATOR_COUNTERS_CONFIGMAP, "create": True, "data": counters_csv()},
+            "env": xid_window_env(),
+        },
         "daemonsets": {"tolerations": tolerations, "priorityClassName": "system-node-critical"},
         # NFD's chart leaves seccomp unset (Pod Security "restricted" requires it); master's container
         # context also covers the post-delete prune Job. The worker still needs its hostPath mounts.

@@ -42,10 +42,39 @@ def _receiver(receiver: Receiver) -> dict[str, object]:
     return out
 
 
+#: What a critical alert may silence: warnings about the same thing, where "the same thing" is named
+#: by labels both alerts actually carry. Alertmanager compares ``equal`` labels by value and a label
+#: missing on both sides compares equal (prometheus/alertmanager ``inhibit/inhibit.go``,
+#: ``InhibitRule.hasEqual``: ``a.Labels[n] != lset[n]``, both empty strings), so an ``equal`` list alone
+#: lets a critical without those labels (KubeSchedulerDown, an unscoped chart alert) mute every warning
+#: that lacks them too, the GPU-hours budget alert included. Each kind below therefore also requires
+#: its labels to be present (``=~".+"``) on both sides.
+INHIBITION_SCOPES: tuple[tuple[str, ...], ...] = (
+    ("namespace", "model_name"),  # a model: its critical latency alert mutes its cache/queue warnings
+    ("Hostname", "gpu"),  # a GPU: a hardware XID mutes that GPU's framebuffer and application-XID warnings
+)
+
+
+def inhibit_rules() -> list[dict[str, object]]:
+    """One rule per kind of thing an alert can be about, each requiring its labels on both sides."""
+    rules: list[dict[str, object]] = []
+    for labels in INHIBITION_SCOPES:
+        present = [f'{label}=~".+"' for label in labels]
+        rules.append(
+            {
+                "source_matchers": ['severity="critical"', *present],
+                "target_matchers": ['severity=~"warning|info"', *present],
+                "equal": list(labels),
+            }
+        )
+    return rules
+
+
 def alertmanager_config(alerting: Alerting) -> dict[str, object]:
     """Alertmanager configuration from the stack's receivers and routes: the first route matching an
     alert's severity (and tier, when the route names tiers) wins; a critical alert silences the
-    warnings of the same model or GPU. The chart's always-firing Watchdog goes nowhere."""
+    warnings of the same model or the same GPU, never alerts that merely lack the same labels. The
+    chart's always-firing Watchdog goes nowhere."""
     routes: list[dict[str, object]] = [{"receiver": "null", "matchers": ['alertname=~"Watchdog|InfoInhibitor"']}]
     for route in alerting.routes:
         matchers = [f'severity=~"{"|".join(route.severities)}"']
@@ -61,13 +90,7 @@ def alertmanager_config(alerting: Alerting) -> dict[str, object]:
             "repeat_interval": "4h",
             "routes": routes,
         },
-        "inhibit_rules": [
-            {
-                "source_matchers": ['severity="critical"'],
-                "target_matchers": ['severity=~"warning|info"'],
-                "equal": ["namespace", "model_name", "Hostname", "gpu"],
-            }
-        ],
+        "inhibit_rules": inhibit_rules(),
         "receivers": [{"name": "null"}, *(_receiver(r) for r in alerting.receivers)],
     }
 

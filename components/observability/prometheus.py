@@ -10,6 +10,7 @@ and amtool.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -21,9 +22,11 @@ from components.observability.dashboards import DASHBOARD_LABEL, NODE_LABELS_EXP
 from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
+from components.observability.dcgm_counters import XID_COUNT_METRIC, XID_COUNT_WINDOW_MS, hardware_xid_regex
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.observability import Prometheus as PrometheusSettings
+from components.settings.serving import INTERACTIVE_TIER, TierScaling
 
 TYPE = "llm-platform:index:Observability"
 NAMESPACE = "monitoring"
@@ -32,25 +35,76 @@ PROMETHEUS_URL = f"http://{RELEASE}-prometheus.{NAMESPACE}.svc.cluster.local:909
 STORAGE_CLASS = "gp3-encrypted"
 #: Secret holding alertmanager.yaml (the chart's Alertmanager reads it instead of generating one).
 ALERTMANAGER_SECRET = "alertmanager-llm-platform"
+#: kube-prometheus-stack components an EKS cluster does not let in-cluster Prometheus scrape.
+EKS_HIDDEN_COMPONENTS = ("kubeScheduler", "kubeControllerManager", "kubeEtcd", "kubeProxy")
 #: Alertmanager's volume: silences and the notification log are small; gp3's minimum cost applies anyway.
 ALERTMANAGER_VOLUME_GIB = 10
 
-#: Alert thresholds, in one place. GPU utilization has no alert: a busy GPU is what serving is for;
-#: saturation shows as waiting requests and time to first token, which alert below.
-KV_CACHE_MAX = 0.80
-WAITING_REQUESTS_MAX = 10
-TTFT_P95_MAX_SECONDS = 2
+#: GPU utilization has no alert: a busy GPU is what serving is for; saturation shows as waiting
+#: requests and time to first token, which alert per tier below.
 #: vLLM keeps ``1 - gpuMemoryUtilization`` of the framebuffer free by design (8% at 0.92); the alert
 #: fires below half of what the least generous model leaves (see :func:`framebuffer_free_min`).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 SERVING_NAMESPACE_RE = "serving-.*"
 GATEWAY_UP = 'up{namespace="llm-gateway",service="llm-gateway"}'
+#: The HPA that KEDA drives leaves replicas alone while a metric is within this share of its target
+#: (kubernetes ``pkg/controller/podautoscaler/replica_calculator.go``: ``math.Abs(1.0-usageRatio) <=
+#: c.tolerance`` in ``GetExternalMetricReplicas`` and ``GetExternalPerPodMetricReplicas``; the
+#: kube-controller-manager flag ``--horizontal-pod-autoscaler-tolerance`` defaults to 0.1 and EKS does
+#: not change it). Up to ``target * (1 + tolerance)`` a tier's metric is the autoscaler's business;
+#: above it for the alert's duration, the autoscaler could not keep up (max replicas, pending pods).
+HPA_TOLERANCE = 0.1
 
 
 def framebuffer_free_min(gpu_memory_utilizations: list[float]) -> float:
     """Free-framebuffer share below which something beyond vLLM's preallocation holds GPU memory."""
     highest = max(gpu_memory_utilizations, default=DEFAULT_GPU_MEMORY_UTILIZATION)
     return round((1 - highest) / 2, 4)
+
+
+@dataclass(frozen=True)
+class TierAlertThresholds:
+    """Where a tier's serving alerts start: just above what its autoscaler handles.
+
+    ``tier`` None stands for every tier the settings do not name (the tier's defaults then apply).
+    ``ttft_severity``: slow first tokens page for the interactive tier only; other tiers warn.
+    """
+
+    tier: str | None
+    others: tuple[str, ...]
+    waiting_requests_per_replica: float
+    kv_cache_usage: float
+    ttft_p95_seconds: float
+    ttft_severity: str
+
+    @property
+    def selector(self) -> str:
+        if self.tier is not None:
+            return f'tier="{self.tier}"'
+        return f'tier!~"{"|".join(self.others)}"' if self.others else ""
+
+
+def _above_target(target: float, ceiling: float | None = None) -> float:
+    value = round(target * (1 + HPA_TOLERANCE), 4)
+    return min(value, ceiling) if ceiling is not None else value
+
+
+def tier_alert_thresholds(tiers: Sequence[tuple[str, TierScaling]]) -> list[TierAlertThresholds]:
+    """One set of thresholds per configured tier, from its KEDA targets, and one for any other tier
+    (the default targets; the only set when no tier is given)."""
+
+    def of(name: str | None, scaling: TierScaling, others: tuple[str, ...] = ()) -> TierAlertThresholds:
+        return TierAlertThresholds(
+            tier=name,
+            others=others,
+            waiting_requests_per_replica=_above_target(scaling.waiting_requests),
+            kv_cache_usage=_above_target(scaling.kv_cache_usage, ceiling=1.0),
+            ttft_p95_seconds=_above_target(scaling.ttft_p95_seconds),
+            ttft_severity="critical" if name in (INTERACTIVE_TIER, None) else "warning",
+        )
+
+    names = tuple(name for name, _ in tiers)
+    return [*(of(name, scaling) for name, scaling in tiers), of(None, TierScaling(), names)]
 
 
 def _alert(name: str, expr: str, duration: str, severity: str, summary: str, runbook: str) -> dict[str, object]:
@@ -63,58 +117,95 @@ def _alert(name: str, expr: str, duration: str, severity: str, summary: str, run
     }
 
 
-def alert_rules(fb_free_min: float = framebuffer_free_min([])) -> list[dict[str, object]]:
-    """GPU, serving and gateway alerts with what to check and what to do, in the order an on-call
-    reads them. vLLM series carry ``tier`` (PodMonitor relabeling), which Alertmanager routes on."""
-    vllm = "namespace, tier, model_name"
+def gpu_alerts(fb_free_min: float) -> list[dict[str, object]]:
+    """Framebuffer and XID alerts. XIDs are read from the exporter's windowed count (see
+    :mod:`components.observability.dcgm_counters`), never from the last-XID gauge: a hardware XID pages
+    while it is in the window, an application XID warns, and both resolve when the window passes."""
     pct = f"{fb_free_min * 100:g}%"
+    hardware = hardware_xid_regex()
+    window = f"{XID_COUNT_WINDOW_MS // 60000:g} minutes"
     return [
-        {
-            "name": "gpu",
-            "rules": [
-                _alert(
-                    "GpuFramebufferExhausted",
-                    f"DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < {fb_free_min}",
-                    "10m", "warning",
-                    "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under " f"{pct} framebuffer free",
-                    "vLLM preallocates gpuMemoryUtilization of each GPU, so a healthy serving node shows "
-                    "1 - gpuMemoryUtilization free (8-10%); the seeds' 10% threshold fired on every one. Below "
-                    f"{pct} something else holds GPU memory: a second process on the GPU, a leaked context after a "
-                    "crash, or gpuMemoryUtilization set near 1. Check nvidia-smi on the node and OOM restarts.",
-                ),
-                _alert(
-                    "GpuXidErrors", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", "5m", "critical",
-                    "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reports XID error {{ $value }}",
-                    "The driver reported a GPU fault (XID 48: double-bit ECC, 79: fallen off the bus, 13/31/43: "
-                    "application faults). Pods on this GPU fail or hang. Cordon and drain the node "
-                    "(kubectl drain --ignore-daemonsets) so Karpenter or the node group replaces it.",
-                ),
-            ],
-        },
+        _alert(
+            "GpuFramebufferExhausted",
+            f"DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < {fb_free_min}",
+            "10m", "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under " f"{pct} framebuffer free",
+            "vLLM preallocates gpuMemoryUtilization of each GPU, so a healthy serving node shows "
+            "1 - gpuMemoryUtilization free (8-10%); the seeds' 10% threshold fired on every one. Below "
+            f"{pct} something else holds GPU memory: a second process on the GPU, a leaked context after a "
+            "crash, or gpuMemoryUtilization set near 1. Check nvidia-smi on the node and OOM restarts.",
+        ),
+        _alert(
+            "GpuXidHardwareError",
+            f'max by (Hostname, gpu, xid) ({XID_COUNT_METRIC}{{xid=~"{hardware}"}}) > 0',
+            "1m", "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported hardware XID {{ $labels.xid }}",
+            "The driver reported a GPU hardware fault (48: double-bit ECC, 63/64: row remapping, 74: NVLink, "
+            "79: fallen off the bus, 92/94/95: ECC, 119/120: GSP). Pods on this GPU fail or hang. Cordon and "
+            "drain the node (kubectl drain --ignore-daemonsets) so Karpenter or the node group replaces it. "
+            f"The alert resolves {window} after the last XID: that does not mean the GPU recovered.",
+        ),
+        _alert(
+            "GpuXidError",
+            f'max by (Hostname, gpu, xid) ({XID_COUNT_METRIC}{{xid!~"{hardware}"}}) > 0',
+            "1m", "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
+            "An application-level GPU fault (13: graphics engine exception, 31: memory page fault, 43: a "
+            "CUDA process was killed, common when a pod stops at scale-down). The GPU is healthy; look at "
+            "the pod that used it (restarts, OOM, vLLM errors). Do not drain the node for these.",
+        ),
+    ]
+
+
+def vllm_alerts(thresholds: TierAlertThresholds) -> list[dict[str, object]]:
+    """Cache, queue and latency alerts of one tier, each above the tier's own scaling target."""
+    vllm = "namespace, tier, model_name"
+    sel = thresholds.selector
+    braces = f"{{{sel}}}" if sel else ""
+    kv, waiting, ttft = thresholds.kv_cache_usage, thresholds.waiting_requests_per_replica, thresholds.ttft_p95_seconds
+    scope = f"tier {thresholds.tier}" if thresholds.tier else "tiers without their own settings"
+    return [
+        _alert(
+            "VllmKvCacheHigh", f"avg by ({vllm}) (vllm:kv_cache_usage_perc{braces}) > {kv:g}", "10m", "warning",
+            "{{ $labels.model_name }} KV cache above " f"{kv * 100:g}% in " "{{ $labels.namespace }}",
+            f"Above the {scope}'s kv-cache scaling target plus the HPA's tolerance for 10 minutes: the "
+            "autoscaler is not adding replicas. Check the ScaledObject (at replicas.max?) and pending pods; "
+            "otherwise raise replicas.max or lower maxModelLen.",
+        ),
+        _alert(
+            "VllmRequestsWaiting", f"avg by ({vllm}) (vllm:num_requests_waiting{braces}) > {waiting:g}",
+            "5m", "warning",
+            "{{ $labels.model_name }} has more than " f"{waiting:g} waiting requests per replica",
+            f"Above the {scope}'s waiting-requests target per replica plus the HPA's tolerance for 5 minutes: "
+            "demand exceeds what replicas can be added for. Check pending pods (GPU quota, pool limits, Spot "
+            "capacity) and replicas.max; the gateway falls back to Bedrock on timeouts meanwhile.",
+        ),
+        _alert(
+            "VllmTimeToFirstTokenSlow",
+            f"histogram_quantile(0.95, sum by (le, {vllm}) (rate(vllm:time_to_first_token_seconds_bucket{braces}[5m]))) > {ttft:g}",
+            "10m", thresholds.ttft_severity,
+            "{{ $labels.model_name }} p95 time to first token above " f"{ttft:g}s",
+            f"Above the {scope}'s p95 TTFT scaling target plus the HPA's tolerance for 10 minutes. Usually "
+            "queueing (see VllmRequestsWaiting) or prefill of long prompts; scale out, or route long-context "
+            "traffic to a tier with larger GPUs.",
+        ),
+    ]
+
+
+def alert_rules(
+    fb_free_min: float = framebuffer_free_min([]), tiers: Sequence[tuple[str, TierScaling]] = ()
+) -> list[dict[str, object]]:
+    """GPU, serving and gateway alerts with what to check and what to do, in the order an on-call
+    reads them. vLLM series carry ``tier`` (PodMonitor relabeling), which thresholds and Alertmanager
+    routes use; each tier's thresholds come from its scaling settings."""
+    vllm = "namespace, tier, model_name"
+    serving = [rule for t in tier_alert_thresholds(tiers) for rule in vllm_alerts(t)]
+    return [
+        {"name": "gpu", "rules": gpu_alerts(fb_free_min)},
         {
             "name": "vllm",
             "rules": [
-                _alert(
-                    "VllmKvCacheHigh", f"avg by ({vllm}) (vllm:kv_cache_usage_perc) > {KV_CACHE_MAX}", "10m", "warning",
-                    "{{ $labels.model_name }} KV cache above 80% in {{ $labels.namespace }}",
-                    "Long contexts or many concurrent sequences fill the KV cache and trigger preemption. Confirm the "
-                    "ScaledObject's kv-cache trigger is adding replicas; otherwise raise replicas.max or lower maxModelLen.",
-                ),
-                _alert(
-                    "VllmRequestsWaiting", f"sum by ({vllm}) (vllm:num_requests_waiting) > {WAITING_REQUESTS_MAX}",
-                    "5m", "warning",
-                    "{{ $labels.model_name }} has more than 10 waiting requests",
-                    "Demand exceeds running replicas. Check pending pods (GPU quota, pool limits, Spot capacity); "
-                    "the gateway falls back to Bedrock on timeouts meanwhile.",
-                ),
-                _alert(
-                    "VllmTimeToFirstTokenSlow",
-                    f"histogram_quantile(0.95, sum by (le, {vllm}) (rate(vllm:time_to_first_token_seconds_bucket[5m]))) > {TTFT_P95_MAX_SECONDS}",
-                    "10m", "critical",
-                    "{{ $labels.model_name }} p95 time to first token above 2s",
-                    "Users wait for the first token. Usually queueing (see VllmRequestsWaiting) or prefill of long "
-                    "prompts; scale out, or route long-context traffic to a tier with larger GPUs.",
-                ),
+                *serving,
                 _alert(
                     "VllmPreemptions", f"sum by ({vllm}) (rate(vllm:num_preemptions_total[5m])) > 0", "10m", "warning",
                     "{{ $labels.model_name }} is preempting sequences",
@@ -159,9 +250,11 @@ def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
     return {"name": "gpu-cost", "rules": rules}
 
 
-def rule_groups(gpu_hours_budget: int | None, fb_free_min: float, gateway: bool) -> list[dict[str, object]]:
+def rule_groups(
+    gpu_hours_budget: int | None, fb_free_min: float, gateway: bool, tiers: Sequence[tuple[str, TierScaling]] = ()
+) -> list[dict[str, object]]:
     """Every rule group of the platform's PrometheusRule."""
-    groups = [g for g in alert_rules(fb_free_min) if gateway or g["name"] != "gateway"]
+    groups = [g for g in alert_rules(fb_free_min, tiers) if gateway or g["name"] != "gateway"]
     return [*groups, cost_rules(gpu_hours_budget)]
 
 
@@ -214,6 +307,13 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
                 },
             }
         },
+        # EKS runs the scheduler, controller manager and etcd out of the cluster's reach: their scrape
+        # targets never come up and the chart's KubeSchedulerDown, KubeControllerManagerDown and etcd
+        # alerts (critical) would fire from day one (prometheus-community/helm-charts#4106). Off, with
+        # their ServiceMonitors, rules and dashboards. kube-proxy too: the EKS kube-proxy add-on binds
+        # its metrics to 127.0.0.1:10249 (aws/containers-roadmap#657, eksctl-io/eksctl#4081) and this
+        # program gives the add-on no configuration, so KubeProxyDown (critical) would fire as well.
+        **{component: {"enabled": False} for component in EKS_HIDDEN_COMPONENTS},
         "prometheusOperator": {"nodeSelector": system},
         "grafana": {
             "nodeSelector": system,
@@ -256,12 +356,15 @@ def vllm_pod_monitor_spec() -> dict[str, object]:
 class ObservabilityArgs:
     """Inputs of :class:`Observability`. ``gpu_hours_budget`` (GPU hours per 30 days) adds the cost
     alert; ``gpu_memory_utilizations`` (of the served models) sets the framebuffer alert; ``gateway``
-    adds the gateway-scrape alert; ``settings`` sizes Prometheus and routes alerts."""
+    adds the gateway-scrape alert; ``settings`` sizes Prometheus and routes alerts; ``tier_scaling``
+    (tier name and its scaling settings, per serving tier) sets each tier's serving alert thresholds
+    (without it every tier gets the default targets' thresholds)."""
 
     namespace: str = NAMESPACE
     gpu_hours_budget: int | None = None
     gpu_memory_utilizations: tuple[float, ...] = ()
     gateway: bool = False
+    tier_scaling: tuple[tuple[str, TierScaling], ...] = ()
     settings: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     cluster_name: str = ""
     tags: dict[str, str] = field(default_factory=dict)
@@ -300,9 +403,13 @@ class Observability(pulumi.ComponentResource):
             string_data={"alertmanager.yaml": pulumi.Output.secret(yaml_text(alertmanager_config(alerting)))},
             opts=in_namespace,
         )
+        # Alertmanager's SNS role. EKS injects Pod Identity credentials at pod admission, and only if
+        # the association exists then: the release waits for the association, or Alertmanager starts
+        # without credentials and stays so until its pod is recreated.
         topics = [r.sns.topic_arn for r in alerting.receivers if r.sns is not None]
+        associations: list[pulumi.Resource] = []
         if topics:
-            pod_identity_role(
+            _, association = pod_identity_role(
                 f"{name}-alertmanager-sns",
                 description=f"Alertmanager of {args.cluster_name}: publish alerts to the configured SNS topics",
                 policy=sns_publish_policy(topics),
@@ -312,6 +419,7 @@ class Observability(pulumi.ComponentResource):
                 tags=args.tags,
                 parent=self,
             )
+            associations.append(association)
 
         stack = pinned_release(
             f"{name}-prometheus",
@@ -321,7 +429,7 @@ class Observability(pulumi.ComponentResource):
             values=prometheus_stack_values(args.settings.prometheus),
             timeout=900,
             create_namespace=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, storage, config]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, storage, config, *associations]),
         )
         after_stack = pulumi.ResourceOptions(parent=self, depends_on=[stack])
         k8s.apiextensions.CustomResource(
@@ -339,7 +447,10 @@ class Observability(pulumi.ComponentResource):
             metadata={"name": "llm-platform-gpu-serving", "namespace": args.namespace},
             spec={
                 "groups": rule_groups(
-                    args.gpu_hours_budget, framebuffer_free_min(list(args.gpu_memory_utilizations)), args.gateway
+                    args.gpu_hours_budget,
+                    framebuffer_free_min(list(args.gpu_memory_utilizations)),
+                    args.gateway,
+                    args.tier_scaling,
                 )
             },
             opts=after_stack,
