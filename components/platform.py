@@ -253,6 +253,7 @@ class Platform(pulumi.ComponentResource):
                     m.gpu_memory_utilization for t in settings.serving.tiers for m in t.models
                 ),
                 gateway=settings.serving.enabled and settings.serving.gateway.enabled,
+                tier_scaling=tuple((t.name, t.scaling) for t in settings.serving.tiers),
                 settings=settings.observability,
                 cluster_name=settings.cluster_name,
                 tags=tags,

@@ -223,11 +223,6 @@ def test_each_tiers_thresholds_sit_just_above_its_scaling_targets(prod_serving_r
     assert [threshold("VllmTimeToFirstTokenSlow", t) for t in ("interactive", "embedding", "batch")] == [1.65, 0.55, 11]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="components/platform.py (not this change's file) does not pass ObservabilityArgs.tier_scaling yet; "
-    "once it does, this passes and the marker goes",
-)
 def test_the_plans_serving_alerts_use_each_tiers_thresholds(prod_plan, prod_serving_rules):
     (plan_vllm,) = [g for g in rule_groups(prod_plan) if g["name"] == "vllm"]
     assert plan_vllm == prod_serving_rules[0]

@@ -142,9 +142,16 @@ def test_alerts_cover_the_thresholds(dev_plan):
     assert not [a for a in alerts if a.startswith("GpuUtilization")], "a busy GPU is the goal of serving, not a page"
     assert alerts["GpuFramebufferExhausted"]["expr"].endswith("< 0.05"), "half of what vLLM at 0.9 leaves free"
     assert "absent(" in alerts["GatewayMetricsMissing"]["expr"]
-    assert "vllm:kv_cache_usage_perc" in alerts["VllmKvCacheHigh"]["expr"] and "> 0.8" in alerts["VllmKvCacheHigh"]["expr"]
-    assert "> 10" in alerts["VllmRequestsWaiting"]["expr"]
-    assert "> 2" in alerts["VllmTimeToFirstTokenSlow"]["expr"]
+    tiered = {(a["alert"], a["expr"].split('tier="', 1)[1].split('"', 1)[0]): a
+              for g in rule["spec"]["groups"] for a in g["rules"] if 'tier="' in a.get("expr", "")}
+    # each tier alerts just above its own scaling targets (target x 1.1, the HPA's tolerance)
+    assert tiered[("VllmKvCacheHigh", "interactive")]["expr"].endswith("> 0.825")
+    assert tiered[("VllmRequestsWaiting", "interactive")]["expr"].endswith("> 4.4")
+    assert tiered[("VllmTimeToFirstTokenSlow", "interactive")]["expr"].endswith("> 1.65")
+    assert tiered[("VllmTimeToFirstTokenSlow", "interactive")]["labels"]["severity"] == "critical"
+    assert tiered[("VllmRequestsWaiting", "batch")]["expr"].endswith("> 17.6")
+    assert tiered[("VllmTimeToFirstTokenSlow", "batch")]["expr"].endswith("> 11")
+    assert tiered[("VllmTimeToFirstTokenSlow", "batch")]["labels"]["severity"] == "warning"
     assert "vllm:num_preemptions_total" in alerts["VllmPreemptions"]["expr"]
     for alert in alerts.values():
         assert len(alert["annotations"]["description"]) > 80, alert["alert"]
