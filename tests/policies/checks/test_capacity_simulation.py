@@ -31,8 +31,10 @@ KARPENTER = helm_release("karpenter", "1.14.1", values={}, repo="oci://public.ec
 SELECTOR = {"llm-platform.io/pool": "inference"}
 
 
-def pool(types=("g5.2xlarge",), min_size=0, max_size=2, *, aws_child: bool = False) -> list[dict]:
-    """A GpuNodePool component, its managed group (pulumi-eks component, or the aws child a real preview adds)."""
+def pool(types=("g5.2xlarge",), min_size=0, max_size=3, *, aws_child: bool = False) -> list[dict]:
+    """A GpuNodePool component, its managed group (pulumi-eks component, or the aws child a real preview adds).
+    3 nodes: the server's 2 max replicas plus the surge pod its default strategy adds first (25% of 2
+    rounds up to 1 surge pod, down to 0 unavailable)."""
     owner = resource(POOL, "inference", {})
     group = gpu_node_group(parent=None)
     group = patch(group, {"instanceTypes": list(types), "scalingConfig": {"minSize": min_size, "desiredSize": min_size,
@@ -78,7 +80,7 @@ def scaler(name="vllm", low=1, high=2, query='sum(vllm:num_requests_waiting{mode
     return resource(res["type"], name, res["inputs"])
 
 
-def scaled_stack(*extra, types=("g5.2xlarge",), max_size=2, low=1, high=2, **server_args) -> list[dict]:
+def scaled_stack(*extra, types=("g5.2xlarge",), max_size=3, low=1, high=2, **server_args) -> list[dict]:
     """A clean stack: one autoscaled, fully tagged pool and one model server with its ScaledObject."""
     owner, *groups = pool(types, max_size=max_size)
     return [owner, *groups, AUTOSCALER, *asg_tags(owner), server(**server_args), scaler(low=low, high=high), *extra]
@@ -95,12 +97,12 @@ def test_a_clean_stack_has_no_findings(pack):
 def test_managed_group_needs_an_autoscaler(pack):
     owner, group = pool()
     stack = [owner, group, server(), scaler()]
-    one(pack.stack_messages(stack, SIM), "managed node group 'inference' may grow from 0 to 2 nodes but nothing adds them")
+    one(pack.stack_messages(stack, SIM), "managed node group 'inference' may grow from 0 to 3 nodes but nothing adds them")
     assert pack.stack_messages([*stack, AUTOSCALER, *asg_tags(owner)], SIM) == []
 
 
 def test_fixed_nodes_need_no_autoscaler(pack):
-    owner, group = pool(min_size=2, max_size=2)
+    owner, group = pool(min_size=3, max_size=3)
     assert pack.stack_messages([owner, group, server(), scaler()], SIM) == []
 
 
@@ -203,16 +205,17 @@ def test_no_matching_pool(pack):
 
 
 def test_min_replicas_must_fit_the_pool(pack):
-    one(pack.stack_messages(scaled_stack(low=3, high=3), SIM), "cannot hold the min replicas", "3 nodes", "max 2")
+    one(pack.stack_messages(scaled_stack(low=3, high=3, max_size=2), SIM), "cannot hold the min replicas", "3 nodes",
+        "max 2")
 
 
 def test_each_models_max_must_be_reachable(pack):
-    one(pack.stack_messages(scaled_stack(low=1, high=4), SIM), "can never reach its 4 max replicas", "max 2")
+    one(pack.stack_messages(scaled_stack(low=1, high=4, max_size=2), SIM), "can never reach its 4 max replicas", "max 2")
 
 
 def test_nodepool_gpu_limit_bounds_max_replicas(pack):
     sel = {"llm-platform.io/pool": "gpu-inference"}
-    stack = [KARPENTER, nodepool(), server(selector=sel), scaler(high=4)]
+    stack = [KARPENTER, nodepool(), server(selector=sel), scaler(high=3)]
     assert pack.stack_messages(stack, SIM) == []
     one(pack.stack_messages([KARPENTER, nodepool(), server(selector=sel), scaler(high=6)], SIM),
         "can never reach its 6 max replicas", "6 GPUs", "limit 4")
@@ -230,10 +233,12 @@ def test_karpenter_plans_on_the_cheapest_node_that_holds_the_pods(pack):
 
 
 def test_shared_pool_overcommit_is_advice(pack):
-    stack = [*scaled_stack(max_size=3), server("other"), scaler("other", low=0, high=2,
-                                                      query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
+    """Each model reaches its max plus its surge pod with the other at min (3+1+0, 2+1+1 of 4 nodes);
+    both at max (3+2) is overcommitted, which is advice."""
+    stack = [*scaled_stack(max_size=4, high=3), server("other"),
+             scaler("other", low=0, high=2, query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
     assert pack.stack_messages(stack, SIM) == []
-    one(pack.stack_messages(stack, OVER), "overcommitted when every workload there is at max replicas", "4 nodes", "max 3")
+    one(pack.stack_messages(stack, OVER), "overcommitted when every workload there is at max replicas", "5 nodes", "max 4")
 
 
 # --- model memory -----------------------------------------------------------------------------
@@ -267,7 +272,7 @@ def test_quota_covers_max_replicas_plus_surge(pack):
     quota = resource_quota(hard={f"requests.{GPU}": "2", "requests.cpu": "16", "requests.memory": "64Gi"})
     one(pack.stack_messages(scaled_stack(quota), SIM), f"requests.{GPU} 2", "need 3 at max replicas plus 1 rollout surge")
     no_surge = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    assert pack.stack_messages(scaled_stack(quota, strategy=no_surge), SIM) == []
+    assert pack.stack_messages(scaled_stack(quota, strategy=no_surge, low=2), SIM) == []
     small = resource_quota(hard={f"requests.{GPU}": "8", "requests.cpu": "8", "limits.memory": "40Gi"})
     messages = pack.stack_messages(scaled_stack(small), SIM)
     assert len(messages) == 2 and any("requests.cpu 8 CPU" in m for m in messages)
