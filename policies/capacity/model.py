@@ -344,6 +344,13 @@ def _scaled(value: Any, replicas: int, round_up: bool) -> int:
         return 0
 
 
+def _int_or_percent(value: Any) -> Any:
+    """An IntOrString as written (a whole number that arrived as a float, as protobuf numbers do, is an int)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Rollout:
     """A Deployment's ``spec.strategy`` after API defaulting: ``RollingUpdate`` with ``maxSurge`` and
@@ -358,7 +365,7 @@ class Rollout:
     def of(strategy: Any) -> Rollout:
         strategy = strategy if isinstance(strategy, dict) else {}
         rolling = strategy.get("rollingUpdate") if isinstance(strategy.get("rollingUpdate"), dict) else {}
-        surge, unavailable = rolling.get("maxSurge"), rolling.get("maxUnavailable")
+        surge, unavailable = (_int_or_percent(rolling.get(k)) for k in ("maxSurge", "maxUnavailable"))
         return Rollout(str(strategy.get("type") or "RollingUpdate"), "25%" if surge is None else surge,
                        "25%" if unavailable is None else unavailable)
 

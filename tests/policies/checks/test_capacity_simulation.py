@@ -340,3 +340,74 @@ def test_report_and_pack_agree_on_worst_case(pack, stack_plan):
     assert int(spend.group(1).replace(",", "")) == pytest.approx(summary.worst_case_gpu_monthly_usd, abs=1)
     rows = {row.pool: row for row in summary.capacity}
     assert sum(r.max_gpus or 0 for r in rows.values()) == summary.worst_case_gpus
+
+
+# --- rollouts at max replicas (issue 28, item 7) ----------------------------------------------
+#
+# The deployment controller resolves maxSurge rounding up and maxUnavailable rounding down (both 0 ->
+# unavailable 1), and takes an old pod down only while `available >= replicas - maxUnavailable`. So a
+# strategy whose maxUnavailable resolves to 0 needs room for its surge pod at max replicas, or the
+# rollout stalls at peak; one that takes a pod down first needs no room but must leave one serving.
+
+INTERACTIVE = {"llm-platform.io/pool": "gpu-interactive"}
+SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+NO_SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
+def interactive_pool(gpu_limit: int) -> dict:
+    """prod's gpu-interactive: 4-GPU g5.12xlarge nodes, on-demand, a GPU limit."""
+    return patch(nodepool("gpu-interactive"), {
+        "spec.template.spec.requirements.1.values": ["12xlarge"], "spec.limits": {GPU: str(gpu_limit)}})
+
+
+def llama_70b(*, strategy=None, low=2, high=4) -> list[dict]:
+    """prod's interactive model: 4 GPUs, 40 CPU, 160 GiB per replica, 2-4 replicas."""
+    return [server(gpus=4, cpu="40", memory="160Gi", selector=INTERACTIVE, strategy=strategy),
+            scaler(low=low, high=high)]
+
+
+def test_prod_interactive_surge_does_not_fit_a_16_gpu_limit(pack):
+    """prod gpu-interactive: 4 replicas x 4 GPUs + 1 surge x 4 GPUs = 20 GPUs needed, limit 16 -> refused."""
+    message = one(pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=SURGE)], SIM),
+                  "A rollout of Deployment serving/vllm at its 4 max replicas stalls on Karpenter NodePool "
+                  "'gpu-interactive'", "4 replicas x 4 GPUs + 1 surge x 4 GPUs = 20 GPUs", "needs 20 GPUs of g5.12xlarge",
+                  "the pool allows limit 16", "maxSurge: 0, maxUnavailable: 1")
+    assert "can never reach" not in message, "the 4 max replicas themselves fit 16 GPUs"
+    assert pack.stack_messages([KARPENTER, interactive_pool(20), *llama_70b(strategy=SURGE)], SIM) == []
+
+
+def test_a_pool_at_its_ceiling_rolls_out_without_surge_when_two_replicas_keep_serving(pack):
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE)], SIM) == []
+    one(pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE, low=1)], SIM),
+        "Deployment serving/vllm rolls out with maxSurge: 0, maxUnavailable: 1", "at 1 replica(s)",
+        "takes 1 pod(s) down before a new one is ready, leaving 0 serving", "needs min replicas >= 2")
+
+
+def test_recreate_takes_every_replica_down(pack):
+    one(pack.stack_messages([KARPENTER, interactive_pool(20), *llama_70b(strategy={"type": "Recreate"}, low=3)], SIM),
+        "rolls out with Recreate", "at 3 replica(s)", "takes 3 pod(s) down", "leaving 0 serving", "min replicas >= 4")
+
+
+def test_textbook_surge_room_versus_the_deployment_controller(pack):
+    """The default strategy (25%/25%). Textbook: every rollout adds a surge pod, so a pool holding
+    exactly max replicas stalls. Engine: at 4 replicas maxUnavailable resolves to 1, the controller
+    takes an old pod down first and the rollout finishes; at 2 replicas it resolves to 0 and stalls."""
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=None, low=2, high=4)], SIM) == []
+    one(pack.stack_messages([KARPENTER, interactive_pool(8), *llama_70b(strategy=None, low=1, high=2)], SIM),
+        "at its 2 max replicas stalls", "2 replicas x 4 GPUs + 1 surge x 4 GPUs = 12 GPUs", "limit 8")
+
+
+def test_managed_group_max_size_holds_the_surge_pod(pack):
+    """prod inference-l40s-like: 4 max replicas of one GPU each + 1 surge = 5 nodes, maxSize 4 -> refused."""
+    stack = scaled_stack(max_size=4, high=4, strategy=SURGE)
+    one(pack.stack_messages(stack, SIM), "at its 4 max replicas stalls on managed node group 'inference'",
+        "needs 5 nodes of g5.2xlarge", "the pool allows max 4")
+    assert pack.stack_messages(scaled_stack(max_size=5, high=4, strategy=SURGE), SIM) == []
+
+
+def test_gpu_limit_counts_the_gpus_of_the_nodes_not_the_pods_per_node(pack):
+    """4 max replicas x 4 GPUs need 4 g5.12xlarge nodes = 16 GPUs: a limit of 12 can never hold them
+    (one pod per node must not be read as one GPU per node)."""
+    one(pack.stack_messages([KARPENTER, interactive_pool(12), *llama_70b(strategy=NO_SURGE)], SIM),
+        "can never reach its 4 max replicas on Karpenter NodePool 'gpu-interactive'", "16 GPUs of g5.12xlarge",
+        "limit 12")
