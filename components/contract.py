@@ -77,11 +77,12 @@ RESERVED_LABEL_KEYS = frozenset(
 SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 #: The way out for a model whose pool sits at its ceiling: take one old pod down first, its replacement
 #: takes the freed room. Serving capacity dips by one replica during the rollout, so it is allowed only
-#: where ``replicas.min >= 2`` leaves one serving (the simulation's ``rollout`` check refuses less).
+#: where ``replicas.min >= 2`` leaves one serving, or ``replicas.min`` is 0 (a scale-to-zero model that
+#: already accepts going cold); the simulation's ``rollout`` check refuses ``replicas.min`` 1.
 NO_SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 #: A model's ``rollout`` setting -> its Deployment strategy. The rule: ``surge`` (default) wherever the
 #: pool's ceiling holds the model at max replicas plus one; ``noSurge`` only where it cannot and
-#: ``replicas.min >= 2``. The program (settings check) and the pack judge both through one simulation
+#: ``replicas.min`` is 0 or at least 2. The program (settings check) and the pack judge both through one simulation
 #: (``policies/capacity/simulate.py``), the settings on the strategy this table gives.
 ROLLOUTS = {"surge": SURGE_ROLLOUT, "noSurge": NO_SURGE_ROLLOUT}
 Rollout = Literal[tuple(ROLLOUTS)]  # type: ignore[valid-type]

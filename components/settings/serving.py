@@ -115,7 +115,8 @@ class ServedModel(_Model):
     #: How the Deployment rolls out (``components/contract.py`` ROLLOUTS): ``surge`` adds one pod before
     #: taking one down, and needs room for it under the pool's ceiling at max replicas; ``noSurge``
     #: (maxSurge 0, maxUnavailable 1) takes one down first, for a pool at its ceiling, and needs
-    #: ``replicas.min >= 2`` so one keeps serving. The capacity simulation refuses either where it breaks.
+    #: ``replicas.min >= 2`` so one keeps serving (or 0: a scale-to-zero model accepts going cold). The
+    #: capacity simulation refuses either where it breaks.
     rollout: contract.Rollout = "surge"
 
     _name = field_validator("name")(lambda v: _dns_name(v))

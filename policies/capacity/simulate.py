@@ -438,16 +438,18 @@ def _surge_findings(workload: Workload, plan: PoolPlan, label: str, instance: st
 
 
 def _rollout_findings(workload: Workload) -> list[Finding]:
-    """A GPU Deployment whose rollout may take every serving pod down at its min replicas (at least 1).
+    """A GPU Deployment whose rollout may take every serving pod down while its min replicas promise a warm one.
 
     The deployment controller takes down up to the resolved ``maxUnavailable`` old pods before new ones
     are ready (``ResolveFenceposts``; ``Recreate`` takes all). ``maxSurge: 0, maxUnavailable: 1`` is the
-    way out of a pool at its ceiling, and it is acceptable only where min replicas leave one serving:
-    min >= 2. Judged for pods that request GPUs (model servers), whose pools sit at a ceiling; a
-    scale-to-zero model counts at 1 replica, the least it serves with."""
-    if workload.rollout is None or not workload.requests.gpus:
+    way out of a pool at its ceiling. The rule: a rollout at min replicas must leave one serving, so it
+    is acceptable where min replicas >= 2 (one serves while the other is replaced) and refused at min 1.
+    A scale-to-zero model (min 0) is exempt: it already accepts having no warm replica (a cold start
+    behind the gateway's fallback), and a rollout at its one replica is no worse. Judged for pods that
+    request GPUs (model servers), whose pools sit at a ceiling."""
+    if workload.rollout is None or not workload.requests.gpus or workload.min_replicas == 0:
         return []
-    replicas = max(workload.min_replicas, 1)
+    replicas = workload.min_replicas
     _, unavailable = workload.rollout.fenceposts(replicas)
     serving = max(replicas - unavailable, 0)
     if serving >= 1:
@@ -457,11 +459,11 @@ def _rollout_findings(workload: Workload) -> list[Finding]:
         f"maxSurge: {rollout.max_surge}, maxUnavailable: {rollout.max_unavailable}"
     return [Finding(
         "rollout", workload.name, workload.namespace, "serving pods during a rollout", "at least 1", str(serving),
-        f"{workload.name} rolls out with {how}: at {replicas} replica(s) (its min replicas, or 1 after a scale from "
-        f"zero) the deployment controller takes {unavailable} pod(s) down before a new one is ready, leaving "
-        f"{serving} serving for a cold GPU start. A rollout that takes pods down first needs min replicas >= "
-        f"{unavailable + 1}; raise min replicas, or surge (maxSurge: 1, maxUnavailable: 0) with room for the "
-        f"extra pod in its pool.",
+        f"{workload.name} rolls out with {how}: at its {replicas} min replica(s) the deployment controller takes "
+        f"{unavailable} pod(s) down before a new one is ready, leaving {serving} serving for a cold GPU start. A "
+        f"rollout that takes pods down first needs min replicas >= {unavailable + 1} (or 0, a model that may go "
+        f"cold anyway); raise min replicas, or surge (maxSurge: 1, maxUnavailable: 0) with room for the extra pod "
+        f"in its pool.",
         workload_key=workload.key)]
 
 

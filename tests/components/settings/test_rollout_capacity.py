@@ -5,7 +5,8 @@ surge while fewer than 2 min replicas keep serving; exit 2, the key to edit and 
 Every model Deployment surges by default (maxSurge 1, maxUnavailable 0): the deployment controller
 takes no old pod down before the surge pod is ready, so the pool must hold max replicas + 1 with the
 other models at min. ``rollout: noSurge`` (maxSurge 0, maxUnavailable 1) needs no room but takes one
-replica down first, so it is allowed only with ``replicas.min >= 2``.
+replica down first, so it is allowed only with ``replicas.min >= 2`` (one keeps serving) or 0 (a
+scale-to-zero model already accepts going cold).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from automation.cli import main
 from automation.stacks import read_stack_config
 from components import contract
 from components.capacity_input import emitted
-from components.settings import parse_settings
+from components.settings import SettingsError, parse_settings
 
 from tests.support.config_changes import with_changes
 
@@ -64,15 +65,16 @@ REFUSED = {
         ["got 3", "serving-interactive/llama-3-1-8b-instruct at its 3 max replicas stalls on managed node group "
          "'inference'", "3 replicas x 1 GPUs + 1 surge x 1 GPUs = 4 GPUs", "needs 4 nodes of g5.2xlarge",
          "allows max 3"]),
-    "dev-no-surge-from-zero": (
-        "dev", {"serving.tiers.0.models.0.rollout": "noSurge"}, f"{LLAMA_8B}.rollout",
-        ['got "noSurge"', "rolls out with maxSurge: 0, maxUnavailable: 1", "at 1 replica(s)",
-         "leaving 0 serving", "needs min replicas >= 2"]),
+    "dev-no-surge-with-one-warm-replica": (
+        "dev", {"serving.tiers.0.models.0.rollout": "noSurge", "serving.tiers.0.models.0.replicas.min": 1},
+        f"{LLAMA_8B}.rollout",
+        ['got "noSurge"', "rolls out with maxSurge: 0, maxUnavailable: 1", "at its 1 min replica(s)",
+         "leaving 0 serving", "needs min replicas >= 2 (or 0, a model that may go cold anyway)"]),
     "prod-batch-no-surge-one-min": (
         # qwen at its ceiling (maxSize 4 = its max) would need noSurge, but its min of 1 would then serve nothing
         "prod", {"serving.tiers.2.models.0.rollout": "noSurge", "gpuPools.1.scaling.maxSize": 4},
         "serving.tiers[batch].models[qwen2-5-32b-instruct].rollout",
-        ['got "noSurge"', "at 1 replica(s)", "leaving 0 serving", "needs min replicas >= 2"]),
+        ['got "noSurge"', "at its 1 min replica(s)", "leaving 0 serving", "needs min replicas >= 2"]),
     "prod-gpu-limit-below-max-replicas": (
         # 4 x 4-GPU replicas need 4 g5.12xlarge nodes = 16 GPUs: nodes count GPUs, not pods
         "prod", {"karpenter.nodePools.1.gpuLimit": 12}, f"{LLAMA_70B}.replicas.max",
@@ -100,6 +102,19 @@ def test_prod_interactive_at_a_16_gpu_ceiling_may_roll_out_without_surge():
                      if r.type == "kubernetes:apps/v1:Deployment" and r.name == "llama-3-1-70b-instruct-awq"]
     assert deployment.props["spec"]["strategy"] == {
         "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
+def test_a_scale_to_zero_model_at_its_pool_ceiling_may_roll_out_without_surge():
+    """dev's one-node sandbox shape: 1 max replica on a 1-node pool, min 0. Surging stalls (1 + 1 > 1);
+    taking the one replica down first is what scale-to-zero already accepts."""
+    one_node = {"gpuPools.0.scaling.maxSize": 1, "serving.tiers.0.models.0.replicas.max": 1}
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(with_changes(read_stack_config("dev"), one_node, separator="."))
+    (problem,) = caught.value.problems
+    assert problem.key == "llm-platform:gpuPools[0].scaling.maxSize" and problem.value == 1
+    assert "needs 2 nodes of g5.2xlarge, the pool allows max 1" in problem.reason
+    no_surge = {**one_node, "serving.tiers.0.models.0.rollout": "noSurge"}
+    assert parse_settings(with_changes(read_stack_config("dev"), no_surge, separator=".")).gpu_pools[0].scaling.max_size == 1
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

@@ -379,13 +379,18 @@ def test_prod_interactive_surge_does_not_fit_a_16_gpu_limit(pack):
 def test_a_pool_at_its_ceiling_rolls_out_without_surge_when_two_replicas_keep_serving(pack):
     assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE)], SIM) == []
     one(pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE, low=1)], SIM),
-        "Deployment serving/vllm rolls out with maxSurge: 0, maxUnavailable: 1", "at 1 replica(s)",
+        "Deployment serving/vllm rolls out with maxSurge: 0, maxUnavailable: 1", "at its 1 min replica(s)",
         "takes 1 pod(s) down before a new one is ready, leaving 0 serving", "needs min replicas >= 2")
+    # a scale-to-zero model already accepts going cold: a rollout at its one replica is no worse
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE, low=0)[:1],
+                                scaler(low=0, high=4, query='sum(rate(litellm_requests_total{model="vllm"}[2m]))')],
+                               SIM) == []
 
 
 def test_recreate_takes_every_replica_down(pack):
     one(pack.stack_messages([KARPENTER, interactive_pool(20), *llama_70b(strategy={"type": "Recreate"}, low=3)], SIM),
-        "rolls out with Recreate", "at 3 replica(s)", "takes 3 pod(s) down", "leaving 0 serving", "min replicas >= 4")
+        "rolls out with Recreate", "at its 3 min replica(s)", "takes 3 pod(s) down", "leaving 0 serving",
+        "min replicas >= 4")
 
 
 def test_textbook_surge_room_versus_the_deployment_controller(pack):
