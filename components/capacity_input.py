@@ -141,7 +141,7 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
             out.append(_resource("kubernetes:apps/v1:Deployment", model.name, {
                 "metadata": {"name": model.name, "namespace": namespace},
                 "spec": {
-                    "strategy": contract.SURGE_ROLLOUT,
+                    "strategy": contract.rollout_strategy(model.rollout),
                     "template": {
                         "metadata": {"annotations": {MODEL_ANNOTATION: json.dumps(model.resolved_architecture().to_json())}},
                         "spec": {
@@ -224,7 +224,7 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
     if finding.check == "quota":
         field = _QUOTA_FIELD.get(finding.resource, "gpus")
         return f"{finding.where_key}.{field}", _lookup(raw, f"{finding.where_key}.{field}")
-    if finding.check in ("capacity-source", "scale-from-zero", "pool-min", "overcommit"):
+    if finding.check in ("capacity-source", "scale-from-zero", "pool-min", "overcommit", "surge"):
         nodepool = finding.where_key.startswith(("karpenter", "autoMode"))
         field = "gpuLimit" if nodepool or finding.resource == contract.GPU_RESOURCE else "scaling.maxSize"
         path = f"{finding.where_key}.{field}"
@@ -232,7 +232,7 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
     base = finding.workload_key or finding.where_key
     field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max",
              "model-memory": "maxModelLen" if finding.resource == "max-model-len" else "catalog",
-             "wake-up": "replicas.min"}.get(finding.check, "")
+             "wake-up": "replicas.min", "rollout": "rollout"}.get(finding.check, "")
     if base == "serving.gateway":
         field = {"cpu": "replicas", "memory": "replicas"}.get(field, "replicas")
     path = f"{base}.{field}" if field else base

@@ -69,9 +69,28 @@ RESERVED_LABEL_KEYS = frozenset(
 )
 
 
-#: How every platform Deployment rolls out: one extra pod first, none taken down before it is ready,
-#: so serving capacity never dips; the surge pod needs room on its pool (the capacity check counts it).
+#: How every platform Deployment rolls out by default: one extra pod first, none taken down before it
+#: is ready, so serving capacity never dips. The surge pod needs room under its pool's ceiling (group
+#: ``maxSize``, NodePool ``limits``) with the model at max replicas: with ``maxUnavailable: 0`` the
+#: deployment controller removes no old pod until the surge pod is ready, so a surge pod the pool has no
+#: room for stalls the rollout at peak (the capacity simulation's ``surge`` check refuses that).
 SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+#: The way out for a model whose pool sits at its ceiling: take one old pod down first, its replacement
+#: takes the freed room. Serving capacity dips by one replica during the rollout, so it is allowed only
+#: where ``replicas.min >= 2`` leaves one serving, or ``replicas.min`` is 0 (a scale-to-zero model that
+#: already accepts going cold); the simulation's ``rollout`` check refuses ``replicas.min`` 1.
+NO_SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+#: A model's ``rollout`` setting -> its Deployment strategy. The rule: ``surge`` (default) wherever the
+#: pool's ceiling holds the model at max replicas plus one; ``noSurge`` only where it cannot and
+#: ``replicas.min`` is 0 or at least 2. The program (settings check) and the pack judge both through one simulation
+#: (``policies/capacity/simulate.py``), the settings on the strategy this table gives.
+ROLLOUTS = {"surge": SURGE_ROLLOUT, "noSurge": NO_SURGE_ROLLOUT}
+Rollout = Literal[tuple(ROLLOUTS)]  # type: ignore[valid-type]
+
+
+def rollout_strategy(rollout: str) -> dict[str, object]:
+    """The Deployment ``spec.strategy`` of a model whose ``rollout`` setting is ``rollout``."""
+    return ROLLOUTS[rollout]
 
 
 def k8s_effect(eks_effect: str) -> str:

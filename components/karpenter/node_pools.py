@@ -83,7 +83,20 @@ def node_pool_manifest(
     label_prefix: str,
     extra_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A GPU NodePool carrying the contract's taints and labels, a GPU limit and disruption rules."""
+    """A GPU NodePool carrying the contract's taints and labels, a GPU limit and disruption rules.
+
+    Expiry and budgets: in Karpenter v1 expiration is forceful. Its controller deletes a NodeClaim once
+    ``expireAfter`` has passed, consulting no disruption budget and launching no replacement first
+    (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/expiration/controller.go ``Reconcile``; disruption
+    docs: "Expiration is forceful", automated forceful methods "blow past NodePool Disruption Budgets").
+    Budgets govern only drift, consolidation and emptiness. So a pool whose budgets protect a window with
+    ``nodes: "0"`` (business hours) runs ``expireAfter: Never`` and rotates its nodes through drift: a
+    move of the pinned AMI alias (versions.py) drifts every node, and drift is graceful, held to the
+    hours the budgets allow, one replacement launched and ready before a node drains. A bounded
+    ``terminationGracePeriod`` with spreading was the other option, rejected: it bounds the drain, not
+    when expiry starts, so nodes launched together (a morning scale-out) would still expire together
+    inside the window. The settings refuse a finite ``expireAfter`` beside a zero budget
+    (``components/settings/karpenter.py``, ``KarpenterNodePool``)."""
     single_capacity = pool.capacity_types[0] if len(pool.capacity_types) == 1 else None
     labels = {
         **(extra_labels or {}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -34,6 +35,9 @@ _CRON_RE = re.compile(
     rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$"
 )
 
+
+#: EKS Auto Mode's longest node lifetime (EKS user guide, Auto Mode: "a maximum lifetime of 21 days").
+AUTO_MODE_MAX_NODE_LIFETIME = "504h"
 
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 EVICTION_SIGNALS = (
@@ -84,6 +88,41 @@ def _cron_in_range(schedule: str) -> bool:
     return True
 
 
+_DESCRIPTORS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
+                "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+
+
+def _field_values(text: str, low: int, high: int, names: tuple[str, ...]) -> set[int]:
+    values: set[int] = set()
+    for part in text.lower().split(","):
+        span, _, step = part.partition("/")
+        if span == "*":
+            start, end = low, high
+        else:
+            ends = [names.index(e) + low if e in names else int(e) for e in span.split("-")]
+            start, end = ends[0], ends[-1] if len(ends) > 1 or step else ends[0]
+            if step and len(ends) == 1:
+                end = high
+        values.update(range(start, end + 1, int(step) if step else 1))
+    return values
+
+
+def cron_fires_at(schedule: str, when: datetime) -> bool:
+    """Whether a budget schedule fires at the minute ``when`` (UTC). Karpenter parses schedules with
+    robfig/cron's standard parser (kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go ``GetAllowedDisruptionsByReason``
+    -> ``cron.ParseStandard``): five fields, names for months and weekdays, descriptors, and the day rule
+    of cron: when both day of month and day of week are restricted, either may match."""
+    fields = _DESCRIPTORS.get(schedule, schedule).split(" ")
+    sets = [_field_values(text, low, high, names) for text, (low, high, names) in zip(fields, _CRON_FIELDS)]
+    minute, hour, day, month, weekday = sets
+    if when.minute not in minute or when.hour not in hour or when.month not in month:
+        return False
+    day_ok, weekday_ok = when.day in day, (when.isoweekday() % 7) in weekday
+    if fields[2] != "*" and fields[4] != "*":
+        return day_ok or weekday_ok
+    return day_ok and weekday_ok
+
+
 def _gpu_families() -> dict[str, str]:
     """GPU instance family -> GPU model, from the catalog."""
     return {t.family: t.gpu_name or "" for t in load_instances().gpu_types()}
@@ -129,6 +168,23 @@ class DisruptionBudget(_Model):
         if (self.schedule is None) != (self.duration is None):
             raise ValueError("schedule and duration must be set together (or neither, for an always-on budget)")
         return self
+
+    @property
+    def blocks_all(self) -> bool:
+        """``nodes: "0"`` (or ``"0%"``): no node of the pool may be disrupted while this budget is active."""
+        return self.nodes.rstrip("%") == "0"
+
+    def covers(self, reason: str) -> bool:
+        """A budget without ``reasons`` applies to every reason (Karpenter's disruption docs, Reasons)."""
+        return self.reasons is None or reason in self.reasons
+
+    def active_at(self, when: datetime) -> bool:
+        """Always, without a schedule; else from a firing of ``schedule`` for ``duration`` (UTC)."""
+        if self.schedule is None or self.duration is None:
+            return True
+        minutes = sum(int(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"([0-9]+)(h|m)", self.duration)) // 60
+        start = when.replace(second=0, microsecond=0)
+        return any(cron_fires_at(self.schedule, start - timedelta(minutes=back)) for back in range(minutes))
 
 
 class Consolidation(_Model):
@@ -213,7 +269,9 @@ class KarpenterNodeClass(_Model):
 
 class KarpenterNodePool(_Model):
     """A GPU NodePool: one GPU model (its families share it, so the pool labels stay true), the
-    contract's taints and labels, a GPU limit, consolidation, expiry, weight and disruption budgets."""
+    contract's taints and labels, a GPU limit, consolidation, expiry, weight and disruption budgets.
+    ``expireAfter`` is ``Never`` wherever a budget allows no disruption (``nodes: "0"``): expiry ignores
+    budgets, so nodes of such a pool rotate through drift instead (see the rule below)."""
 
     name: str
     node_class: str | None = None
@@ -261,6 +319,41 @@ class KarpenterNodePool(_Model):
         if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
         return value
+
+    @model_validator(mode="after")
+    def _expiry_keeps_out_of_protected_windows(self) -> KarpenterNodePool:
+        """A pool whose budgets allow no disruption (``nodes: "0"``) at some time must not expire nodes.
+
+        The textbook reading of budgets is "nothing is disrupted while nodes is 0". Karpenter v1's engine
+        differs: expiration is forceful. The expiration controller deletes a NodeClaim as soon as
+        ``creationTimestamp + expireAfter`` has passed, consulting no budget and launching no
+        replacement first (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/expiration/controller.go
+        ``Reconcile``; disruption docs: "Automated forceful methods ... blow past NodePool Disruption
+        Budgets"). Nodes launched together (a morning scale-out) expire together 30 days later, inside
+        the window too, each replica a cold GPU start. A ``terminationGracePeriod`` does not help: it
+        only bounds the drain after the deletion, and past it pods go even against their PDB.
+
+        Decided: such a pool sets ``expireAfter: Never`` and its nodes rotate through drift (moving the
+        pinned AMI alias in versions.py drifts every node), which is a graceful method: budgets apply
+        to it (reason ``Drifted``) and a replacement is launched and ready before a node is drained.
+        So drift must be allowed at some time: an always-on zero budget that covers drift is refused."""
+        guarding = [(i, b) for i, b in enumerate(self.budgets) if b.blocks_all]
+        if guarding and self.expire_after != "Never":
+            i, budget = guarding[0]
+            when = f"during '{budget.schedule}' for {budget.duration}" if budget.schedule else "at any time"
+            raise keyed(
+                f"{self.expire_after} while budgets[{i}] allows no disruption {when}: Karpenter v1 expiration is "
+                "forceful (budgets do not apply to it and no replacement is launched first), so nodes launched "
+                "together expire together, inside that window too; a terminationGracePeriod only bounds the drain "
+                "that follows. Set expireAfter: Never and rotate nodes through drift (a new pinned AMI), which the "
+                "budgets hold to the hours they allow", "expireAfter")
+        for i, budget in guarding:
+            if budget.schedule is None and budget.covers("Drifted"):
+                raise keyed(
+                    "0 at all times for drift while expireAfter is Never: nodes would never be replaced, not even "
+                    "for a new AMI; schedule the zero budget (schedule and duration) or leave Drifted out of its "
+                    "reasons", "budgets", i, "nodes")
+        return self
 
     @property
     def accelerator(self) -> str:
@@ -338,4 +431,12 @@ class AutoMode(_Model):
     def _pools(self) -> AutoMode:
         if self.gpu_node_pools and not self.enabled:
             raise keyed("gpuNodePools are set but enabled is false", "enabled")
+        for i, pool in enumerate(self.gpu_node_pools):
+            for j, budget in enumerate(pool.budgets):
+                if budget.blocks_all:
+                    raise keyed(
+                        f"a window with no disruption cannot hold on Auto Mode: EKS Auto Mode replaces every node "
+                        f"within {AUTO_MODE_MAX_NODE_LIFETIME} (21 days) whatever expireAfter says, by expiry, which "
+                        "no budget stops; use a Karpenter nodePool with expireAfter: Never for a protected window, "
+                        "or allow at least '1' here", "gpuNodePools", i, "budgets", j, "nodes")
         return self

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 
+from components import contract
 from components.settings._base import _REGION_RE, _dns_name, _Model, keyed, repeated
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
@@ -111,6 +112,12 @@ class ServedModel(_Model):
     cpu: str = "4"
     memory: str = "32Gi"
     cache_size_gib: int = Field(default=100, ge=10, le=4000)
+    #: How the Deployment rolls out (``components/contract.py`` ROLLOUTS): ``surge`` adds one pod before
+    #: taking one down, and needs room for it under the pool's ceiling at max replicas; ``noSurge``
+    #: (maxSurge 0, maxUnavailable 1) takes one down first, for a pool at its ceiling, and needs
+    #: ``replicas.min >= 2`` so one keeps serving (or 0: a scale-to-zero model accepts going cold). The
+    #: capacity simulation refuses either where it breaks.
+    rollout: contract.Rollout = "surge"
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 

@@ -57,8 +57,8 @@ from .model import (
     cpu_m,
     mib,
     pod_requests,
+    Rollout,
     quantity,
-    surge_pods,
 )
 
 #: Workload kinds the simulation places (kind, path of the pod template it models): Deployments,
@@ -396,14 +396,14 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             high = _int(scaler.get("maxReplicaCount"), 100) or 0
             scale_to_zero = low == 0
             wake, detail = wake_signal(scaler.get("triggers") or [], self_prefixes)
-        surge = 0
+        surge, rollout = 0, None
         if kind == "Deployment":
-            strategy = _get(props, "spec", "strategy") or {}
-            surge = surge_pods(_get(strategy, "rollingUpdate", "maxSurge"), high, strategy.get("type") or "RollingUpdate")
+            rollout = Rollout.of(_get(props, "spec", "strategy"))
+            surge = rollout.fenceposts(high)[0]
         out.append(Workload(
             name=f"{kind} {namespace}/{name}", kind=kind, namespace=namespace, requests=requests, limits=limits,
             tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)], selection=_selection(pod),
-            min_replicas=low, max_replicas=high, surge=surge, model=_model(template.get("metadata") or {}, pod),
+            min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, model=_model(template.get("metadata") or {}, pod),
             scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
         ))

@@ -227,6 +227,8 @@ class Workload:
     max_replicas: int = 1
     #: Extra pods a rolling update creates at ``max_replicas`` (0 with ``maxSurge: 0`` or Recreate).
     surge: int = 0
+    #: A Deployment's update strategy (``None``: not a Deployment, nothing rolls this way).
+    rollout: Rollout | None = None
     model: ModelServing | None = None
     #: ScaledObject may scale it to zero; then ``wake_signal`` says whether a trigger reads a series
     #: that exists without the model's own pods (``None``: not scaled by KEDA).
@@ -328,21 +330,64 @@ def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
     return Resources(req.cpu_m, req.memory_mib, req.gpus, req.ephemeral_mib, 1), lim
 
 
-def surge_pods(max_surge: Any, replicas: int, strategy: str = "RollingUpdate") -> int:
-    """Extra pods a Deployment rollout adds at ``replicas`` (Kubernetes default ``maxSurge`` 25%)."""
-    if strategy == "Recreate" or replicas <= 0:
-        return 0
-    if max_surge is None:
-        max_surge = "25%"
-    if isinstance(max_surge, str) and max_surge.endswith("%"):
+def _scaled(value: Any, replicas: int, round_up: bool) -> int:
+    """An int-or-percent of ``replicas`` (apimachinery ``intstr.GetScaledValueFromIntOrPercent``)."""
+    if isinstance(value, str) and value.endswith("%"):
         try:
-            return math.ceil(replicas * float(max_surge[:-1]) / 100)
+            share = replicas * float(value[:-1]) / 100
         except ValueError:
             return 0
+        return math.ceil(share - 1e-9) if round_up else math.floor(share + 1e-9)
     try:
-        return int(max_surge)
+        return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def _int_or_percent(value: Any) -> Any:
+    """An IntOrString as written (a whole number that arrived as a float, as protobuf numbers do, is an int)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A Deployment's ``spec.strategy`` after API defaulting: ``RollingUpdate`` with ``maxSurge`` and
+    ``maxUnavailable`` each 25% when unset (kubernetes/kubernetes pkg/apis/apps/v1/defaults.go
+    ``SetDefaults_Deployment``), or ``Recreate``."""
+
+    type: str = "RollingUpdate"
+    max_surge: Any = "25%"
+    max_unavailable: Any = "25%"
+
+    @staticmethod
+    def of(strategy: Any) -> Rollout:
+        strategy = strategy if isinstance(strategy, dict) else {}
+        rolling = strategy.get("rollingUpdate") if isinstance(strategy.get("rollingUpdate"), dict) else {}
+        surge, unavailable = (_int_or_percent(rolling.get(k)) for k in ("maxSurge", "maxUnavailable"))
+        return Rollout(str(strategy.get("type") or "RollingUpdate"), "25%" if surge is None else surge,
+                       "25%" if unavailable is None else unavailable)
+
+    def fenceposts(self, replicas: int) -> tuple[int, int]:
+        """(extra pods a rollout at ``replicas`` may add, pods it may take down first), as the deployment
+        controller resolves them (kubernetes/kubernetes pkg/controller/deployment/util/deployment_util.go
+        ``ResolveFenceposts``): surge rounds up, unavailable rounds down, and when both come to 0
+        unavailable becomes 1. ``Recreate`` adds none and takes every pod down."""
+        if replicas <= 0:
+            return 0, 0
+        if self.type == "Recreate":
+            return 0, replicas
+        surge = _scaled(self.max_surge, replicas, True)
+        unavailable = _scaled(self.max_unavailable, replicas, False)
+        if surge == 0 and unavailable == 0:
+            unavailable = 1
+        return surge, unavailable
+
+
+def surge_pods(max_surge: Any, replicas: int, strategy: str = "RollingUpdate") -> int:
+    """Extra pods a Deployment rollout adds at ``replicas`` (Kubernetes default ``maxSurge`` 25%)."""
+    return Rollout(strategy, "25%" if max_surge is None else max_surge).fenceposts(replicas)[0]
 
 
 def node_allocatable(pool: Pool, instance: Instance) -> Resources:

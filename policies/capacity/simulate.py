@@ -7,6 +7,8 @@ It answers, from a :class:`~capacity.model.Cluster`:
   reserved share and every DaemonSet that lands there;
 - pool maximums and GPU limits hold the sum of min replicas, and each workload's own max replicas
   (with the others at min); the sum of all maxes overcommitting a shared pool is reported, not refused;
+- a rollout at max replicas finishes: where the strategy must surge before it takes a pod down, the
+  pool's ceiling holds the surge pod too; where it takes pods down first, enough stay serving (below);
 - model weights plus one max-length sequence's KV cache fit vLLM's share of GPU memory;
 - namespace quotas hold every workload at max replicas plus rollout surge;
 - a workload that may scale to zero has a wake-up signal that does not come from its own pods.
@@ -18,6 +20,7 @@ case an autoscaler can reach: a shortfall even then is real.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .instances import Instance, Resources
@@ -25,8 +28,8 @@ from .llm import GIB, memory_fit
 from .model import GPU_RESOURCE, HARD_EFFECTS, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
 
 #: The checks, in the order findings are reported; each finding carries one.
-CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "model-memory", "quota", "wake-up",
-          "overcommit")
+CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "surge", "model-memory", "quota",
+          "rollout", "wake-up", "overcommit")
 
 
 @dataclass(frozen=True)
@@ -277,6 +280,8 @@ def simulate(cluster: Cluster) -> Simulation:
         findings.extend(_memory_findings(workload, landing.get(workload.name)))
     findings.extend(_quota_findings(cluster))
     for workload in cluster.workloads:
+        findings.extend(_rollout_findings(workload))
+    for workload in cluster.workloads:
         if workload.scale_to_zero and workload.wake_signal is False:
             findings.append(Finding(
                 "wake-up", workload.name, workload.namespace, "scale-to-zero trigger", "a signal from outside its pods",
@@ -366,15 +371,22 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
         if pod not in slots:
             slots[pod] = sum(_fit_count(free, pod) for free in base)
         room = slots[pod]
-        per_node = _fit_count(capacity, pod) or 1
-        nodes = len(base) + (math.ceil((extra - room) / per_node) if extra > room else 0)
-        for resource, need, have in over(nodes):
+        pods_per_node = _fit_count(capacity, pod) or 1  # not per_node: over() reads that one (GPUs a node has)
+
+        def nodes_for(pods: int) -> int:
+            return len(base) + (math.ceil((pods - room) / pods_per_node) if pods > room else 0)
+
+        at_max = over(nodes_for(extra))
+        for resource, need, have in at_max:
             out.append(Finding(
                 "pool-max", workload.name, pool.name, resource, need, have,
                 f"{workload.name} can never reach its {workload.max_replicas} max replicas on {label}: with the "
                 f"others at min they need {need} of {best.instance.name}, the pool allows {have}. Raise the pool's "
                 f"maximum or lower its max replicas.",
                 workload_key=workload.key, where_key=pool.key))
+        if not at_max:
+            out.extend(_surge_findings(workload, plan, label, best.instance.name,
+                                        nodes_for(extra + _stalling_surge(workload)), over))
     if len(plan.workloads) > 1:
         for resource, need, have in over(plan.nodes_at_max):
             out.append(Finding(
@@ -383,6 +395,76 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
                 f"{have}); they cannot all peak at once. Fine if intended.",
                 blocking=False, where_key=pool.key))
     return out
+
+
+def _stalling_surge(workload: Workload) -> int:
+    """Surge pods a rollout at max replicas must place before it may take any old pod down: the resolved
+    ``maxSurge`` when ``maxUnavailable`` resolves to 0, else 0.
+
+    The rule, from the deployment controller (kubernetes/kubernetes pkg/controller/deployment/rolling.go
+    ``reconcileOldReplicaSets``): old pods are scaled down only while ``available >= replicas -
+    maxUnavailable``. With ``maxUnavailable`` 0 an old pod goes only once a surge pod is ready, so a surge
+    pod the pool has no room for stays Pending and the rollout stalls until ``progressDeadlineSeconds``
+    marks it failed, at peak, when a fix is most needed. With ``maxUnavailable`` >= 1 the controller takes
+    an old pod down first and the new one takes its room: the rollout finishes with one replica fewer
+    for a while (the textbook "the surge needs room" is wrong there), and :func:`_rollout_findings`
+    judges whether enough stay serving."""
+    if workload.rollout is None:
+        return 0
+    surge, unavailable = workload.rollout.fenceposts(workload.max_replicas)
+    return surge if unavailable == 0 else 0
+
+
+def _surge_findings(workload: Workload, plan: PoolPlan, label: str, instance: str, nodes: int,
+                    over: Callable[[int], list[tuple[str, str, str]]]) -> list[Finding]:
+    surge = _stalling_surge(workload)
+    if not surge:
+        return []
+    gpus = workload.requests.gpus
+    count = (f" ({workload.max_replicas} replicas x {_fmt(gpus)} GPUs + {surge} surge x {_fmt(gpus)} GPUs = "
+             f"{_fmt((workload.max_replicas + surge) * gpus)} GPUs)") if gpus else ""
+    out = []
+    for resource, need, have in over(nodes):
+        out.append(Finding(
+            "surge", workload.name, plan.pool.name, resource, need, have,
+            f"A rollout of {workload.name} at its {workload.max_replicas} max replicas stalls on {label}: its "
+            f"maxUnavailable resolves to 0, so the deployment controller first adds {surge} surge pod(s) and takes "
+            f"no old pod down until one is ready; at max plus surge{count}, with the others at min, it needs "
+            f"{need} of {instance}, the pool allows {have}. The "
+            f"surge pod stays Pending and the rollout never finishes. Raise the pool's maximum to hold the surge "
+            f"pod, or roll out with maxSurge: 0, maxUnavailable: 1 (only where min replicas >= 2 keep serving).",
+            workload_key=workload.key, where_key=plan.pool.key))
+    return out
+
+
+def _rollout_findings(workload: Workload) -> list[Finding]:
+    """A GPU Deployment whose rollout may take every serving pod down while its min replicas promise a warm one.
+
+    The deployment controller takes down up to the resolved ``maxUnavailable`` old pods before new ones
+    are ready (``ResolveFenceposts``; ``Recreate`` takes all). ``maxSurge: 0, maxUnavailable: 1`` is the
+    way out of a pool at its ceiling. The rule: a rollout at min replicas must leave one serving, so it
+    is acceptable where min replicas >= 2 (one serves while the other is replaced) and refused at min 1.
+    A scale-to-zero model (min 0) is exempt: it already accepts having no warm replica (a cold start
+    behind the gateway's fallback), and a rollout at its one replica is no worse. Judged for pods that
+    request GPUs (model servers), whose pools sit at a ceiling."""
+    if workload.rollout is None or not workload.requests.gpus or workload.min_replicas == 0:
+        return []
+    replicas = workload.min_replicas
+    _, unavailable = workload.rollout.fenceposts(replicas)
+    serving = max(replicas - unavailable, 0)
+    if serving >= 1:
+        return []
+    rollout = workload.rollout
+    how = "Recreate" if rollout.type == "Recreate" else \
+        f"maxSurge: {rollout.max_surge}, maxUnavailable: {rollout.max_unavailable}"
+    return [Finding(
+        "rollout", workload.name, workload.namespace, "serving pods during a rollout", "at least 1", str(serving),
+        f"{workload.name} rolls out with {how}: at its {replicas} min replica(s) the deployment controller takes "
+        f"{unavailable} pod(s) down before a new one is ready, leaving {serving} serving for a cold GPU start. A "
+        f"rollout that takes pods down first needs min replicas >= {unavailable + 1} (or 0, a model that may go "
+        f"cold anyway); raise min replicas, or surge (maxSurge: 1, maxUnavailable: 0) with room for the extra pod "
+        f"in its pool.",
+        workload_key=workload.key)]
 
 
 def _memory_findings(workload: Workload, plan: PoolPlan | None, require_fit: bool = True) -> list[Finding]:

@@ -46,6 +46,21 @@ def test_training_pool_has_its_own_taint_and_refuses_disruption_in_working_hours
     assert spec["template"]["metadata"]["labels"]["llm-platform.io/capacity-type"] == "on-demand"
 
 
+@pytest.mark.usefixtures("upstream_crds")
+def test_pools_with_a_zero_window_never_expire(stack_plan):
+    """Karpenter v1 expiry ignores budgets: every emitted pool with a nodes: "0" budget sets expireAfter
+    Never (rotating through drift, which budgets hold to the allowed hours) and the upstream CRD takes it."""
+    emitted = pools(stack_plan)
+    zero = {name for name, p in emitted.items() if any(b["nodes"] in ("0", "0%") for b in p["spec"]["disruption"]["budgets"])}
+    assert zero == {"dev": {"gpu-training"}, "prod": {"gpu-interactive", "gpu-training"}}[stack_plan.stack]
+    for name in zero:
+        assert emitted[name]["spec"]["template"]["spec"]["expireAfter"] == "Never", name
+        outcome = crd_schema.validate(emitted[name])
+        assert outcome.ok, (name, outcome.schema_errors, outcome.rule_failures)
+    assert {n: p["spec"]["template"]["spec"]["expireAfter"] for n, p in emitted.items() if n not in zero} == {
+        "gpu-inference": "720h"}
+
+
 def test_node_class(stack_plan):
     (node_class,) = stack_plan.of_type(NODE_CLASS)
     spec = node_class.inputs["spec"]

@@ -58,10 +58,11 @@ def test_without_a_budget_nothing_is_compared():
 
 def test_a_stack_whose_worst_case_exceeds_its_cap_is_refused_at_the_key():
     with pytest.raises(SettingsError) as caught:
-        parse_settings(_with_budget("dev", maxGpus=14))
+        parse_settings(_with_budget("dev", maxGpus=15))
     (problem,) = caught.value.problems
-    assert problem.key == "llm-platform:gpuBudget.maxGpus" and problem.value == 14
-    assert "worst-case GPU count is 15 (" in problem.reason and "raise gpuBudget.maxGpus" in problem.reason
+    assert problem.key == "llm-platform:gpuBudget.maxGpus" and problem.value == 15
+    # 'inference' 4 nodes x 1 GPU (3 replicas + the rollout surge pod) + gpu-inference 8 + gpu-training 4
+    assert "worst-case GPU count is 16 (" in problem.reason and "raise gpuBudget.maxGpus" in problem.reason
 
 
 def test_a_stack_whose_worst_case_exceeds_its_budget_is_refused_at_the_key():
@@ -69,7 +70,8 @@ def test_a_stack_whose_worst_case_exceeds_its_budget_is_refused_at_the_key():
         parse_settings(_with_budget("prod", monthlyBudgetUsd=80000))
     (problem,) = caught.value.problems
     assert problem.key == "llm-platform:gpuBudget.monthlyBudgetUsd"
-    assert "worst-case GPU spend is $81,389/month" in problem.reason
+    # $81,389 before the surge room: + 1 g6e.xlarge x $2.242/h x 730 h + 4 GPUs x $2.036/GPU-h x 730 h
+    assert "worst-case GPU spend is $88,971/month" in problem.reason
 
 
 @pytest.mark.parametrize("budget", [{"maxGpus": -1}, {"monthlyBudgetUsd": -5}, {"maxGpus": "many"}])

@@ -59,7 +59,7 @@ def test_both_stacks_parse():
     [
         ({"systemPool__scaling__desiredSize": 5}, "llm-platform:systemPool.scaling.desiredSize", ["minSize <= desiredSize <= maxSize", "2 <= 5 <= 3"]),
         ({"gpuPools__0__scaling__maxSize": 0}, "llm-platform:gpuPools[0].scaling.maxSize", ["greater than or equal to 1"]),
-        ({"gpuPools__0__scaling__desiredSize": 4}, "llm-platform:gpuPools[0].scaling.desiredSize", ["0 <= 4 <= 3"]),
+        ({"gpuPools__0__scaling__desiredSize": 5}, "llm-platform:gpuPools[0].scaling.desiredSize", ["0 <= 5 <= 4"]),
     ],
     ids=["system-desired-above-max", "gpu-max-zero", "gpu-desired-above-max"],
 )
@@ -386,8 +386,8 @@ def test_model_requests_must_fit_a_node_after_daemonsets():
 
 
 def test_model_that_can_never_reach_its_max_is_rejected():
-    config = serving_with(tiers__0__models__0__replicas={"min": 0, "max": 4})
-    assert_rejected(config, f"{MODEL}.replicas.max", "can never reach its 4 max replicas", "4 nodes", "max 3")
+    config = serving_with(tiers__0__models__0__replicas={"min": 0, "max": 5})
+    assert_rejected(config, f"{MODEL}.replicas.max", "can never reach its 5 max replicas", "5 nodes", "max 4")
 
 
 def test_tensor_parallel_stays_within_a_node():

@@ -136,7 +136,7 @@ VARIANTS = {
     }),
     "dev-auto-mode": ("dev", {
         "autoMode": {"enabled": True, "gpuNodePools": [
-            {"name": "auto-l40s", "purpose": "gpu-inference", "instanceFamilies": ["g6e"], "gpuLimit": 4}]},
+            {"name": "auto-l40s", "purpose": "gpu-inference", "instanceFamilies": ["g6e"], "gpuLimit": 5}]},  # 4 + surge
         "serving__tiers__1__models__0__pool": "auto-l40s",
     }),
     "prod-infeasible": ("prod", {

@@ -31,8 +31,10 @@ KARPENTER = helm_release("karpenter", "1.14.1", values={}, repo="oci://public.ec
 SELECTOR = {"llm-platform.io/pool": "inference"}
 
 
-def pool(types=("g5.2xlarge",), min_size=0, max_size=2, *, aws_child: bool = False) -> list[dict]:
-    """A GpuNodePool component, its managed group (pulumi-eks component, or the aws child a real preview adds)."""
+def pool(types=("g5.2xlarge",), min_size=0, max_size=3, *, aws_child: bool = False) -> list[dict]:
+    """A GpuNodePool component, its managed group (pulumi-eks component, or the aws child a real preview adds).
+    3 nodes: the server's 2 max replicas plus the surge pod its default strategy adds first (25% of 2
+    rounds up to 1 surge pod, down to 0 unavailable)."""
     owner = resource(POOL, "inference", {})
     group = gpu_node_group(parent=None)
     group = patch(group, {"instanceTypes": list(types), "scalingConfig": {"minSize": min_size, "desiredSize": min_size,
@@ -78,7 +80,7 @@ def scaler(name="vllm", low=1, high=2, query='sum(vllm:num_requests_waiting{mode
     return resource(res["type"], name, res["inputs"])
 
 
-def scaled_stack(*extra, types=("g5.2xlarge",), max_size=2, low=1, high=2, **server_args) -> list[dict]:
+def scaled_stack(*extra, types=("g5.2xlarge",), max_size=3, low=1, high=2, **server_args) -> list[dict]:
     """A clean stack: one autoscaled, fully tagged pool and one model server with its ScaledObject."""
     owner, *groups = pool(types, max_size=max_size)
     return [owner, *groups, AUTOSCALER, *asg_tags(owner), server(**server_args), scaler(low=low, high=high), *extra]
@@ -95,12 +97,12 @@ def test_a_clean_stack_has_no_findings(pack):
 def test_managed_group_needs_an_autoscaler(pack):
     owner, group = pool()
     stack = [owner, group, server(), scaler()]
-    one(pack.stack_messages(stack, SIM), "managed node group 'inference' may grow from 0 to 2 nodes but nothing adds them")
+    one(pack.stack_messages(stack, SIM), "managed node group 'inference' may grow from 0 to 3 nodes but nothing adds them")
     assert pack.stack_messages([*stack, AUTOSCALER, *asg_tags(owner)], SIM) == []
 
 
 def test_fixed_nodes_need_no_autoscaler(pack):
-    owner, group = pool(min_size=2, max_size=2)
+    owner, group = pool(min_size=3, max_size=3)
     assert pack.stack_messages([owner, group, server(), scaler()], SIM) == []
 
 
@@ -203,16 +205,17 @@ def test_no_matching_pool(pack):
 
 
 def test_min_replicas_must_fit_the_pool(pack):
-    one(pack.stack_messages(scaled_stack(low=3, high=3), SIM), "cannot hold the min replicas", "3 nodes", "max 2")
+    one(pack.stack_messages(scaled_stack(low=3, high=3, max_size=2), SIM), "cannot hold the min replicas", "3 nodes",
+        "max 2")
 
 
 def test_each_models_max_must_be_reachable(pack):
-    one(pack.stack_messages(scaled_stack(low=1, high=4), SIM), "can never reach its 4 max replicas", "max 2")
+    one(pack.stack_messages(scaled_stack(low=1, high=4, max_size=2), SIM), "can never reach its 4 max replicas", "max 2")
 
 
 def test_nodepool_gpu_limit_bounds_max_replicas(pack):
     sel = {"llm-platform.io/pool": "gpu-inference"}
-    stack = [KARPENTER, nodepool(), server(selector=sel), scaler(high=4)]
+    stack = [KARPENTER, nodepool(), server(selector=sel), scaler(high=3)]
     assert pack.stack_messages(stack, SIM) == []
     one(pack.stack_messages([KARPENTER, nodepool(), server(selector=sel), scaler(high=6)], SIM),
         "can never reach its 6 max replicas", "6 GPUs", "limit 4")
@@ -230,10 +233,12 @@ def test_karpenter_plans_on_the_cheapest_node_that_holds_the_pods(pack):
 
 
 def test_shared_pool_overcommit_is_advice(pack):
-    stack = [*scaled_stack(max_size=3), server("other"), scaler("other", low=0, high=2,
-                                                      query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
+    """Each model reaches its max plus its surge pod with the other at min (3+1+0, 2+1+1 of 4 nodes);
+    both at max (3+2) is overcommitted, which is advice."""
+    stack = [*scaled_stack(max_size=4, high=3), server("other"),
+             scaler("other", low=0, high=2, query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
     assert pack.stack_messages(stack, SIM) == []
-    one(pack.stack_messages(stack, OVER), "overcommitted when every workload there is at max replicas", "4 nodes", "max 3")
+    one(pack.stack_messages(stack, OVER), "overcommitted when every workload there is at max replicas", "5 nodes", "max 4")
 
 
 # --- model memory -----------------------------------------------------------------------------
@@ -267,7 +272,7 @@ def test_quota_covers_max_replicas_plus_surge(pack):
     quota = resource_quota(hard={f"requests.{GPU}": "2", "requests.cpu": "16", "requests.memory": "64Gi"})
     one(pack.stack_messages(scaled_stack(quota), SIM), f"requests.{GPU} 2", "need 3 at max replicas plus 1 rollout surge")
     no_surge = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    assert pack.stack_messages(scaled_stack(quota, strategy=no_surge), SIM) == []
+    assert pack.stack_messages(scaled_stack(quota, strategy=no_surge, low=2), SIM) == []
     small = resource_quota(hard={f"requests.{GPU}": "8", "requests.cpu": "8", "limits.memory": "40Gi"})
     messages = pack.stack_messages(scaled_stack(small), SIM)
     assert len(messages) == 2 and any("requests.cpu 8 CPU" in m for m in messages)
@@ -335,3 +340,79 @@ def test_report_and_pack_agree_on_worst_case(pack, stack_plan):
     assert int(spend.group(1).replace(",", "")) == pytest.approx(summary.worst_case_gpu_monthly_usd, abs=1)
     rows = {row.pool: row for row in summary.capacity}
     assert sum(r.max_gpus or 0 for r in rows.values()) == summary.worst_case_gpus
+
+
+# --- rollouts at max replicas (issue 28, item 7) ----------------------------------------------
+#
+# The deployment controller resolves maxSurge rounding up and maxUnavailable rounding down (both 0 ->
+# unavailable 1), and takes an old pod down only while `available >= replicas - maxUnavailable`. So a
+# strategy whose maxUnavailable resolves to 0 needs room for its surge pod at max replicas, or the
+# rollout stalls at peak; one that takes a pod down first needs no room but must leave one serving.
+
+INTERACTIVE = {"llm-platform.io/pool": "gpu-interactive"}
+SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+NO_SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
+def interactive_pool(gpu_limit: int) -> dict:
+    """prod's gpu-interactive: 4-GPU g5.12xlarge nodes, on-demand, a GPU limit."""
+    return patch(nodepool("gpu-interactive"), {
+        "spec.template.spec.requirements.1.values": ["12xlarge"], "spec.limits": {GPU: str(gpu_limit)}})
+
+
+def llama_70b(*, strategy=None, low=2, high=4) -> list[dict]:
+    """prod's interactive model: 4 GPUs, 40 CPU, 160 GiB per replica, 2-4 replicas."""
+    return [server(gpus=4, cpu="40", memory="160Gi", selector=INTERACTIVE, strategy=strategy),
+            scaler(low=low, high=high)]
+
+
+def test_prod_interactive_surge_does_not_fit_a_16_gpu_limit(pack):
+    """prod gpu-interactive: 4 replicas x 4 GPUs + 1 surge x 4 GPUs = 20 GPUs needed, limit 16 -> refused."""
+    message = one(pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=SURGE)], SIM),
+                  "A rollout of Deployment serving/vllm at its 4 max replicas stalls on Karpenter NodePool "
+                  "'gpu-interactive'", "4 replicas x 4 GPUs + 1 surge x 4 GPUs = 20 GPUs", "needs 20 GPUs of g5.12xlarge",
+                  "the pool allows limit 16", "maxSurge: 0, maxUnavailable: 1")
+    assert "can never reach" not in message, "the 4 max replicas themselves fit 16 GPUs"
+    assert pack.stack_messages([KARPENTER, interactive_pool(20), *llama_70b(strategy=SURGE)], SIM) == []
+
+
+def test_a_pool_at_its_ceiling_rolls_out_without_surge_when_two_replicas_keep_serving(pack):
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE)], SIM) == []
+    one(pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE, low=1)], SIM),
+        "Deployment serving/vllm rolls out with maxSurge: 0, maxUnavailable: 1", "at its 1 min replica(s)",
+        "takes 1 pod(s) down before a new one is ready, leaving 0 serving", "needs min replicas >= 2")
+    # a scale-to-zero model already accepts going cold: a rollout at its one replica is no worse
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=NO_SURGE, low=0)[:1],
+                                scaler(low=0, high=4, query='sum(rate(litellm_requests_total{model="vllm"}[2m]))')],
+                               SIM) == []
+
+
+def test_recreate_takes_every_replica_down(pack):
+    one(pack.stack_messages([KARPENTER, interactive_pool(20), *llama_70b(strategy={"type": "Recreate"}, low=3)], SIM),
+        "rolls out with Recreate", "at its 3 min replica(s)", "takes 3 pod(s) down", "leaving 0 serving",
+        "min replicas >= 4")
+
+
+def test_textbook_surge_room_versus_the_deployment_controller(pack):
+    """The default strategy (25%/25%). Textbook: every rollout adds a surge pod, so a pool holding
+    exactly max replicas stalls. Engine: at 4 replicas maxUnavailable resolves to 1, the controller
+    takes an old pod down first and the rollout finishes; at 2 replicas it resolves to 0 and stalls."""
+    assert pack.stack_messages([KARPENTER, interactive_pool(16), *llama_70b(strategy=None, low=2, high=4)], SIM) == []
+    one(pack.stack_messages([KARPENTER, interactive_pool(8), *llama_70b(strategy=None, low=1, high=2)], SIM),
+        "at its 2 max replicas stalls", "2 replicas x 4 GPUs + 1 surge x 4 GPUs = 12 GPUs", "limit 8")
+
+
+def test_managed_group_max_size_holds_the_surge_pod(pack):
+    """prod inference-l40s-like: 4 max replicas of one GPU each + 1 surge = 5 nodes, maxSize 4 -> refused."""
+    stack = scaled_stack(max_size=4, high=4, strategy=SURGE)
+    one(pack.stack_messages(stack, SIM), "at its 4 max replicas stalls on managed node group 'inference'",
+        "needs 5 nodes of g5.2xlarge", "the pool allows max 4")
+    assert pack.stack_messages(scaled_stack(max_size=5, high=4, strategy=SURGE), SIM) == []
+
+
+def test_gpu_limit_counts_the_gpus_of_the_nodes_not_the_pods_per_node(pack):
+    """4 max replicas x 4 GPUs need 4 g5.12xlarge nodes = 16 GPUs: a limit of 12 can never hold them
+    (one pod per node must not be read as one GPU per node)."""
+    one(pack.stack_messages([KARPENTER, interactive_pool(12), *llama_70b(strategy=NO_SURGE)], SIM),
+        "can never reach its 4 max replicas on Karpenter NodePool 'gpu-interactive'", "16 GPUs of g5.12xlarge",
+        "limit 12")
