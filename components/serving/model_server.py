@@ -255,7 +255,7 @@ class ModelServer(pulumi.ComponentResource):
             metadata=metadata,
             spec={
                 "selector": {"matchLabels": selector},
-                "strategy": contract.SURGE_ROLLOUT,
+                "strategy": contract.rollout_strategy(model.rollout),
                 "template": {"metadata": {"labels": labels, "annotations": pod_annotations(model)},
                              "spec": pod_spec(args)},
             },

@@ -340,6 +340,7 @@ def test_failed_create_is_retried_from_a_fresh_checkout_with_the_stored_request(
     rig.monkeypatch.setenv("STANDIN_FAIL", "up")
     assert create(rig, "alice-exp", "--set", "gpuPools[0].scaling.maxSize=1",
                   "--set", "serving.tiers[0].models[0].replicas.max=1",
+                  "--set", "serving.tiers[0].models[0].rollout=noSurge",
                   "--set", "kmsDeletionWindowDays=10").code == exit_codes.FAILED
     rig.monkeypatch.delenv("STANDIN_FAIL")
     fresh_checkout(rig, tmp_path)
@@ -357,7 +358,8 @@ def test_failed_create_is_retried_from_a_fresh_checkout_with_the_stored_request(
 def test_update_changes_the_stored_request_and_extend_gives_more_time(rig: Rig, tmp_path: Path):
     assert create(rig, "alice-exp", "--ttl", "1h", "--set", "kmsDeletionWindowDays=10",
                   "--set", "gpuPools[0].scaling.maxSize=1",
-                  "--set", "serving.tiers[0].models[0].replicas.max=1").code == exit_codes.OK
+                  "--set", "serving.tiers[0].models[0].replicas.max=1",
+                  "--set", "serving.tiers[0].models[0].rollout=noSurge").code == exit_codes.OK
     fresh_checkout(rig, tmp_path)
 
     updated = rig.run("env", "update", "alice-exp", "--set", "gpuPools[0].scaling.maxSize=2",
@@ -368,7 +370,8 @@ def test_update_changes_the_stored_request_and_extend_gives_more_time(rig: Rig, 
     template = read_stack_config("dev", rig.project)
     assert config["llm-platform:kmsDeletionWindowDays"] == str(template["llm-platform:kmsDeletionWindowDays"])
     listed = json.loads(rig.run("env", "list", "--json").out)
-    assert listed[0]["overrides"] == ["serving.tiers[0].models[0].replicas.max=1", "gpuPools[0].scaling.maxSize=2"], (
+    assert listed[0]["overrides"] == ["serving.tiers[0].models[0].replicas.max=1", "serving.tiers[0].models[0].rollout=noSurge",
+                                      "gpuPools[0].scaling.maxSize=2"], (
         "the request in the backend changed too")
 
     before = parse_time(rig.tags("env-alice-exp")[TAG_EXPIRES])

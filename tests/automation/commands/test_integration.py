@@ -291,7 +291,8 @@ def test_preflight_stops_before_anything_is_created(rig: Rig):
 def test_verify_checks_a_deployed_environment_from_its_stored_request(rig: Rig):
     assert rig.run("env", "create", "alice-exp", "--from", "dev",
                    "--set", "gpuPools[0].scaling.desiredSize=1", "--set", "gpuPools[0].scaling.maxSize=1",
-                  "--set", "serving.tiers[0].models[0].replicas.max=1").code == 0
+                  "--set", "serving.tiers[0].models[0].replicas.max=1",
+                  "--set", "serving.tiers[0].models[0].rollout=noSurge").code == 0
     result = rig.run("verify", "--stack", "env-alice-exp", "--kubectl", rig.kubectl, "--timeout", "0s")
 
     assert result.code == exit_codes.OK, result.out + result.err
