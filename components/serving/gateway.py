@@ -157,7 +157,10 @@ class GatewayArgs:
     """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
     URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
     models of that kind fall back to, in order. ``model_api_keys`` maps each route's ``api_key_env`` to
-    the key (a Pulumi secret). ``client_cidrs`` may reach the gateway besides in-cluster pods (the VPC)."""
+    the key (a Pulumi secret). Clients are pods of the cluster: the Service is ClusterIP, so nothing
+    outside the cluster has a path to it and no address outside the cluster is admitted.
+    ``client_cidrs`` is accepted and ignored while ``components/platform.py`` still passes it; it
+    admits nothing (remove it with that argument)."""
 
     routes: list[Route]
     bedrock_models: dict[str, list[str]]
@@ -205,7 +208,7 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-isolation",
             NetworkIsolationArgs(
                 namespace=NAMESPACE,
-                policies=gateway_policies(POD_LABELS, PORT, args.client_cidrs, model_server.POD_LABELS, model_server.PORT),
+                policies=gateway_policies(POD_LABELS, PORT, model_server.POD_LABELS, model_server.PORT),
                 labels=labels,
             ),
             opts=child,

@@ -35,8 +35,22 @@ RUN_AS_USER = 1000
 HOME_DIR = "/home/llm"
 #: Secret key holding the tier's model API key (vLLM reads ``VLLM_API_KEY``; it guards ``/v1`` only).
 API_KEY_SECRET_KEY = "api-key"
-#: Labels every vLLM pod carries (NetworkPolicies select on them).
+#: Labels every vLLM pod carries (NetworkPolicies select on them, and so does every model Service:
+#: see :func:`service_selector`).
 POD_LABELS = {"app.kubernetes.io/name": "vllm"}
+
+
+def service_selector(model: str) -> dict[str, str]:
+    """The model Service's selector: the model's pods, spelled so the gateway's egress peer matches it.
+
+    On EKS the gateway's egress rule admits a Service's ClusterIP only when the rule's podSelector
+    (:data:`POD_LABELS`) matches the Service's ``spec.selector`` itself
+    (aws/amazon-network-policy-controller-k8s, pkg/resolvers/endpoints.go,
+    ``getMatchingServiceClusterIPs``); a selector of the instance label alone selects the same pods
+    but is never admitted, and every gateway call would be dropped. The Deployment's own selector
+    (immutable) stays the instance label.
+    """
+    return {**POD_LABELS, "app.kubernetes.io/instance": model}
 
 
 def pod_security_context() -> dict[str, Any]:
@@ -265,8 +279,12 @@ class ModelServer(pulumi.ComponentResource):
             f"{name}-service",
             metadata=metadata,
             spec={
-                "selector": selector,
-                "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}],
+                "selector": service_selector(model.name),
+                # A numeric targetPort: the policy controller resolves it without any pod (a named one
+                # is resolved through the Service's pods, so a model scaled to zero would have its
+                # ClusterIP missing from the gateway's allow-list until a pod exists;
+                # getMatchingServicePort, hasTargetPortBypass in the same file).
+                "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
                 "trafficDistribution": "PreferClose",
             },
             opts=child,
