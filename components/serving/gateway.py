@@ -225,10 +225,13 @@ class Gateway(pulumi.ComponentResource):
         )
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
         bedrock_ids = [model_id for ids in args.bedrock_models.values() for model_id in ids]
+        # The proxy's pods call Bedrock with the credentials Pod Identity injects at their admission:
+        # they come after the association (see components.iam.pod_identity_role).
+        credentials: list[pulumi.Resource] = []
         if bedrock_ids:
             identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
             partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-            pod_identity_role(
+            _, association = pod_identity_role(
                 f"{name}-bedrock",
                 description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
                 policy=pulumi.Output.all(partition, identity.account_id).apply(
@@ -241,6 +244,7 @@ class Gateway(pulumi.ComponentResource):
                 parent=self,
                 association_depends_on=[account],
             )
+            credentials.append(association)
         selector = {"app.kubernetes.io/instance": NAME}
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -306,7 +310,7 @@ class Gateway(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account, *credentials]),
         )
         k8s.core.v1.Service(
             f"{name}-service",

@@ -262,8 +262,9 @@ class ModelServer(pulumi.ComponentResource):
         selector = {"app.kubernetes.io/instance": model.name}
 
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
-        if model.source.s3:
-            self._weights_reader(name, args, account)
+        # The fetch-weights init container needs credentials at its pod's admission: the pods come
+        # after the association (see components.iam.pod_identity_role).
+        association = self._weights_reader(name, args, account) if model.source.s3 else None
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=metadata,
@@ -273,7 +274,7 @@ class ModelServer(pulumi.ComponentResource):
                 "template": {"metadata": {"labels": labels, "annotations": pod_annotations(model)},
                              "spec": pod_spec(args)},
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])]),
         )
         k8s.core.v1.Service(
             f"{name}-service",
@@ -304,12 +305,12 @@ class ModelServer(pulumi.ComponentResource):
         self.deployment_name = model.name
         self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})
 
-    def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> None:
+    def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> aws.eks.PodIdentityAssociation:
         """The model's service account may read its S3 prefix, and nothing else (Pod Identity)."""
         model = args.model
         partition = pulumi.Output.from_input(args.partition) if args.partition is not None else (
             aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition)
-        pod_identity_role(
+        _, association = pod_identity_role(
             f"{name}-weights",
             description=f"Reads weights of model {model.name} ({args.tier}) from S3",
             policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
@@ -320,6 +321,7 @@ class ModelServer(pulumi.ComponentResource):
             parent=self,
             association_depends_on=[account],
         )
+        return association
 
 
 def pod_labels(model: str, tier: str) -> dict[str, str]:
