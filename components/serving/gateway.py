@@ -111,30 +111,63 @@ def gateway_config(
     }
 
 
+def foundation_model_id(model_id: str) -> str:
+    """The foundation model behind a Bedrock id: a cross-region profile id without its geography."""
+    return _PROFILE_PREFIX.sub("", model_id)
+
+
+#: Bedrock's own models; every other provider's model is an AWS Marketplace offering.
+FIRST_PARTY_PROVIDER = "amazon"
+
+
+def is_marketplace_model(model_id: str) -> bool:
+    """Whether the model's first invocation in an account starts an AWS Marketplace subscription."""
+    return foundation_model_id(model_id).split(".", 1)[0] != FIRST_PARTY_PROVIDER
+
+
+#: What Bedrock needs from the caller of a third-party model's first invocation in an account, to
+#: subscribe the account to the model's Marketplace offer (until then: AccessDeniedException).
+#: docs.aws.amazon.com/bedrock/latest/userguide/model-access.html
+MARKETPLACE_ACTIONS = ["aws-marketplace:Subscribe", "aws-marketplace:Unsubscribe", "aws-marketplace:ViewSubscriptions"]
+
+
 def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: list[str]) -> str:
     """Invoke only the listed models: a cross-region profile id also needs its foundation model
-    in every region the profile routes to."""
+    in every region the profile routes to.
+
+    The gateway is the caller when a fallback first reaches a third-party model, so, when one is
+    listed, it may also let Bedrock subscribe the account to that model on its behalf: the Marketplace
+    actions (which take no resource) are allowed only through Bedrock (``aws:CalledViaLast``, the scoping
+    aws/bedrock-agentcore-starter-toolkit gives its execution role), never directly by the pod. Preflight and ``verify`` check each model is invocable and name the one-time
+    step (Anthropic's use-case form) no role can do.
+    """
     resources: list[str] = []
     for model_id in model_ids:
-        base = _PROFILE_PREFIX.sub("", model_id)
+        base = foundation_model_id(model_id)
         if base != model_id:
             resources.append(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}")
             resources.append(f"arn:{partition}:bedrock:*::foundation-model/{base}")
         else:
             resources.append(f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}")
-    return json.dumps(
+    statements: list[dict[str, Any]] = [
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "InvokeConfiguredModels",
-                    "Effect": "Allow",
-                    "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                    "Resource": resources,
-                }
-            ],
+            "Sid": "InvokeConfiguredModels",
+            "Effect": "Allow",
+            "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+            "Resource": resources,
         }
-    )
+    ]
+    if any(is_marketplace_model(model_id) for model_id in model_ids):
+        statements.append(
+            {
+                "Sid": "SubscribeOnFirstInvocation",
+                "Effect": "Allow",
+                "Action": MARKETPLACE_ACTIONS,
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:CalledViaLast": "bedrock.amazonaws.com"}},
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
 
 
 def scrape_endpoint() -> dict[str, Any]:
