@@ -137,9 +137,10 @@ def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: 
 
     The gateway is the caller when a fallback first reaches a third-party model, so, when one is
     listed, it may also let Bedrock subscribe the account to that model on its behalf: the Marketplace
-    actions (which take no resource) are allowed only through Bedrock (``aws:CalledViaLast``, the scoping
-    aws/bedrock-agentcore-starter-toolkit gives its execution role), never directly by the pod. Preflight and ``verify`` check each model is invocable and name the one-time
-    step (Anthropic's use-case form) no role can do.
+    actions (which take no resource) are allowed only through Bedrock (``aws:CalledViaLast``, the
+    scoping aws/bedrock-agentcore-starter-toolkit gives its execution role), never directly by the pod.
+    Preflight and ``verify`` check each model is invocable and name the one-time step (Anthropic's
+    use-case form) no role can do.
     """
     resources: list[str] = []
     for model_id in model_ids:
