@@ -367,9 +367,13 @@ class ModelServer(pulumi.ComponentResource):
             spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
             # Not after the Deployment: depending on it would wait out the Deployment's whole await
             # (up to the cold-start budget), and the tier would sit at one replica instead of its
-            # minimum while the first one loads. KEDA retries a ScaledObject whose target does not
-            # exist yet, and the Deployment object itself is created at once (only its readiness is
-            # awaited), so the ScaledObject starts scaling within seconds.
+            # minimum while the first one loads. The Deployment object itself is created at once (only
+            # its readiness is awaited); if the ScaledObject comes first, KEDA's admission webhook only
+            # looks the target up for cpu/memory triggers (kedacore/keda,
+            # apis/keda/v1alpha1/scaledobject_webhook.go, verifyCPUMemoryScalers; these are all
+            # Prometheus triggers) and its controller returns the missing target as an error, so the
+            # request is requeued until the Deployment exists (controllers/keda/
+            # scaledobject_controller.go, Reconcile, checkTargetResourceIsScalable).
             opts=child,
         )
         self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"
