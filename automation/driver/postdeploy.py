@@ -415,10 +415,17 @@ class CheckPlan:
     models: list[ModelTarget] = field(default_factory=list)
     gateway: bool = False
     wait_for: GpuTarget | None = None
+    #: The gateway's Bedrock fallbacks, (kind, model id), each invoked once, and their region.
+    bedrock: tuple[tuple[str, str], ...] = ()
+    bedrock_region: str | None = None
 
 
 def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
-    """The checks for ``settings``: its GPU software, its GPU pools, its models and gateway."""
+    """The checks for ``settings``: its GPU software, its GPU pools, its models and gateway, and, for
+    ``verify`` (no ``wait_for``), the account's access to each of the gateway's Bedrock fallbacks. A
+    ``test`` run proves the GPU path of a throwaway copy of the stack; the account's Bedrock access is
+    the same for every stack of the account, and ``verify`` (and preflight, when given the targets)
+    checks it."""
     models: list[ModelTarget] = []
     serving = getattr(settings, "serving", None)
     if serving is not None and serving.enabled:
@@ -430,7 +437,11 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
                                           model.replicas.min >= 1))
     gateway = bool(serving is not None and serving.enabled and serving.gateway.enabled)
     pools = {name: facts.purpose for name, facts in settings.gpu_pool_facts().items()}
-    return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for)
+    from automation.driver.preflight import bedrock_targets
+
+    return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for,
+                     bedrock=bedrock_targets(settings) if wait_for is None else (),
+                     bedrock_region=serving.gateway.bedrock_region if gateway else None)
 
 
 def http_status(url: str, timeout: float = 30) -> int:
@@ -523,11 +534,22 @@ def gateway_checks(kubectl: Kubectl, plan: CheckPlan) -> list[CheckResult]:
 
 
 def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) -> list[CheckResult]:
+    """The cluster's checks (:func:`cluster_checks`), then each of the gateway's Bedrock fallbacks
+    invoked once, whatever the cluster's state (a fallback that is not enabled fails when it is needed)."""
+    if isinstance(plan, GpuTarget):
+        plan = CheckPlan(gpu_software_target("device-plugin"), {plan.pool: plan.purpose}, wait_for=plan)
+    results = cluster_checks(kubectl, plan, poller)
+    if plan.bedrock:
+        from automation.driver.preflight import bedrock_checks
+
+        results.extend(bedrock_checks(plan.bedrock, plan.bedrock_region))
+    return results
+
+
+def cluster_checks(kubectl: Kubectl, plan: CheckPlan, poller: Poller) -> list[CheckResult]:
     """Nodes Ready, GPU nodes present, the installed GPU software's device plugin on each, allocatable
     GPUs (each needs the one before it: the first failure stops these), then ``nvidia-smi`` on every
     GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
-    if isinstance(plan, GpuTarget):
-        plan = CheckPlan(gpu_software_target("device-plugin"), {plan.pool: plan.purpose}, wait_for=plan)
     steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
     if plan.wait_for is not None:
         steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.wait_for)))

@@ -5,6 +5,12 @@ or an unreachable private API endpoint leaves a half-built, billed stack behind.
 seconds: the tools on PATH, the AWS identity in the stack's region, the state backend, the secrets
 provider's key, and, for a stack whose API endpoint is private, whether this machine can reach it
 (every Helm release and Kubernetes object of the program goes through that endpoint).
+
+The gateway's Bedrock fallbacks are checked by invoking each once (one token; one vector): the first
+invocation of a third-party model in an account starts its AWS Marketplace subscription, and
+Anthropic's models also need a one-time use-case form; until then every call is AccessDeniedException
+and the safety net fails exactly when a self-hosted model does. An operator's invocation that may
+subscribe does the subscription for the whole account; a failure names the model and the step.
 """
 
 from __future__ import annotations
@@ -26,11 +32,14 @@ TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class PreflightNeeds:
-    """What the verb about to run will use."""
+    """What the verb about to run will use. ``bedrock`` is the gateway's fallbacks as (kind, model id)
+    pairs, invoked in ``bedrock_region`` (see :func:`bedrock_targets`)."""
 
     aws: bool = True
     kubectl: str | None = None
     region: str | None = None
+    bedrock: tuple[tuple[str, str], ...] = ()
+    bedrock_region: str | None = None
 
 
 def _run(command: Sequence[str], timeout: float = TIMEOUT) -> tuple[bool, str]:
@@ -131,6 +140,78 @@ def endpoint_check(settings: Any, kubeconfig: Any, asserted: bool, stack: str) -
     return CheckResult(name, True, f"{server.hostname} reachable")
 
 
+def bedrock_targets(settings: Any) -> tuple[tuple[str, str], ...]:
+    """The gateway's Bedrock fallbacks as (kind, model id), or none when the stack runs no gateway."""
+    serving = getattr(settings, "serving", None)
+    if serving is None or not serving.enabled or not serving.gateway.enabled:
+        return ()
+    return tuple((kind, model_id) for kind, ids in serving.gateway.fallbacks().items() for model_id in ids)
+
+
+#: The smallest request that proves a chat model answers this account: one output token.
+_CHAT_PROBE = json.dumps([{"role": "user", "content": [{"text": "ready"}]}])
+#: Embedding request bodies by provider (InvokeModel takes each model's native body).
+_EMBEDDING_PROBES = {
+    "amazon": {"inputText": "ready"},
+    "cohere": {"texts": ["ready"], "input_type": "search_query"},
+}
+
+
+def bedrock_probe_command(kind: str, model_id: str, region: str | None) -> list[str] | None:
+    """The ``aws`` call that invokes ``model_id`` once; None when no probe body is known."""
+    from components.serving.gateway import foundation_model_id
+
+    where = ["--region", region] if region else []
+    if kind == "chat":
+        return ["aws", "bedrock-runtime", "converse", "--model-id", model_id, "--messages", _CHAT_PROBE,
+                "--inference-config", json.dumps({"maxTokens": 1}), "--output", "json", *where]
+    body = _EMBEDDING_PROBES.get(foundation_model_id(model_id).split(".", 1)[0])
+    if body is None:
+        return None
+    return ["aws", "bedrock-runtime", "invoke-model", "--model-id", model_id, "--body", json.dumps(body),
+            "--cli-binary-format", "raw-in-base64-out", "--content-type", "application/json", "--accept",
+            "application/json", *where, os.devnull]
+
+
+def bedrock_enablement_step(model_id: str, error: str) -> str:
+    """One line: the model, and the one-time step that makes it invocable in this account."""
+    from components.serving.gateway import MARKETPLACE_ACTIONS, foundation_model_id, is_marketplace_model
+
+    prefix = f"{model_id} is not invocable in this account: "
+    anthropic = foundation_model_id(model_id).startswith("anthropic.")
+    if "use case" in error.lower():
+        return prefix + ("submit Anthropic's one-time use-case form (Bedrock console, Model catalog, the "
+                         "model's page), then run this again (allow up to 15 minutes)")
+    if "AccessDenied" in error and "bedrock:Invoke" in error:
+        return prefix + "this principal may not call bedrock:InvokeModel on it (an IAM policy, not the model)"
+    if "AccessDenied" in error and is_marketplace_model(model_id):
+        form = "; Anthropic also needs its one-time use-case form" if anthropic else ""
+        return prefix + (f"its one-time AWS Marketplace subscription is missing: run this again as a principal "
+                         f"allowed {', '.join(MARKETPLACE_ACTIONS)} (the first invocation subscribes the account; "
+                         f"allow up to 15 minutes){form}")
+    if "AccessDenied" in error:
+        return prefix + "request access to it once for the account (Bedrock console, Model access)"
+    return prefix + error
+
+
+def bedrock_model_invocable(kind: str, model_id: str, region: str | None) -> CheckResult:
+    name = f"bedrock {model_id}"
+    command = bedrock_probe_command(kind, model_id, region)
+    if command is None:
+        return CheckResult(name, True, f"no probe request known for this {kind} model's provider", skipped=True)
+    ok, out = _run(command, timeout=60)
+    if ok:
+        return CheckResult(name, True, f"invocable in {region or 'the default region'}")
+    if "ThrottlingException" in out:
+        return CheckResult(name, True, "throttled, so access is granted")
+    return CheckResult(name, False, bedrock_enablement_step(model_id, out))
+
+
+def bedrock_checks(targets: Sequence[tuple[str, str]], region: str | None) -> list[CheckResult]:
+    """Each of the gateway's Bedrock fallbacks invoked once (see the module's docstring)."""
+    return [bedrock_model_invocable(kind, model_id, region) for kind, model_id in targets]
+
+
 def run_preflight(
     needs: PreflightNeeds, backend_url: str, secrets_provider: str, cli_version: str, extra: Sequence[CheckResult] = ()
 ) -> list[CheckResult]:
@@ -143,6 +224,8 @@ def run_preflight(
                             "install AWS CLI v2 (the kubeconfig authenticates with aws eks get-token)"))
         if results[-1].ok:
             results.append(aws_identity(needs.region))
+            if results[-1].ok:
+                results.extend(bedrock_checks(needs.bedrock, needs.bedrock_region))
     results.append(backend_reachable(backend_url))
     results.append(secrets_usable(secrets_provider))
     results.extend(extra)

@@ -111,30 +111,64 @@ def gateway_config(
     }
 
 
+def foundation_model_id(model_id: str) -> str:
+    """The foundation model behind a Bedrock id: a cross-region profile id without its geography."""
+    return _PROFILE_PREFIX.sub("", model_id)
+
+
+#: Bedrock's own models; every other provider's model is an AWS Marketplace offering.
+FIRST_PARTY_PROVIDER = "amazon"
+
+
+def is_marketplace_model(model_id: str) -> bool:
+    """Whether the model's first invocation in an account starts an AWS Marketplace subscription."""
+    return foundation_model_id(model_id).split(".", 1)[0] != FIRST_PARTY_PROVIDER
+
+
+#: What Bedrock needs from the caller of a third-party model's first invocation in an account, to
+#: subscribe the account to the model's Marketplace offer (until then: AccessDeniedException).
+#: docs.aws.amazon.com/bedrock/latest/userguide/model-access.html
+MARKETPLACE_ACTIONS = ["aws-marketplace:Subscribe", "aws-marketplace:Unsubscribe", "aws-marketplace:ViewSubscriptions"]
+
+
 def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: list[str]) -> str:
     """Invoke only the listed models: a cross-region profile id also needs its foundation model
-    in every region the profile routes to."""
+    in every region the profile routes to.
+
+    The gateway is the caller when a fallback first reaches a third-party model, so, when one is
+    listed, it may also let Bedrock subscribe the account to that model on its behalf: the Marketplace
+    actions (which take no resource) are allowed only through Bedrock (``aws:CalledViaLast``, the
+    scoping aws/bedrock-agentcore-starter-toolkit gives its execution role), never directly by the pod.
+    Preflight and ``verify`` check each model is invocable and name the one-time step (Anthropic's
+    use-case form) no role can do.
+    """
     resources: list[str] = []
     for model_id in model_ids:
-        base = _PROFILE_PREFIX.sub("", model_id)
+        base = foundation_model_id(model_id)
         if base != model_id:
             resources.append(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}")
             resources.append(f"arn:{partition}:bedrock:*::foundation-model/{base}")
         else:
             resources.append(f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}")
-    return json.dumps(
+    statements: list[dict[str, Any]] = [
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "InvokeConfiguredModels",
-                    "Effect": "Allow",
-                    "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                    "Resource": resources,
-                }
-            ],
+            "Sid": "InvokeConfiguredModels",
+            "Effect": "Allow",
+            "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+            "Resource": resources,
         }
-    )
+    ]
+    if any(is_marketplace_model(model_id) for model_id in model_ids):
+        statements.append(
+            {
+                "Sid": "SubscribeOnFirstInvocation",
+                "Effect": "Allow",
+                "Action": MARKETPLACE_ACTIONS,
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:CalledViaLast": "bedrock.amazonaws.com"}},
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
 
 
 def scrape_endpoint() -> dict[str, Any]:
@@ -157,7 +191,10 @@ class GatewayArgs:
     """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
     URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
     models of that kind fall back to, in order. ``model_api_keys`` maps each route's ``api_key_env`` to
-    the key (a Pulumi secret). ``client_cidrs`` may reach the gateway besides in-cluster pods (the VPC)."""
+    the key (a Pulumi secret). Clients are pods of the cluster: the Service is ClusterIP, so nothing
+    outside the cluster has a path to it and no address outside the cluster is admitted.
+    ``client_cidrs`` is accepted and ignored while ``components/platform.py`` still passes it; it
+    admits nothing (remove it with that argument)."""
 
     routes: list[Route]
     bedrock_models: dict[str, list[str]]
@@ -205,7 +242,7 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-isolation",
             NetworkIsolationArgs(
                 namespace=NAMESPACE,
-                policies=gateway_policies(POD_LABELS, PORT, args.client_cidrs, model_server.POD_LABELS, model_server.PORT),
+                policies=gateway_policies(POD_LABELS, PORT, model_server.POD_LABELS, model_server.PORT),
                 labels=labels,
             ),
             opts=child,
@@ -222,10 +259,13 @@ class Gateway(pulumi.ComponentResource):
         )
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
         bedrock_ids = [model_id for ids in args.bedrock_models.values() for model_id in ids]
+        # The proxy's pods call Bedrock with the credentials Pod Identity injects at their admission:
+        # they come after the association (see components.iam.pod_identity_role).
+        credentials: list[pulumi.Resource] = []
         if bedrock_ids:
             identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
             partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-            pod_identity_role(
+            _, association = pod_identity_role(
                 f"{name}-bedrock",
                 description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
                 policy=pulumi.Output.all(partition, identity.account_id).apply(
@@ -238,6 +278,7 @@ class Gateway(pulumi.ComponentResource):
                 parent=self,
                 association_depends_on=[account],
             )
+            credentials.append(association)
         selector = {"app.kubernetes.io/instance": NAME}
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -303,7 +344,7 @@ class Gateway(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account, *credentials]),
         )
         k8s.core.v1.Service(
             f"{name}-service",

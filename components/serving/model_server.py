@@ -9,6 +9,7 @@ that model's prefix.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,22 @@ RUN_AS_USER = 1000
 HOME_DIR = "/home/llm"
 #: Secret key holding the tier's model API key (vLLM reads ``VLLM_API_KEY``; it guards ``/v1`` only).
 API_KEY_SECRET_KEY = "api-key"
-#: Labels every vLLM pod carries (NetworkPolicies select on them).
+#: Labels every vLLM pod carries (NetworkPolicies select on them, and so does every model Service:
+#: see :func:`service_selector`).
 POD_LABELS = {"app.kubernetes.io/name": "vllm"}
+
+
+def service_selector(model: str) -> dict[str, str]:
+    """The model Service's selector: the model's pods, spelled so the gateway's egress peer matches it.
+
+    On EKS the gateway's egress rule admits a Service's ClusterIP only when the rule's podSelector
+    (:data:`POD_LABELS`) matches the Service's ``spec.selector`` itself
+    (aws/amazon-network-policy-controller-k8s, pkg/resolvers/endpoints.go,
+    ``getMatchingServiceClusterIPs``); a selector of the instance label alone selects the same pods
+    but is never admitted, and every gateway call would be dropped. The Deployment's own selector
+    (immutable) stays the instance label.
+    """
+    return {**POD_LABELS, "app.kubernetes.io/instance": model}
 
 
 def pod_security_context() -> dict[str, Any]:
@@ -60,6 +75,69 @@ def container_security_context() -> dict[str, Any]:
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+
+
+#: The vLLM container's startup probe: 10 s x 180 = 30 minutes to download or load weights and
+#: capture CUDA graphs before the kubelet restarts it.
+STARTUP_PROBE_PERIOD_SECONDS = 10
+STARTUP_PROBE_FAILURES = 180
+
+# --- How long a cold start may take: what `pulumi up` waits for -----------------------------------
+# pulumi-kubernetes awaits a Deployment's rollout (Progressing/NewReplicaSetAvailable and Available)
+# on create and on every update, for DefaultDeploymentTimeoutMins = 10 unless the object carries
+# `pulumi.com/timeoutSeconds` (pulumi/pulumi-kubernetes, provider/pkg/await/deployment.go,
+# deploymentInitAwaiter.Await; provider/pkg/metadata/overrides.go, TimeoutDuration). A first GPU
+# replica needs a node, the image, the weights and the load, which together outlast 10 minutes: the
+# update would fail and nothing ordered after the Deployment would be created. Skipping the await
+# (`pulumi.com/skipAwait`) would report success for a model that never became ready; instead each
+# model Deployment carries an explicit budget, and `progressDeadlineSeconds` matches it so the
+# Deployment's own Progressing condition does not report a stalled rollout (ProgressDeadlineExceeded,
+# default 600 s) while the budget still runs. Figures are planning bounds (about twice the typical
+# time), not measurements: a real failure (image pull, CrashLoopBackOff) is printed by the awaiter
+# as it happens, so the budget only bounds how long a slow but healthy start may take.
+
+#: A GPU node launched (Karpenter or Cluster Autoscaler), joined, and its GPUs advertised by the
+#: device plugin: typically 3-5 minutes on EKS.
+NODE_READY_SECONDS = 600
+#: The vLLM image (roughly 10 GB compressed) pulled and unpacked on a fresh node: typically 3-5 minutes.
+IMAGE_PULL_SECONDS = 600
+#: Sustained copy rate assumed for the weights (S3 sync by the init container, or a Hugging Face
+#: download by vLLM): a conservative 100 MiB/s.
+WEIGHTS_COPY_BYTES_PER_SECOND = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ColdStartBudget:
+    """The seconds a first replica of a model may take to become ready, by step."""
+
+    node_ready: int
+    image_pull: int
+    weights: int
+    load: int
+
+    @property
+    def total(self) -> int:
+        return self.node_ready + self.image_pull + self.weights + self.load
+
+
+def cold_start_budget(model: ServedModel) -> ColdStartBudget:
+    """Node, image, weights (the model's size at the assumed copy rate), then the load, bounded by
+    the startup probe: the await must outlast it, or Pulumi gives up before the kubelet would."""
+    return ColdStartBudget(
+        node_ready=NODE_READY_SECONDS,
+        image_pull=IMAGE_PULL_SECONDS,
+        weights=math.ceil(model.resolved_architecture().weight_bytes() / WEIGHTS_COPY_BYTES_PER_SECOND),
+        load=STARTUP_PROBE_PERIOD_SECONDS * STARTUP_PROBE_FAILURES,
+    )
+
+
+#: The annotation pulumi-kubernetes reads for a resource's await timeout (seconds, a string).
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+
+
+def deployment_annotations(model: ServedModel) -> dict[str, str]:
+    """The await budget, as the provider reads it from the Deployment's own metadata."""
+    return {AWAIT_TIMEOUT_ANNOTATION: str(cold_start_budget(model).total)}
 
 
 #: The init container's script (its own file, so it can be read, linted and run as a script).
@@ -248,25 +326,32 @@ class ModelServer(pulumi.ComponentResource):
         selector = {"app.kubernetes.io/instance": model.name}
 
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
-        if model.source.s3:
-            self._weights_reader(name, args, account)
+        # The fetch-weights init container needs credentials at its pod's admission: the pods come
+        # after the association (see components.iam.pod_identity_role).
+        association = self._weights_reader(name, args, account) if model.source.s3 else None
+        budget = cold_start_budget(model)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata=metadata,
+            metadata={**metadata, "annotations": deployment_annotations(model)},
             spec={
                 "selector": {"matchLabels": selector},
+                "progressDeadlineSeconds": budget.total,
                 "strategy": contract.rollout_strategy(model.rollout),
                 "template": {"metadata": {"labels": labels, "annotations": pod_annotations(model)},
                              "spec": pod_spec(args)},
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])]),
         )
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=metadata,
             spec={
-                "selector": selector,
-                "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}],
+                "selector": service_selector(model.name),
+                # A numeric targetPort: the policy controller resolves it without any pod (a named one
+                # is resolved through the Service's pods, so a model scaled to zero would have its
+                # ClusterIP missing from the gateway's allow-list until a pod exists;
+                # getMatchingServicePort, hasTargetPortBypass in the same file).
+                "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
                 "trafficDistribution": "PreferClose",
             },
             opts=child,
@@ -280,18 +365,27 @@ class ModelServer(pulumi.ComponentResource):
             kind="ScaledObject",
             metadata=metadata,
             spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+            # Not after the Deployment: depending on it would wait out the Deployment's whole await
+            # (up to the cold-start budget), and the tier would sit at one replica instead of its
+            # minimum while the first one loads. The Deployment object itself is created at once (only
+            # its readiness is awaited); if the ScaledObject comes first, KEDA's admission webhook only
+            # looks the target up for cpu/memory triggers (kedacore/keda,
+            # apis/keda/v1alpha1/scaledobject_webhook.go, verifyCPUMemoryScalers; these are all
+            # Prometheus triggers) and its controller returns the missing target as an error, so the
+            # request is requeued until the Deployment exists (controllers/keda/
+            # scaledobject_controller.go, Reconcile, checkTargetResourceIsScalable).
+            opts=child,
         )
         self.service_url = f"http://{model.name}.{args.namespace_name}.svc.cluster.local:{PORT}/v1"
         self.deployment_name = model.name
         self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})
 
-    def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> None:
+    def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> aws.eks.PodIdentityAssociation:
         """The model's service account may read its S3 prefix, and nothing else (Pod Identity)."""
         model = args.model
         partition = pulumi.Output.from_input(args.partition) if args.partition is not None else (
             aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition)
-        pod_identity_role(
+        _, association = pod_identity_role(
             f"{name}-weights",
             description=f"Reads weights of model {model.name} ({args.tier}) from S3",
             policy=partition.apply(lambda p: s3_read_policy(p, model.source.bucket, model.source.prefix)),
@@ -302,6 +396,7 @@ class ModelServer(pulumi.ComponentResource):
             parent=self,
             association_depends_on=[account],
         )
+        return association
 
 
 def pod_labels(model: str, tier: str) -> dict[str, str]:
@@ -399,7 +494,7 @@ def pod_spec(args: ModelServerArgs) -> dict[str, Any]:
                 "env": vllm_env(args),
                 "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
                 "resources": vllm_resources(model, placement),
-                "startupProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 180},
+                "startupProbe": {"httpGet": http, "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS, "failureThreshold": STARTUP_PROBE_FAILURES},
                 "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
                 "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
                 "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},

@@ -7,8 +7,17 @@ gets a default deny (ingress and egress), DNS to CoreDNS, and only the flows its
 * serving tiers: ingress from the gateway and from Prometheus on the vLLM port; egress to the EKS
   Pod Identity agent (credentials) and HTTPS to public addresses (S3 for weights, the Hugging Face
   Hub for Hub sources).
-* gateway: ingress from in-cluster pods and the VPC on its port (its clients, Prometheus too);
-  egress to the model servers of every tier, the Pod Identity agent and public HTTPS (Bedrock).
+* gateway: ingress from in-cluster pods on its port (its clients, Prometheus too; its Service is
+  ClusterIP, so nothing outside the cluster has a path to it); egress to the model servers of every
+  tier, the Pod Identity agent and public HTTPS (Bedrock).
+
+The gateway calls each model through its Service's ClusterIP. EKS's policy engine does not see the
+backend pod there: the eBPF probe on the gateway pod's veth sees the ClusterIP before DNAT, and
+aws/amazon-network-policy-controller-k8s (pkg/resolvers/endpoints.go, ``getMatchingServiceClusterIPs``)
+puts a ClusterIP into an egress rule only when the rule's ``podSelector`` matches the Service's
+``spec.selector`` (evaluated as if the selector were a pod's labels). So every model Service selects
+on :data:`components.serving.model_server.POD_LABELS`, the labels the gateway's egress peer names
+(see ``model_server.service_selector``).
 
 Public HTTPS excludes private, link-local (instance metadata) and carrier-grade NAT ranges: pods
 reach AWS APIs through the NAT gateway, never another in-VPC address on 443. AWS publishes no
@@ -108,9 +117,12 @@ def serving_policies(
 
 
 def gateway_policies(
-    gateway_pods: dict[str, str], port: int, client_cidrs: list[str], model_pods: dict[str, str], model_port: int
+    gateway_pods: dict[str, str], port: int, model_pods: dict[str, str], model_port: int
 ) -> dict[str, dict[str, Any]]:
-    """The gateway's policies by name: clients in the cluster or the VPC in, models and AWS out."""
+    """The gateway's policies by name: clients in the cluster in, models and AWS out.
+
+    ``model_pods`` must be a subset of every model Service's selector (the engine's ClusterIP rule,
+    see the module's docstring), not only of the model pods' labels."""
     return {
         "default-deny": default_deny(),
         "allow-dns": allow_dns(),
@@ -119,7 +131,7 @@ def gateway_policies(
             "policyTypes": ["Ingress"],
             "ingress": [
                 {
-                    "from": [{"namespaceSelector": {}}, *({"ipBlock": {"cidr": cidr}} for cidr in client_cidrs)],
+                    "from": [{"namespaceSelector": {}}],
                     "ports": _tcp(port),
                 }
             ],

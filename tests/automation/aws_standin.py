@@ -4,6 +4,11 @@
   ok (default)       credentials valid, buckets and KMS keys exist
   no-credentials     sts fails as with expired or missing credentials
   no-key             kms describe-key fails (the key does not exist or is not allowed)
+  bedrock-unsubscribed   a fresh account: invoking a third-party (non-Amazon) Bedrock model fails with
+                     the AccessDeniedException Bedrock returns while its Marketplace subscription is missing
+  bedrock-no-use-case    Anthropic's use-case form was never submitted: Anthropic models fail
+Bedrock answers are recorded from the service's documented responses (Converse; InvokeModel writes
+the body to the outfile, the last argument).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:2] == ["s3api", "head-bucket"]:
         return 0
+    if argv[:2] in (["bedrock-runtime", "converse"], ["bedrock-runtime", "invoke-model"]):
+        return bedrock(argv, mode)
     if argv[:2] == ["kms", "describe-key"]:
         if mode == "no-key":
             print("\nAn error occurred (NotFoundException) when calling the DescribeKey operation: Alias "
@@ -42,6 +49,43 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"the aws stand-in does not answer {' '.join(argv)}", file=sys.stderr)
     return 2
+
+
+#: What Bedrock answers a fresh account's first call to a third-party model (the caller could not
+#: subscribe it to the model's AWS Marketplace offer).
+MARKETPLACE_DENIED = (
+    "\nAn error occurred (AccessDeniedException) when calling the {operation} operation: Model access is denied "
+    "due to IAM user or service role is not authorized to perform the required AWS Marketplace actions "
+    "(aws-marketplace:ViewSubscriptions, aws-marketplace:Subscribe) to enable access to this model. Refer to the "
+    "Amazon Bedrock documentation for further details. Your AWS Marketplace subscription for this model cannot be "
+    "completed at this time. If you recently fixed this issue, try again after 15 minutes."
+)
+USE_CASE_MISSING = (
+    "\nAn error occurred (ResourceNotFoundException) when calling the {operation} operation: Model use case "
+    "details have not been submitted for this account. Fill out the Anthropic use case details form before using "
+    "the model. If you have already filled out the form, try again in 15 minutes."
+)
+
+
+def bedrock(argv: list[str], mode: str) -> int:
+    model_id = argv[argv.index("--model-id") + 1]
+    provider = model_id.split(".")[1] if model_id.split(".")[0] in ("us", "eu", "apac", "global") else model_id.split(".")[0]
+    operation = "Converse" if argv[1] == "converse" else "InvokeModel"
+    if mode == "bedrock-unsubscribed" and provider != "amazon":
+        print(MARKETPLACE_DENIED.format(operation=operation), file=sys.stderr)
+        return 254
+    if mode == "bedrock-no-use-case" and provider == "anthropic":
+        print(USE_CASE_MISSING.format(operation=operation), file=sys.stderr)
+        return 254
+    if operation == "Converse":
+        print(json.dumps({"output": {"message": {"role": "assistant", "content": [{"text": "Ready"}]}},
+                          "stopReason": "max_tokens", "usage": {"inputTokens": 8, "outputTokens": 1, "totalTokens": 9},
+                          "metrics": {"latencyMs": 412}}))
+        return 0
+    with open(argv[-1], "w") as out:
+        out.write(json.dumps({"embedding": [0.01, -0.02, 0.03], "inputTextTokenCount": 1}))
+    print(json.dumps({"contentType": "application/json"}))
+    return 0
 
 
 if __name__ == "__main__":

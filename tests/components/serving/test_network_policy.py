@@ -11,7 +11,7 @@ from components.serving import gateway
 from components.serving import model_server
 
 from components.observability import prometheus as observability
-from tests.support.network_policy_eval import Cluster, Endpoint, selector_matches
+from tests.support.network_policy_eval import Cluster, Endpoint, Service, selector_matches
 
 # --- the evaluator itself -----------------------------------------------------------------------
 
@@ -85,6 +85,92 @@ def test_match_expressions():
     assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, labels)
 
 
+# --- Services on EKS: where the engine and the textbook disagree ----------------------------------
+# amazon-network-policy-controller-k8s, pkg/resolvers/endpoints.go: getMatchingServiceClusterIPs,
+# getMatchingServicePort, hasTargetPortBypass (the evaluator cites each rule it models).
+
+CLIENT = Endpoint("10.0.3.1", "client", {"app": "client"})
+MODEL_A = Endpoint("10.0.4.1", "models", {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "a"}, {"http": 8000})
+SERVICE_NAMESPACES = {"client": {}, "models": {"serving": "yes"}}
+#: The client may only call vLLM pods in the models namespace, on 8000.
+CLIENT_EGRESS = _policy("client", {
+    "podSelector": {}, "policyTypes": ["Egress"],
+    "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"serving": "yes"}}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}}}],
+                "ports": [{"protocol": "TCP", "port": 8000}]}],
+})
+
+
+def _service(selector: dict, target_port=8000, cluster_ip: str = "172.20.5.5") -> Service:
+    return Service("a", "models", cluster_ip, selector, [{"name": "http", "port": 8000, "targetPort": target_port, "protocol": "TCP"}])
+
+
+def test_a_service_selecting_the_right_pods_by_another_label_is_dropped_on_eks():
+    """The pods match the peer, so Kubernetes says yes; the Service's selector does not, so EKS never
+    puts its ClusterIP in the client's allow-list."""
+    service = _service({"app.kubernetes.io/instance": "a"})
+    cluster = Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[service], pods=[MODEL_A])
+    assert cluster.can_connect(CLIENT, MODEL_A, 8000), "the pod IP itself is admitted"
+    assert cluster.textbook_can_connect_to_service(CLIENT, service, 8000)
+    assert not cluster.can_connect_to_service(CLIENT, service, 8000)
+
+
+def test_a_service_whose_selector_carries_the_peer_labels_is_admitted():
+    service = _service({"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "a"})
+    cluster = Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[service], pods=[MODEL_A])
+    assert cluster.textbook_can_connect_to_service(CLIENT, service, 8000)
+    assert cluster.can_connect_to_service(CLIENT, service, 8000)
+    assert not cluster.can_connect_to_service(CLIENT, service, 9000), "no such Service port"
+
+
+def test_a_peer_without_pod_selector_admits_every_service_of_its_namespaces():
+    egress = _policy("client", {"podSelector": {}, "policyTypes": ["Egress"],
+                                "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"serving": "yes"}}}]}]})
+    service = _service({"app.kubernetes.io/instance": "a"})
+    assert Cluster(SERVICE_NAMESPACES, [egress], services=[service], pods=[MODEL_A]).can_connect_to_service(CLIENT, service, 8000)
+
+
+def test_a_named_target_port_that_resolves_to_a_port_the_rule_does_not_allow_drops_the_service():
+    """hasTargetPortBypass: one backend names 9000 "http", so ClusterIP:8000 could be DNATed to a port
+    the rule forbids; EKS skips the Service although Kubernetes would reach pod a on 8000."""
+    other = Endpoint("10.0.4.2", "models", {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "a", "v": "2"}, {"http": 9000})
+    service = _service({"app.kubernetes.io/name": "vllm"}, target_port="http")
+    cluster = Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[service], pods=[MODEL_A, other])
+    assert cluster.textbook_can_connect_to_service(CLIENT, service, 8000)
+    assert not cluster.can_connect_to_service(CLIENT, service, 8000)
+    assert Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[service], pods=[MODEL_A]).can_connect_to_service(CLIENT, service, 8000)
+
+
+def test_a_named_target_port_needs_a_pod_before_the_cluster_ip_is_admitted():
+    """getMatchingServicePort resolves a numeric rule port against a named targetPort only through
+    the Service's pods: a model scaled to zero has no ClusterIP entry; a numeric targetPort has one."""
+    named = _service({"app.kubernetes.io/name": "vllm"}, target_port="http")
+    numeric = _service({"app.kubernetes.io/name": "vllm"}, target_port=8000)
+    assert not Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[named]).egress_admits_cluster_ip(CLIENT, named, 8000)
+    assert Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[numeric]).egress_admits_cluster_ip(CLIENT, numeric, 8000)
+
+
+def test_a_headless_service_follows_pod_rules():
+    service = _service({"app.kubernetes.io/instance": "a"}, cluster_ip="None")
+    cluster = Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS], services=[service], pods=[MODEL_A])
+    assert cluster.can_connect_to_service(CLIENT, service, 8000)
+
+
+def test_the_destination_ingress_is_still_checked_on_the_backend_pod():
+    service = _service({"app.kubernetes.io/name": "vllm"})
+    deny = _policy("models", {"podSelector": {}, "policyTypes": ["Ingress"]})
+    cluster = Cluster(SERVICE_NAMESPACES, [CLIENT_EGRESS, deny], services=[service], pods=[MODEL_A])
+    assert cluster.egress_admits_cluster_ip(CLIENT, service, 8000)
+    assert not cluster.can_connect_to_service(CLIENT, service, 8000)
+
+
+def test_an_ip_block_admits_a_cluster_ip_only_outside_its_exceptions():
+    egress = _policy("client", {"podSelector": {}, "policyTypes": ["Egress"],
+                                "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["172.16.0.0/12"]}}], "ports": [{"port": 8000}]}]})
+    service = _service({"app.kubernetes.io/name": "vllm"})
+    cluster = Cluster(SERVICE_NAMESPACES, [egress], services=[service], pods=[MODEL_A])
+    assert not cluster.can_connect_to_service(CLIENT, service, 8000)
+
+
 # --- the emitted policies -----------------------------------------------------------------------
 
 POD_IDENTITY_AGENT = Endpoint("169.254.170.23")
@@ -114,11 +200,29 @@ def emitted(plan) -> tuple[Cluster, dict[str, list[Endpoint]]]:
         "models": [p for p in models if p.labels.get("app.kubernetes.io/name") == "vllm"],
         "gateway": [p for p in models if p.namespace == gateway.NAMESPACE],
         "prometheus": [Endpoint("10.50.9.1", observability.NAMESPACE, {"app.kubernetes.io/name": "prometheus", "prometheus": "x"})],
-        "dns": [Endpoint("10.50.9.2", "kube-system", {"k8s-app": "kube-dns"})],
+        "dns": [Endpoint("10.50.9.2", "kube-system", {"k8s-app": "kube-dns"}, {"dns": 53, "dns-tcp": 53})],
         "intruder": [Endpoint("10.50.9.3", "intruder", {"app.kubernetes.io/instance": gateway.NAME})],
         "vpc": [in_vpc],
     }
-    return Cluster(namespaces, policies), pods
+    services = [
+        Service(r.inputs["metadata"]["name"], r.inputs["metadata"]["namespace"], f"172.20.7.{i + 1}",
+                dict(r.inputs["spec"].get("selector") or {}), list(r.inputs["spec"]["ports"]))
+        for i, r in enumerate(plan.of_type("kubernetes:core/v1:Service"))
+    ]
+    services.append(KUBE_DNS)
+    every_pod = [pod for group in pods.values() for pod in group if pod.namespace is not None]
+    return Cluster(namespaces, policies, services=services, pods=every_pod), pods
+
+
+#: CoreDNS's Service as the EKS add-on creates it (kube-system/kube-dns, 172.20.0.10 in a 10/8 VPC).
+KUBE_DNS = Service("kube-dns", "kube-system", "172.20.0.10", {"k8s-app": "kube-dns"}, [
+    {"name": "dns", "port": 53, "targetPort": 53, "protocol": "UDP"},
+    {"name": "dns-tcp", "port": 53, "targetPort": 53, "protocol": "TCP"},
+])
+
+
+def model_services(cluster: Cluster) -> list[Service]:
+    return [s for s in cluster.services if s.namespace.startswith("serving-")]
 
 
 @pytest.fixture(params=["dev", "prod"])
@@ -164,12 +268,44 @@ def test_prometheus_scrapes_models_and_gateway(emitted_cluster):
         assert cluster.can_connect(prometheus, gw, gateway.PORT)
 
 
-def test_clients_in_cluster_and_vpc_reach_the_gateway(emitted_cluster):
+def test_gateway_reaches_every_model_service_cluster_ip_under_the_eks_rule(emitted_cluster):
+    """What the gateway dials (each route's URL names the model's Service): admitted by the EKS
+    controller's ClusterIP rule, on the Service's port, and not on another port."""
+    cluster, pods = emitted_cluster
+    services = model_services(cluster)
+    assert len(services) == len(pods["models"]) >= 2
+    for gw in pods["gateway"]:
+        for service in services:
+            assert cluster.egress_admits_cluster_ip(gw, service, model_server.PORT), service.name
+            assert cluster.can_connect_to_service(gw, service, model_server.PORT), service.name
+            assert not cluster.can_connect_to_service(gw, service, 22)
+
+
+def test_model_services_are_not_reachable_by_other_pods_or_tiers(emitted_cluster):
+    cluster, pods = emitted_cluster
+    (intruder,) = pods["intruder"]
+    for service in model_services(cluster):
+        assert not cluster.can_connect_to_service(intruder, service, model_server.PORT)
+        for model in pods["models"]:
+            if model.namespace != service.namespace:
+                assert not cluster.can_connect_to_service(model, service, model_server.PORT)
+
+
+def test_every_pod_resolves_names_through_the_kube_dns_cluster_ip(emitted_cluster):
+    cluster, pods = emitted_cluster
+    for pod in pods["models"] + pods["gateway"]:
+        assert cluster.can_connect_to_service(pod, KUBE_DNS, 53, "UDP") and cluster.can_connect_to_service(pod, KUBE_DNS, 53, "TCP")
+
+
+def test_clients_in_the_cluster_reach_the_gateway_and_nothing_outside_it_is_admitted(emitted_cluster):
+    """The gateway's Service is ClusterIP: only pods are clients. No VPC range is admitted, so no claim
+    of a path from the VPC that does not exist."""
     cluster, pods = emitted_cluster
     (gw, *_) = pods["gateway"]
+    (service,) = [s for s in cluster.services if s.namespace == gateway.NAMESPACE]
     assert cluster.can_connect(pods["intruder"][0], gw, gateway.PORT)
-    assert cluster.can_connect(pods["vpc"][0], gw, gateway.PORT), "an internal load balancer or VPC client"
-    assert not cluster.can_connect(pods["vpc"][0], gw, 22)
+    assert cluster.can_connect_to_service(pods["intruder"][0], service, gateway.PORT)
+    assert not cluster.can_connect(pods["vpc"][0], gw, gateway.PORT), "no ipBlock for the VPC"
     for model in pods["models"]:
         assert not cluster.can_connect(pods["vpc"][0], model, model_server.PORT), "models are not reachable from the VPC"
 
