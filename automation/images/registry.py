@@ -3,9 +3,9 @@
 ``HEAD /v2/<name>/manifests/<tag>`` with an ``Accept`` header listing the OCI index, OCI manifest,
 Docker manifest list and Docker v2 manifest types (OCI distribution-spec, "Pulling manifests"). The
 ``Accept`` list decides the answer for a multi-arch image: a registry that is not told the client
-takes an index answers with one platform's manifest instead (distribution v2.8
-registry/handlers/manifests.go ``GetManifest`` rewrites a list to its linux/amd64 entry), and that
-digest pins one architecture, not the image. The digest is ``Docker-Content-Digest`` when the
+takes a list answers with one platform's manifest instead, a digest that pins one architecture and
+not the image (distribution v2.8 registry/handlers/manifests.go ``GetManifest`` rewrites a Docker
+manifest list to its linux/amd64 entry, and answers 404 for an OCI index). The digest is ``Docker-Content-Digest`` when the
 registry sends a sha256 one, else the sha256 of the manifest bytes from a ``GET``.
 
 Authentication is the anonymous bearer flow of distribution's token spec (docs/spec/auth/token.md):
@@ -79,15 +79,15 @@ class RegistryClient:
     def digest(self, ref: Reference) -> str:
         """The digest ``ref``'s tag points at: the index's digest for a multi-arch image."""
         url = f"https://{ref.api_host}/v2/{ref.path}/manifests/{ref.tag}"
-        head = self._request("HEAD", url, ref)
+        head, where = self._request("HEAD", url, ref)
         head.close()
-        self._raise_for_status(head, ref)
+        self._raise_for_status(head, ref, where)
         header = head.headers.get("Docker-Content-Digest", "")
         if _SHA256.match(header) and self._media_type(head) in MANIFEST_TYPES:
             return header
-        response = self._request("GET", url, ref, stream=True)
+        response, where = self._request("GET", url, ref, stream=True)
         try:
-            self._raise_for_status(response, ref)
+            self._raise_for_status(response, ref, where)
             media_type = self._media_type(response)
             if media_type not in MANIFEST_TYPES:
                 raise Unresolved(f"the registry answered with a {media_type or 'untyped'} document, not an "
@@ -110,11 +110,11 @@ class RegistryClient:
         return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
 
     @staticmethod
-    def _raise_for_status(response: requests.Response, ref: Reference) -> None:
+    def _raise_for_status(response: requests.Response, ref: Reference, url: str) -> None:
         status = response.status_code
         if status == 200:
             return
-        where = urlsplit(response.url).netloc
+        where = urlsplit(url).netloc
         if status == 404:
             raise Unresolved(f"404 from {where}: no tag {ref.tag!r} in repository {ref.path!r}")
         if status == 401:
@@ -128,8 +128,9 @@ class RegistryClient:
             raise Unresolved(f"429 from {where}: rate limited; try again later")
         raise Unresolved(f"HTTP {status} from {where}")
 
-    def _request(self, method: str, url: str, ref: Reference, stream: bool = False) -> requests.Response:
-        """``method url``, following redirects and answering one bearer challenge per host."""
+    def _request(self, method: str, url: str, ref: Reference, stream: bool = False) -> tuple[requests.Response, str]:
+        """``method url``, following redirects and answering one bearer challenge per host; the final
+        answer and the URL it answers for (before ``--registry-override`` routing)."""
         challenged: set[str] = set()
         for _ in range(MAX_REDIRECTS + 1):
             host = urlsplit(url).netloc.lower()
@@ -152,7 +153,7 @@ class RegistryClient:
                     challenged.add(host)
                     self._tokens[(host, ref.path)] = self._token(challenge, ref)
                     continue
-            return response
+            return response, url
         raise Unresolved(f"more than {MAX_REDIRECTS} redirects")
 
     def _token(self, challenge: dict[str, str], ref: Reference) -> str:
