@@ -45,6 +45,7 @@ MAX_REDIRECTS = 5
 
 _SHA256 = re.compile(r"^sha256:[0-9a-f]{64}$")
 _REDIRECTS = {301, 302, 303, 307, 308}
+_NO_HEAD = {405, 501}
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z][\w-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
 
 
@@ -81,10 +82,11 @@ class RegistryClient:
         url = f"https://{ref.api_host}/v2/{ref.path}/manifests/{ref.tag}"
         head, where = self._request("HEAD", url, ref)
         head.close()
-        self._raise_for_status(head, ref, where)
-        header = head.headers.get("Docker-Content-Digest", "")
-        if _SHA256.match(header) and self._media_type(head) in MANIFEST_TYPES:
-            return header
+        if head.status_code not in _NO_HEAD:  # a registry without HEAD gets the GET below
+            self._raise_for_status(head, ref, where)
+            header = head.headers.get("Docker-Content-Digest", "")
+            if _SHA256.match(header) and self._media_type(head) in MANIFEST_TYPES:
+                return header
         response, where = self._request("GET", url, ref, stream=True)
         try:
             self._raise_for_status(response, ref, where)
@@ -118,8 +120,11 @@ class RegistryClient:
         if status == 404:
             raise Unresolved(f"404 from {where}: no tag {ref.tag!r} in repository {ref.path!r}")
         if status == 401:
-            challenge = response.headers.get("WWW-Authenticate", "")
-            scheme = challenge.split(" ", 1)[0] or "no"
+            if bearer_challenge(response.headers.get("WWW-Authenticate")) is not None:
+                # Only returned after the anonymous token was fetched and sent (see _request).
+                raise Unresolved(f"401 from {where} with an anonymous pull token: a private image, or no "
+                                 f"repository {ref.path!r}")
+            scheme = response.headers.get("WWW-Authenticate", "").split(" ", 1)[0] or "no"
             raise Unresolved(f"401 from {where}: the registry wants credentials ({scheme} challenge, "
                              "no anonymous token)")
         if status == 403:

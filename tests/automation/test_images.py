@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from components import versions
 from tests.support.needs import missing
 from tests.support.registry import Pusher, SigningKey, TokenServer, registry_binary, running_registry, serve
 
+ROOT = Path(__file__).resolve().parents[2]
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
@@ -133,7 +135,8 @@ def token_registry(binary, tmp_path_factory):
     """A registry with ``auth.token``: its realm is an https URL on a host that exists only through
     ``--registry-override``, which sends it to the token server on 127.0.0.1."""
     folder = tmp_path_factory.mktemp("token-registry")
-    server = TokenServer(SigningKey.create(folder), issuer="llm-platform-test-issuer", service=TOKEN_SERVICE)
+    server = TokenServer(SigningKey.create(folder), issuer="llm-platform-test-issuer", service=TOKEN_SERVICE,
+                         private={"team/private"})
     auth = {"token": {"realm": f"https://{TOKEN_HOST}/token", "service": TOKEN_SERVICE, "issuer": server.issuer,
                       "rootcertbundle": str(server.signing_key.cert)}}
     with server.serving() as token_url, running_registry(binary, folder / "registry", auth) as url:
@@ -438,6 +441,16 @@ def test_a_token_realm_that_cannot_be_reached_leaves_the_image_unresolved(token_
     assert path.read_text() == 'A = Image(repository="python", tag="3.13-slim")\n'
 
 
+def test_a_private_image_is_unresolved(token_registry, tmp_path, capsys):
+    url, token_url, server = token_registry
+    path = tmp_path / "versions.py"
+    path.write_text('A = Image(repository="ghcr.io/team/private", tag="v1")\n')
+    code, out, _ = resolve(capsys, path, *overrides(url, "ghcr.io"), *overrides(token_url, TOKEN_HOST))
+    assert code == exit_codes.INCOMPLETE
+    assert out.splitlines()[-1] == ("  A: 401 from ghcr.io with an anonymous pull token: a private image, or no "
+                                    "repository 'team/private'; run: crane digest ghcr.io/team/private:v1")
+
+
 def test_a_401_without_a_token_endpoint_is_unresolved(basic_registry, tmp_path, capsys):
     path = tmp_path / "versions.py"
     path.write_text('A = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")\n')
@@ -500,6 +513,35 @@ def test_refused_and_silent_registries_are_listed_with_the_command(tmp_path, cap
     ]
 
 
+class _NoHeadNoDigestHeader(BaseHTTPRequestHandler):
+    """A registry front (some mirrors) that answers HEAD with 405 and GET without Docker-Content-Digest."""
+
+    def do_HEAD(self):  # noqa: N802 - http.server hook
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):  # noqa: N802 - http.server hook
+        body = _list(OCI_INDEX, OCI_MANIFEST)
+        self.send_response(200)
+        self.send_header("Content-Type", OCI_INDEX)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args):
+        pass
+
+
+def test_without_a_digest_header_the_digest_is_the_sha256_of_the_manifest_bytes(tmp_path, capsys):
+    path = tmp_path / "versions.py"
+    path.write_text('A = Image(repository="public.ecr.aws/team/app", tag="v1")\n')
+    with serve(_NoHeadNoDigestHeader) as url:
+        code, _, _ = resolve(capsys, path, *overrides(url, "public.ecr.aws"))
+    assert code == exit_codes.OK
+    assert path.read_text() == f'A = Image(repository="public.ecr.aws/team/app", tag="v1", digest="{OCI_INDEX_DIGEST}")\n'
+
+
 class _RedirectToPlainHttp(BaseHTTPRequestHandler):
     def do_HEAD(self):  # noqa: N802 - http.server hook
         self.send_response(307)
@@ -518,3 +560,19 @@ def test_a_redirect_to_plain_http_is_not_followed(tmp_path, capsys):
     assert code == exit_codes.INCOMPLETE
     assert out.splitlines()[-1] == ("  A: refused to follow http://mirror.example.invalid: not https and not a "
                                     "--registry-override URL; run: crane digest registry.k8s.io/pause:3.10")
+
+
+def test_the_command_as_a_user_runs_it(open_registry, tmp_path):
+    """A real ``python -m automation`` process: exit code and lines as a script sees them."""
+    assert push_single(Pusher(open_registry), "team/cli", "v1", DOCKER_MANIFEST) == SINGLE_DOCKER
+    path = tmp_path / "versions.py"
+    path.write_text('A = Image(repository="ghcr.io/team/cli", tag="v1")\nB = Image(repository="ghcr.io/team/gone", '
+                    'tag="v1")\n')
+    run = subprocess.run([sys.executable, "-m", "automation", "images", "resolve", "--versions-file", str(path),
+                          "--registry-override", f"ghcr.io={open_registry}"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == exit_codes.INCOMPLETE == 6, run.stderr
+    assert run.stdout.splitlines()[-1] == ("  B: 404 from ghcr.io: no tag 'v1' in repository 'team/gone'; "
+                                           "run: crane digest ghcr.io/team/gone:v1")
+    assert path.read_text() == (f'A = Image(repository="ghcr.io/team/cli", tag="v1", digest="{SINGLE_DOCKER}")\n'
+                                'B = Image(repository="ghcr.io/team/gone", tag="v1")\n')

@@ -77,11 +77,14 @@ class SigningKey:
 @dataclass
 class TokenServer:
     """Docker's token endpoint in miniature: ``GET /token?service=S&scope=repository:NAME:ACTIONS``
-    answers ``{"token": JWT, "access_token": JWT}`` granting what was asked; every request is kept."""
+    answers ``{"token": JWT, "access_token": JWT}`` granting what was asked, except for repositories
+    in ``private`` (a token granting nothing, as Docker Hub answers for an image one may not pull);
+    every request is kept."""
 
     signing_key: SigningKey
     issuer: str
     service: str
+    private: set[str] = field(default_factory=set)
     requests: list[dict[str, list[str]]] = field(default_factory=list)
 
     def jwt(self, scope: str) -> str:
@@ -90,7 +93,8 @@ class TokenServer:
         for item in filter(None, scope.split(" ")):
             kind, _, rest = item.partition(":")
             name, _, actions = rest.rpartition(":")
-            access.append({"type": kind, "name": name, "actions": actions.split(",")})
+            if name not in self.private:
+                access.append({"type": kind, "name": name, "actions": actions.split(",")})
         now = int(time.time())
         claims = {"iss": self.issuer, "sub": "anonymous", "aud": self.service, "exp": now + 600,
                   "nbf": now - 60, "iat": now, "jti": os.urandom(8).hex(), "access": access}
