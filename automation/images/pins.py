@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from automation.images.reference import DIGEST
+
 DEFAULT_VERSIONS_FILE = Path(__file__).resolve().parents[2] / "components" / "versions.py"
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _FIELDS = ("repository", "tag", "digest")
 
 
@@ -137,7 +137,7 @@ def rewrite(source: bytes, digests: Mapping[str, str], path: Path = DEFAULT_VERS
     edits: list[tuple[int, int, bytes]] = []
     named = dict(_calls(tree))
     for name, digest in digests.items():
-        if not _DIGEST.match(digest):
+        if not DIGEST.match(digest):
             raise VersionsFileError(f"{name}: {digest!r} is not sha256:<64 hex>")
         call = named.get(name)
         if call is None:

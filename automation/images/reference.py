@@ -17,6 +17,8 @@ DOCKER_HUB = "docker.io"
 #: The host that answers Docker Hub's registry API (moby/moby registry/config.go ``DefaultRegistryHost``).
 DOCKER_HUB_API = "registry-1.docker.io"
 _LEGACY_DOCKER_HUB = "index.docker.io"
+#: A pinnable digest: the only form ``components.versions.Image`` accepts (sha256, lowercase hex).
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 # distribution/reference regexp.go: path components are lowercase alphanumerics joined by separators.
 _COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")

@@ -29,7 +29,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from automation.images.reference import Reference
+from automation.images.reference import DIGEST, Reference
 from automation.images.routing import DEFAULT_TIMEOUT, Router, Unresolved, loopback, origin
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -39,11 +39,10 @@ DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 #: Every manifest type whose digest pins an image; lists and indexes first.
 MANIFEST_TYPES = (OCI_INDEX, DOCKER_MANIFEST_LIST, OCI_MANIFEST, DOCKER_MANIFEST)
 ACCEPT = ", ".join(MANIFEST_TYPES)
-#: Registries refuse manifests above 4 MiB (distribution-spec "Pushing manifests"); so does this client.
+#: The distribution spec asks registries to take manifests up to 4 MiB ("Pushing manifests"); no more is read.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_REDIRECTS = 5
 
-_SHA256 = re.compile(r"^sha256:[0-9a-f]{64}$")
 _REDIRECTS = {301, 302, 303, 307, 308}
 _NO_HEAD = {405, 501}
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z][\w-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
@@ -85,7 +84,7 @@ class RegistryClient:
         if head.status_code not in _NO_HEAD:  # a registry without HEAD gets the GET below
             self._raise_for_status(head, ref, where)
             header = head.headers.get("Docker-Content-Digest", "")
-            if _SHA256.match(header) and self._media_type(head) in MANIFEST_TYPES:
+            if DIGEST.match(header) and self._media_type(head) in MANIFEST_TYPES:
                 return header
         response, where = self._request("GET", url, ref, stream=True)
         try:

@@ -12,7 +12,6 @@ import hashlib
 import importlib.util
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
