@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from automation import errors, exit_codes
-from automation.commands import env, integration, stack_ops, unlock
+from automation.commands import env, images, integration, stack_ops, unlock
 from automation.console import err, stdout
 from automation.errors import UsageError
 
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     env.declare(verbs)
     integration.declare(verbs)
     unlock.declare(verbs)
+    images.declare(verbs)
     return parser
 
 

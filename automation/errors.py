@@ -153,6 +153,7 @@ OUTCOMES: dict[str, Outcome] = {
     "automation.offline.pack.findings.PolicyConfigError": Outcome(exit_codes.USAGE),
     "automation.driver.workspace.WorkspaceError": Outcome(exit_codes.USAGE),
     "automation.driver.environments.EnvRequestError": Outcome(exit_codes.USAGE),
+    "automation.images.pins.VersionsFileError": Outcome(exit_codes.USAGE),
     # It ran and failed.
     "automation.offline.pack.findings.PolicyPackError": Outcome(exit_codes.FAILED, _line("the policy pack failed: ")),
     "automation.driver.postdeploy.KubectlError": Outcome(exit_codes.FAILED),

@@ -17,6 +17,9 @@ LOCKED = 3
 NOT_FOUND = 4
 #: Preflight found this machine unable to run the operation (missing tool, credentials, backend).
 PREFLIGHT = 5
+#: The verb did what it could here and lists what is left, each with the command that finishes it
+#: elsewhere (``images resolve``: some images unresolved, the others' digests written).
+INCOMPLETE = 6
 #: Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it.
 INTERRUPTED = 128 + signal.SIGINT
 #: Interrupted by SIGTERM (CI timeouts, ``kill``): 128 + 15.

@@ -1,0 +1,204 @@
+"""The OCI distribution API, asked one thing: which digest does ``<name>:<tag>`` point at.
+
+``HEAD /v2/<name>/manifests/<tag>`` with an ``Accept`` header listing the OCI index, OCI manifest,
+Docker manifest list and Docker v2 manifest types (OCI distribution-spec, "Pulling manifests"). The
+``Accept`` list decides the answer for a multi-arch image: a registry that is not told the client
+takes a list answers with one platform's manifest instead, a digest that pins one architecture and
+not the image (distribution v2.8 registry/handlers/manifests.go ``GetManifest`` rewrites a Docker
+manifest list to its linux/amd64 entry, and answers 404 for an OCI index). The digest is ``Docker-Content-Digest`` when the
+registry sends a sha256 one, else the sha256 of the manifest bytes from a ``GET``.
+
+Authentication is the anonymous bearer flow of distribution's token spec (docs/spec/auth/token.md):
+a 401 carrying ``WWW-Authenticate: Bearer realm=...,service=...,scope=repository:<name>:pull`` is
+answered by ``GET <realm>?service=...&scope=...``, whose JSON ``token`` (or ``access_token``) goes
+back as ``Authorization: Bearer``. Docker Hub, ghcr.io, nvcr.io, public.ecr.aws and registry.k8s.io's
+backends all hand out pull tokens for public images this way. A token is sent only to the host that
+asked for it.
+
+Redirects (registry.k8s.io sends every request to a regional backend) are followed by hand, at most
+:data:`MAX_REDIRECTS`, and only to ``https`` URLs or to a base URL given with ``--registry-override``
+(a test registry or a mirror on plain http); the token realm obeys the same rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from automation.images.reference import DIGEST, Reference
+from automation.images.routing import DEFAULT_TIMEOUT, Router, Unresolved, loopback, origin
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+#: Every manifest type whose digest pins an image; lists and indexes first.
+MANIFEST_TYPES = (OCI_INDEX, DOCKER_MANIFEST_LIST, OCI_MANIFEST, DOCKER_MANIFEST)
+ACCEPT = ", ".join(MANIFEST_TYPES)
+#: The distribution spec asks registries to take manifests up to 4 MiB ("Pushing manifests"); no more is read.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_REDIRECTS = 5
+
+_REDIRECTS = {301, 302, 303, 307, 308}
+_NO_HEAD = {405, 501}
+_CHALLENGE_PARAM = re.compile(r'([A-Za-z][\w-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
+
+
+def bearer_challenge(header: str | None) -> dict[str, str] | None:
+    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` header, or None."""
+    if not header:
+        return None
+    match = re.search(r"(?i)\bbearer\s+(.*)", header)
+    if not match:
+        return None
+    params: dict[str, str] = {}
+    for key, value in _CHALLENGE_PARAM.findall(match.group(1)):
+        key = key.lower()
+        if key in params:  # the next challenge (e.g. ", Basic realm=...") starts here
+            break
+        params[key] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith('"') else value
+    return params if "realm" in params else None
+
+
+class RegistryClient:
+    """Resolves tags to digests; one instance per run (it keeps pull tokens per host and repository)."""
+
+    def __init__(self, overrides: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.router = Router(dict(overrides or {}))
+        self.timeout = timeout
+        self.session = requests.Session()
+        self._tokens: dict[tuple[str, str], str] = {}
+
+    def close(self) -> None:
+        self.session.close()
+
+    def digest(self, ref: Reference) -> str:
+        """The digest ``ref``'s tag points at: the index's digest for a multi-arch image."""
+        url = f"https://{ref.api_host}/v2/{ref.path}/manifests/{ref.tag}"
+        head, where = self._request("HEAD", url, ref)
+        head.close()
+        if head.status_code not in _NO_HEAD:  # a registry without HEAD gets the GET below
+            self._raise_for_status(head, ref, where)
+            header = head.headers.get("Docker-Content-Digest", "")
+            if DIGEST.match(header) and self._media_type(head) in MANIFEST_TYPES:
+                return header
+        response, where = self._request("GET", url, ref, stream=True)
+        try:
+            self._raise_for_status(response, ref, where)
+            media_type = self._media_type(response)
+            if media_type not in MANIFEST_TYPES:
+                raise Unresolved(f"the registry answered with a {media_type or 'untyped'} document, not an "
+                                 "OCI or Docker v2 manifest")
+            body = b""
+            for chunk in response.iter_content(64 * 1024):
+                body += chunk
+                if len(body) > MAX_MANIFEST_BYTES:
+                    break
+        except requests.RequestException as exc:
+            raise Unresolved(self._network_reason(exc, url)) from None
+        finally:
+            response.close()
+        if len(body) > MAX_MANIFEST_BYTES:
+            raise Unresolved("the manifest is larger than 4 MiB")
+        return "sha256:" + hashlib.sha256(body).hexdigest()
+
+    @staticmethod
+    def _media_type(response: requests.Response) -> str:
+        return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+
+    @staticmethod
+    def _raise_for_status(response: requests.Response, ref: Reference, url: str) -> None:
+        status = response.status_code
+        if status == 200:
+            return
+        where = urlsplit(url).netloc
+        if status == 404:
+            raise Unresolved(f"404 from {where}: no tag {ref.tag!r} in repository {ref.path!r}")
+        if status == 401:
+            if bearer_challenge(response.headers.get("WWW-Authenticate")) is not None:
+                # Only returned after the anonymous token was fetched and sent (see _request).
+                raise Unresolved(f"401 from {where} with an anonymous pull token: a private image, or no "
+                                 f"repository {ref.path!r}")
+            scheme = response.headers.get("WWW-Authenticate", "").split(" ", 1)[0] or "no"
+            raise Unresolved(f"401 from {where}: the registry wants credentials ({scheme} challenge, "
+                             "no anonymous token)")
+        if status == 403:
+            raise Unresolved(f"403 from {where}: pulling {ref.path!r} is denied to anonymous clients")
+        if status == 429:
+            raise Unresolved(f"429 from {where}: rate limited; try again later")
+        raise Unresolved(f"HTTP {status} from {where}")
+
+    def _request(self, method: str, url: str, ref: Reference, stream: bool = False) -> tuple[requests.Response, str]:
+        """``method url``, following redirects and answering one bearer challenge per host; the final
+        answer and the URL it answers for (before ``--registry-override`` routing)."""
+        challenged: set[str] = set()
+        for _ in range(MAX_REDIRECTS + 1):
+            host = urlsplit(url).netloc.lower()
+            headers = {"Accept": ACCEPT}
+            token = self._tokens.get((host, ref.path))
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            response = self._send(method, url, headers, stream)
+            if response.status_code in _REDIRECTS:
+                response.close()
+                location = response.headers.get("Location")
+                if not location:
+                    raise Unresolved(f"HTTP {response.status_code} from {host} without a Location")
+                url = urljoin(url, location)
+                continue
+            if response.status_code == 401 and host not in challenged:
+                challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
+                if challenge is not None:
+                    response.close()
+                    challenged.add(host)
+                    self._tokens[(host, ref.path)] = self._token(challenge, ref)
+                    continue
+            return response, url
+        raise Unresolved(f"more than {MAX_REDIRECTS} redirects")
+
+    def _token(self, challenge: dict[str, str], ref: Reference) -> str:
+        params = {"scope": challenge.get("scope") or f"repository:{ref.path}:pull"}
+        if challenge.get("service"):
+            params["service"] = challenge["service"]
+        url = challenge["realm"]
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self._send("GET", url, {"Accept": "application/json"}, False, params=params)
+            if response.status_code not in _REDIRECTS:
+                break
+            url, params = urljoin(url, response.headers.get("Location", "")), None
+        else:
+            raise Unresolved(f"token endpoint {url}: more than {MAX_REDIRECTS} redirects")
+        if response.status_code != 200:
+            raise Unresolved(f"token endpoint {origin(url)} answered HTTP {response.status_code}")
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        token = (answer.get("token") or answer.get("access_token")) if isinstance(answer, dict) else None
+        if not isinstance(token, str) or not token:
+            raise Unresolved(f"token endpoint {origin(url)} answered without a token")
+        return token
+
+    def _send(self, method: str, url: str, headers: dict[str, str], stream: bool,
+              params: dict[str, str] | None = None) -> requests.Response:
+        target = self.router.route(url)
+        # A loopback override (a test registry) is never sent through the environment's proxy.
+        proxies = {"http": None, "https": None} if loopback(urlsplit(target).hostname) else None
+        try:
+            return self.session.request(method, target, headers=headers, params=params, stream=stream,
+                                        allow_redirects=False, timeout=(self.timeout, self.timeout),
+                                        proxies=proxies)
+        except requests.RequestException as exc:
+            raise Unresolved(self._network_reason(exc, url)) from None
+
+    def _network_reason(self, exc: requests.RequestException, url: str) -> str:
+        host = urlsplit(url).netloc
+        if isinstance(exc, requests.Timeout):
+            return f"no answer from {host} within {self.timeout:g} s"
+        if isinstance(exc, requests.ConnectionError):
+            return f"cannot connect to {host} (network refused or unreachable)"
+        return f"request to {host} failed ({type(exc).__name__})"
