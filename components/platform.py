@@ -349,7 +349,6 @@ class Platform(pulumi.ComponentResource):
                     bedrock_region=serving.gateway.bedrock_region,
                     cluster_name=cluster_name,
                     model_api_keys=api_keys,
-                    client_cidrs=[settings.network.vpc_cidr],
                     replicas=serving.gateway.replicas,
                     timeout_seconds=serving.gateway.timeout_seconds,
                     num_retries=serving.gateway.num_retries,

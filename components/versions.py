@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: What a pinned digest looks like (also what the digest resolver writes).
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Image:
     digest: str | None = None
 
     def __post_init__(self) -> None:
-        if self.digest is not None and not _DIGEST_RE.match(self.digest):
+        if self.digest is not None and not DIGEST_RE.match(self.digest):
             raise ValueError(f"image {self.repository}:{self.tag}: digest {self.digest!r} is not sha256:<64 hex>")
 
     def __str__(self) -> str:

@@ -15,7 +15,7 @@ from pulumi.automation.errors import StackNotFoundError
 from automation import exit_codes
 from automation.stacks import read_stack_config
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from automation.driver.preflight import PreflightNeeds, endpoint_check
+from automation.driver.preflight import PreflightNeeds, bedrock_targets, endpoint_check
 from automation.console import progress_writer, stdout
 from automation.errors import translate_errors
 from automation.commands._common import (
@@ -85,7 +85,12 @@ def _run_operation(args: argparse.Namespace) -> int:
             if args.operation in CHANGES:
                 kubeconfig = _kubeconfig(stack)
                 extra.append(endpoint_check(settings, kubeconfig, args.endpoint_reachable, args.stack))
-            preflight(PreflightNeeds(aws=True, kubectl=kubectl, region=settings.region), backend, command, extra)
+            # Before `up`, each Bedrock fallback is invoked once: a fresh account's first use of a
+            # third-party model needs a one-time Marketplace subscription or use-case form.
+            fallbacks = bedrock_targets(settings) if args.operation == "up" else ()
+            preflight(PreflightNeeds(aws=True, kubectl=kubectl, region=settings.region, bedrock=fallbacks,
+                                     bedrock_region=settings.serving.gateway.bedrock_region if fallbacks else None),
+                      backend, command, extra)
             if stack is None:
                 stack = Stack.create(args.stack, ws)
             if args.operation == "destroy":

@@ -13,12 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from components.versions import DIGEST_RE
+
 DOCKER_HUB = "docker.io"
 #: The host that answers Docker Hub's registry API (moby/moby registry/config.go ``DefaultRegistryHost``).
 DOCKER_HUB_API = "registry-1.docker.io"
 _LEGACY_DOCKER_HUB = "index.docker.io"
 #: A pinnable digest: the only form ``components.versions.Image`` accepts (sha256, lowercase hex).
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST = DIGEST_RE
 
 # distribution/reference regexp.go: path components are lowercase alphanumerics joined by separators.
 _COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")

@@ -192,16 +192,13 @@ class GatewayArgs:
     URL, kind); ``bedrock_models`` maps a kind (``chat``, ``embedding``) to the Bedrock model ids that
     models of that kind fall back to, in order. ``model_api_keys`` maps each route's ``api_key_env`` to
     the key (a Pulumi secret). Clients are pods of the cluster: the Service is ClusterIP, so nothing
-    outside the cluster has a path to it and no address outside the cluster is admitted.
-    ``client_cidrs`` is accepted and ignored while ``components/platform.py`` still passes it; it
-    admits nothing (remove it with that argument)."""
+    outside the cluster has a path to it and no address outside the cluster is admitted."""
 
     routes: list[Route]
     bedrock_models: dict[str, list[str]]
     bedrock_region: str | None
     cluster_name: str
     model_api_keys: dict[str, pulumi.Input[str]] = field(default_factory=dict)
-    client_cidrs: list[str] = field(default_factory=list)
     replicas: int = 2
     timeout_seconds: int = 60
     num_retries: int = 1

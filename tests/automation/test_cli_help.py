@@ -26,7 +26,7 @@ def test_help_shows_every_verb():
     top = run("--help")
     env = run("env", "--help")
     assert top.returncode == env.returncode == exit_codes.OK
-    assert listed(top.stdout, ("check", "preview", "up", "destroy", "refresh", "env", "test", "verify", "unlock")) == []
+    assert listed(top.stdout, ("check", "preview", "up", "destroy", "refresh", "env", "test", "verify", "unlock", "images")) == []
     assert listed(env.stdout, ("create", "update", "extend", "list", "destroy", "reap")) == []
 
 
