@@ -73,7 +73,9 @@ DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 DCGM_POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
 DCGM_XID_ERRORS_COUNT = XID_COUNT_METRIC
 #: Labels of every GPU series (dcgm-exporter ``internal/pkg/rendermetrics/render_metrics.go``, the GPU
-#: template: ``gpu``, the UUID, ``pci_bus_id``, ``device``, ``modelName``, ``Hostname``).
+#: template: ``gpu``, the UUID, ``pci_bus_id``, ``device``, ``modelName``, ``Hostname``). ``Hostname`` is
+#: the node's name (``internal/pkg/hostname/hostname.go`` reads ``NODE_NAME``, which the chart's
+#: DaemonSet sets from ``spec.nodeName``): the dashboards join it to kube-state-metrics' ``node``.
 _DCGM_GPU_LABELS = ("Hostname", "gpu")
 
 DCGM_EXPORTER = ExporterContract(

@@ -201,3 +201,12 @@ def test_dashboard_units_are_the_contract_units(emitted):
                     checked += 1
                     assert panel["fieldConfig"]["defaults"]["unit"] == mc.GRAFANA_UNITS[unit], panel["title"]
     assert checked >= 4
+
+
+def test_the_tier_label_the_queries_use_is_made_by_the_vllm_pod_monitor(emitted):
+    """``tier`` is no exporter's label: the program's PodMonitor copies it from the pod's label."""
+    plan, queries, _ = emitted
+    assert any("tier" in reads(q.expr).grouping_labels for q in queries)
+    (monitor,) = [r for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if r.inputs["metadata"]["name"] == "vllm"]
+    targets = {r["targetLabel"] for e in monitor.inputs["spec"]["podMetricsEndpoints"] for r in e.get("relabelings", [])}
+    assert "tier" in targets
