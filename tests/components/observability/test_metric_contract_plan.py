@@ -210,3 +210,21 @@ def test_the_tier_label_the_queries_use_is_made_by_the_vllm_pod_monitor(emitted)
     (monitor,) = [r for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor") if r.inputs["metadata"]["name"] == "vllm"]
     targets = {r["targetLabel"] for e in monitor.inputs["spec"]["podMetricsEndpoints"] for r in e.get("relabelings", [])}
     assert "tier" in targets
+
+
+def test_every_node_label_the_queries_use_is_allow_listed_for_kube_state_metrics(emitted):
+    """kube-state-metrics exports a node label only when ``--metric-labels-allowlist`` names it
+    (docs/developer/cli-arguments.md); ``label_llm_platform_io_pool`` must come from that list."""
+    plan, queries, _ = emitted
+    used = set()
+    for query in queries:
+        what = reads(query.expr)
+        used |= {label for label in what.grouping_labels if label.startswith("label_")}
+        used |= {label for s in what.selectors for label in s.matcher_labels if label.startswith("label_")}
+    (stack,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "kube-prometheus-stack"]
+    (allow,) = stack.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"]
+    resource, names = allow.split("=", 1)
+    assert resource == "nodes"
+    exported = {mc.ksm_node_label(name) for name in names.strip("[]").split(",")}
+    assert used == {"label_llm_platform_io_pool"}
+    assert used <= exported
