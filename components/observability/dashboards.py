@@ -11,13 +11,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.observability.metric_contract import (
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    DCGM_GPU_UTIL,
+    DCGM_POWER_USAGE,
+    KSM_NODE_LABELS,
+    LITELLM_DEPLOYMENT_FAILURES,
+    LITELLM_FALLBACKS,
+    LITELLM_PROXY_REQUESTS,
+    VLLM_GENERATION_TOKENS,
+    VLLM_ITL_BUCKET,
+    VLLM_KV_CACHE_USAGE,
+    VLLM_NUM_REQUESTS_RUNNING,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_PREEMPTIONS,
+    VLLM_TTFT_BUCKET,
+    ksm_node_label,
+)
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 
 DASHBOARD_LABEL = "grafana_dashboard"
 #: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``) for per-pool panels.
 NODE_LABELS_EXPORTED = ("llm-platform.io/pool", "llm-platform.io/accelerator")
-_POOL = "label_llm_platform_io_pool"
-_NODE_POOL = f'label_replace(kube_node_labels{{{_POOL}!=""}}, "Hostname", "$1", "node", "(.*)")'
+_POOL = ksm_node_label(NODE_LABELS_EXPORTED[0])
+_NODE_POOL = f'label_replace({KSM_NODE_LABELS}{{{_POOL}!=""}}, "Hostname", "$1", "node", "(.*)")'
 
 
 @dataclass(frozen=True)
@@ -26,6 +44,10 @@ class Panel:
     expr: str
     unit: str = "short"
     legend: str = ""
+
+
+#: Share of a GPU's framebuffer in use (the exporter reports used and free, both in one unit).
+_FB_USED_SHARE = f"{DCGM_FB_USED} / ({DCGM_FB_USED} + {DCGM_FB_FREE})"
 
 
 def _per_pool(metric: str) -> str:
@@ -45,39 +67,39 @@ def panels(gpu_hours_budget: int | None) -> dict[str, tuple[str, list[Panel]]]:
         "llm-gpu": (
             "LLM platform / GPUs",
             [
-                Panel("GPU utilization per pool", _per_pool("DCGM_FI_DEV_GPU_UTIL"), "percent", "{{label_llm_platform_io_pool}}"),
-                Panel("GPU utilization per node and GPU", "avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL)", "percent", "{{Hostname}} {{gpu}}"),
+                Panel("GPU utilization per pool", _per_pool(DCGM_GPU_UTIL), "percent", f"{{{{{_POOL}}}}}"),
+                Panel("GPU utilization per node and GPU", f"avg by (Hostname, gpu) ({DCGM_GPU_UTIL})", "percent", "{{Hostname}} {{gpu}}"),
                 Panel(
                     "Framebuffer used per node and GPU",
-                    "avg by (Hostname, gpu) (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE))",
+                    f"avg by (Hostname, gpu) ({_FB_USED_SHARE})",
                     "percentunit",
                     "{{Hostname}} {{gpu}}",
                 ),
-                Panel("Framebuffer used per pool", _per_pool("(DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE))"), "percentunit"),
-                Panel("Power per node", "sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "watt", "{{Hostname}}"),
-                Panel("Power per pool", f"sum by ({_POOL}) (DCGM_FI_DEV_POWER_USAGE * on (Hostname) group_left({_POOL}) {_NODE_POOL})", "watt"),
+                Panel("Framebuffer used per pool", _per_pool(f"({_FB_USED_SHARE})"), "percentunit"),
+                Panel("Power per node", f"sum by (Hostname) ({DCGM_POWER_USAGE})", "watt", "{{Hostname}}"),
+                Panel("Power per pool", f"sum by ({_POOL}) ({DCGM_POWER_USAGE} * on (Hostname) group_left({_POOL}) {_NODE_POOL})", "watt"),
             ],
         ),
         "llm-serving": (
             "LLM platform / Serving",
             [
-                Panel("Generated tokens/s", "sum by (model_name) (rate(vllm:generation_tokens_total[5m]))", "short", "{{model_name}}"),
+                Panel("Generated tokens/s", f"sum by (model_name) (rate({VLLM_GENERATION_TOKENS}[5m]))", "short", "{{model_name}}"),
                 Panel(
                     "Time to first token p95",
-                    "histogram_quantile(0.95, sum by (le, model_name) (rate(vllm:time_to_first_token_seconds_bucket[5m])))",
+                    f"histogram_quantile(0.95, sum by (le, model_name) (rate({VLLM_TTFT_BUCKET}[5m])))",
                     "s",
                     "{{model_name}}",
                 ),
                 Panel(
                     "Inter-token latency p95",
-                    "histogram_quantile(0.95, sum by (le, model_name) (rate(vllm:inter_token_latency_seconds_bucket[5m])))",
+                    f"histogram_quantile(0.95, sum by (le, model_name) (rate({VLLM_ITL_BUCKET}[5m])))",
                     "s",
                     "{{model_name}}",
                 ),
-                Panel("Requests waiting", "sum by (model_name) (vllm:num_requests_waiting)", "short", "{{model_name}}"),
-                Panel("Requests running", "sum by (model_name) (vllm:num_requests_running)", "short", "{{model_name}}"),
-                Panel("KV cache usage", "avg by (model_name) (vllm:kv_cache_usage_perc)", "percentunit", "{{model_name}}"),
-                Panel("Preemptions/s", "sum by (model_name) (rate(vllm:num_preemptions_total[5m]))", "short", "{{model_name}}"),
+                Panel("Requests waiting", f"sum by (model_name) ({VLLM_NUM_REQUESTS_WAITING})", "short", "{{model_name}}"),
+                Panel("Requests running", f"sum by (model_name) ({VLLM_NUM_REQUESTS_RUNNING})", "short", "{{model_name}}"),
+                Panel("KV cache usage", f"avg by (model_name) ({VLLM_KV_CACHE_USAGE})", "percentunit", "{{model_name}}"),
+                Panel("Preemptions/s", f"sum by (model_name) (rate({VLLM_PREEMPTIONS}[5m]))", "short", "{{model_name}}"),
             ],
         ),
         "llm-gateway": (
@@ -85,19 +107,19 @@ def panels(gpu_hours_budget: int | None) -> dict[str, tuple[str, list[Panel]]]:
             [
                 Panel(
                     "Requests/s per requested model",
-                    "sum by (requested_model) (rate(litellm_proxy_total_requests_metric_total[5m]))",
+                    f"sum by (requested_model) (rate({LITELLM_PROXY_REQUESTS}[5m]))",
                     "reqps",
                     "{{requested_model}}",
                 ),
                 Panel(
                     "Fallbacks/s",
-                    "sum by (requested_model, fallback_model) (rate(litellm_deployment_successful_fallbacks_total[5m]))",
+                    f"sum by (requested_model, fallback_model) (rate({LITELLM_FALLBACKS}[5m]))",
                     "reqps",
                     "{{requested_model}} -> {{fallback_model}}",
                 ),
                 Panel(
                     "Backend errors/s per model",
-                    "sum by (model_group, exception_status) (rate(litellm_deployment_failure_responses_total[5m]))",
+                    f"sum by (model_group, exception_status) (rate({LITELLM_DEPLOYMENT_FAILURES}[5m]))",
                     "reqps",
                     "{{model_group}} {{exception_status}}",
                 ),

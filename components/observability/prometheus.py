@@ -22,7 +22,19 @@ from components.observability.dashboards import DASHBOARD_LABEL, NODE_LABELS_EXP
 from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
-from components.observability.dcgm_counters import XID_COUNT_METRIC, XID_COUNT_WINDOW_MS, hardware_xid_regex
+from components.observability.dcgm_counters import XID_COUNT_WINDOW_MS, hardware_xid_regex
+from components.observability.metric_contract import (
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    DCGM_XID_ERRORS_COUNT,
+    KSM_GPU_RESOURCE,
+    KSM_NODE_STATUS_ALLOCATABLE,
+    PROMETHEUS_UP,
+    VLLM_KV_CACHE_USAGE,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_PREEMPTIONS,
+    VLLM_TTFT_BUCKET,
+)
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.observability import Prometheus as PrometheusSettings
@@ -46,7 +58,7 @@ ALERTMANAGER_VOLUME_GIB = 10
 #: fires below half of what the least generous model leaves (see :func:`framebuffer_free_min`).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 SERVING_NAMESPACE_RE = "serving-.*"
-GATEWAY_UP = 'up{namespace="llm-gateway",service="llm-gateway"}'
+GATEWAY_UP = f'{PROMETHEUS_UP}{{namespace="llm-gateway",service="llm-gateway"}}'
 #: The HPA that KEDA drives leaves replicas alone while a metric is within this share of its target
 #: (kubernetes ``pkg/controller/podautoscaler/replica_calculator.go``: ``math.Abs(1.0-usageRatio) <=
 #: c.tolerance`` in ``GetExternalMetricReplicas`` and ``GetExternalPerPodMetricReplicas``; the
@@ -127,7 +139,7 @@ def gpu_alerts(fb_free_min: float) -> list[dict[str, object]]:
     return [
         _alert(
             "GpuFramebufferExhausted",
-            f"DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < {fb_free_min}",
+            f"{DCGM_FB_FREE} / ({DCGM_FB_FREE} + {DCGM_FB_USED}) < {fb_free_min}",
             "10m", "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under " f"{pct} framebuffer free",
             "vLLM preallocates gpuMemoryUtilization of each GPU, so a healthy serving node shows "
@@ -137,7 +149,7 @@ def gpu_alerts(fb_free_min: float) -> list[dict[str, object]]:
         ),
         _alert(
             "GpuXidHardwareError",
-            f'max by (Hostname, gpu, xid) ({XID_COUNT_METRIC}{{xid=~"{hardware}"}}) > 0',
+            f'max by (Hostname, gpu, xid) ({DCGM_XID_ERRORS_COUNT}{{xid=~"{hardware}"}}) > 0',
             "1m", "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported hardware XID {{ $labels.xid }}",
             "The driver reported a GPU hardware fault (48: double-bit ECC, 63/64: row remapping, 74: NVLink, "
@@ -147,7 +159,7 @@ def gpu_alerts(fb_free_min: float) -> list[dict[str, object]]:
         ),
         _alert(
             "GpuXidError",
-            f'max by (Hostname, gpu, xid) ({XID_COUNT_METRIC}{{xid!~"{hardware}"}}) > 0',
+            f'max by (Hostname, gpu, xid) ({DCGM_XID_ERRORS_COUNT}{{xid!~"{hardware}"}}) > 0',
             "1m", "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
             "An application-level GPU fault (13: graphics engine exception, 31: memory page fault, 43: a "
@@ -166,14 +178,14 @@ def vllm_alerts(thresholds: TierAlertThresholds) -> list[dict[str, object]]:
     scope = f"tier {thresholds.tier}" if thresholds.tier else "tiers without their own settings"
     return [
         _alert(
-            "VllmKvCacheHigh", f"avg by ({vllm}) (vllm:kv_cache_usage_perc{braces}) > {kv:g}", "10m", "warning",
+            "VllmKvCacheHigh", f"avg by ({vllm}) ({VLLM_KV_CACHE_USAGE}{braces}) > {kv:g}", "10m", "warning",
             "{{ $labels.model_name }} KV cache above " f"{kv * 100:g}% in " "{{ $labels.namespace }}",
             f"Above the {scope}'s kv-cache scaling target plus the HPA's tolerance for 10 minutes: the "
             "autoscaler is not adding replicas. Check the ScaledObject (at replicas.max?) and pending pods; "
             "otherwise raise replicas.max or lower maxModelLen.",
         ),
         _alert(
-            "VllmRequestsWaiting", f"avg by ({vllm}) (vllm:num_requests_waiting{braces}) > {waiting:g}",
+            "VllmRequestsWaiting", f"avg by ({vllm}) ({VLLM_NUM_REQUESTS_WAITING}{braces}) > {waiting:g}",
             "5m", "warning",
             "{{ $labels.model_name }} has more than " f"{waiting:g} waiting requests per replica",
             f"Above the {scope}'s waiting-requests target per replica plus the HPA's tolerance for 5 minutes: "
@@ -182,7 +194,7 @@ def vllm_alerts(thresholds: TierAlertThresholds) -> list[dict[str, object]]:
         ),
         _alert(
             "VllmTimeToFirstTokenSlow",
-            f"histogram_quantile(0.95, sum by (le, {vllm}) (rate(vllm:time_to_first_token_seconds_bucket{braces}[5m]))) > {ttft:g}",
+            f"histogram_quantile(0.95, sum by (le, {vllm}) (rate({VLLM_TTFT_BUCKET}{braces}[5m]))) > {ttft:g}",
             "10m", thresholds.ttft_severity,
             "{{ $labels.model_name }} p95 time to first token above " f"{ttft:g}s",
             f"Above the {scope}'s p95 TTFT scaling target plus the HPA's tolerance for 10 minutes. Usually "
@@ -207,7 +219,7 @@ def alert_rules(
             "rules": [
                 *serving,
                 _alert(
-                    "VllmPreemptions", f"sum by ({vllm}) (rate(vllm:num_preemptions_total[5m])) > 0", "10m", "warning",
+                    "VllmPreemptions", f"sum by ({vllm}) (rate({VLLM_PREEMPTIONS}[5m])) > 0", "10m", "warning",
                     "{{ $labels.model_name }} is preempting sequences",
                     "The scheduler evicts running sequences for lack of KV cache, recomputing them later at a latency "
                     "cost. Add replicas, lower max concurrency, or give the model more GPU memory.",
@@ -234,7 +246,7 @@ def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
     5 minutes), and an alert when the last 30 days exceed the stack's monthly GPU-hour budget."""
     days = GPU_HOURS_WINDOW_DAYS
     rules: list[dict[str, object]] = [
-        {"record": "llm_platform:gpus_allocatable:sum", "expr": 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu"})'},
+        {"record": "llm_platform:gpus_allocatable:sum", "expr": f'sum({KSM_NODE_STATUS_ALLOCATABLE}{{resource="{KSM_GPU_RESOURCE}"}})'},
         {"record": f"llm_platform:gpu_hours:{days}d", "expr": f"sum_over_time(llm_platform:gpus_allocatable:sum[{days}d:5m]) / 12"},
     ]
     if gpu_hours_budget is not None:
