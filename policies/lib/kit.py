@@ -9,6 +9,7 @@ schema, so no policy repeats that plumbing. They use pulumi_policy's public API 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,7 @@ class Stack:
         self.resources = resources
         self.by_urn = {r.urn: r for r in resources}
         self._derived: dict[tuple[str, Any], Any] = {}
+        self._shape: tuple[tuple[str, str, str | None], ...] | None = None
 
     def of_type(self, *types: str | Iterable[str]) -> list[Resource]:
         wanted: set[str] = set()
@@ -62,14 +64,30 @@ class Stack:
             wanted.update([t] if isinstance(t, str) else t)
         return [r for r in self.resources if r.type in wanted]
 
-    def derived(self, name: str, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()``, worked out once for this stack (a check that asks for the stack's pools
-        or pod templates twice finds them once). ``key``: what else the result depends on.
-        Readers share the result and must not change it."""
+    def derived(self, name: str, key: Any, compute: Callable[[], Any], *, reads: Iterable[str] | None = None) -> Any:
+        """``compute()``, worked out once for this stack; readers share it and must not change it.
+        ``key``: what else the result depends on.
+
+        ``reads``: the resource types whose properties ``compute`` reads (besides every resource's
+        URN, type and parent). Given, the result is also shared with the other stack policies of
+        the same AnalyzeStack call: pulumi_policy hands each of them resources of its own, built
+        again from the request, so the result is found by content (:class:`_SharedByContent`).
+        """
         entry = (name, key)
         if entry not in self._derived:
-            self._derived[entry] = compute()
+            if reads is None:
+                self._derived[entry] = compute()
+            else:
+                content = tuple(repr(r.props) for r in self.of_type(frozenset(reads)))
+                self._derived[entry] = _SHARED.get(self.shape, (name, key, content), compute)
         return self._derived[entry]
+
+    @property
+    def shape(self) -> tuple[tuple[str, str, str | None], ...]:
+        """Every resource's URN, type and parent, in order."""
+        if self._shape is None:
+            self._shape = tuple((r.urn, r.type, r.parent) for r in self.resources)
+        return self._shape
 
     def ancestors(self, resource: Resource) -> list[str]:
         """URNs of the resource's ancestors present in the stack, nearest first."""
@@ -79,6 +97,41 @@ class Stack:
             chain.append(parent)
             parent = self.by_urn[parent].parent
         return chain
+
+
+class _SharedByContent:
+    """Results derived from a stack, kept for the next stack policy handed an equal stack.
+
+    The key is the stack's shape (every URN, type and parent) and, per result, its name, its other
+    inputs and the plain properties (``repr``) of the resources it reads; a stack of another shape
+    drops what was kept. Equal keys mean equal inputs, so a result found here is the one
+    ``compute`` would give.
+    """
+
+    #: Results kept per shape: a few per AnalyzeStack call; more only from calls with equal shapes.
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self._shape: Any = None
+        self._results: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, shape: Any, key: Any, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if shape != self._shape:
+                self._shape, self._results = shape, {}
+            if key in self._results:
+                return self._results[key]
+        result = compute()
+        with self._lock:
+            if shape == self._shape:
+                if len(self._results) >= self.LIMIT:
+                    self._results.clear()
+                self._results[key] = result
+        return result
+
+
+_SHARED = _SharedByContent()
 
 
 class StackResource(Resource):
@@ -236,8 +289,8 @@ def stack_policy(
 
 def stack_workloads(stack: Stack, config: dict[str, Any]) -> list[PodTemplate]:
     """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``
-    (found once per stack for the same kinds; the templates are shared)."""
+    (found once per AnalyzeStack call for the same kinds; the templates are shared)."""
     paths = workload_paths(config)
     key = tuple(sorted(paths.items()))
     return list(stack.derived("stack workloads", key, lambda: [
-        t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]))
+        t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)], reads=paths))

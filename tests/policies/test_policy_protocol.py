@@ -217,3 +217,17 @@ def test_prod_requires_digests_except_the_documented_unverified_images(pack, pro
     assert findings and all(v.policy_name == "container-image-pinned" for v in findings), findings
     named = {image for v in findings for image in images["digestExemptImages"] if f"'{image}'" in v.message}
     assert named == set(images["digestExemptImages"])
+
+
+def test_stack_answers_follow_content_when_the_urns_stay_the_same(pack):
+    """Pools and pod templates are found once per AnalyzeStack call and shared by the stack
+    policies (by content: pulumi_policy builds every policy's resources anew); consecutive calls
+    with the same URNs but other properties are judged on their own properties."""
+    def stack(max_size, gpus):
+        return [patch(gpu_node_group(), {"scalingConfig.maxSize": max_size}), workload(gpus=gpus, namespace="team-a")]
+
+    for _ in range(2):
+        assert pack.stack_messages(stack(16, None), "gpu-capacity-cap") == []
+        one(pack.stack_messages(stack(17, None), "gpu-capacity-cap"), "Worst-case GPU count is 17")
+        assert pack.stack_messages(stack(16, None), "gpu-namespace-quota") == []
+        one(pack.stack_messages(stack(16, 1), "gpu-namespace-quota"), "Namespace 'team-a' runs GPU workloads")
