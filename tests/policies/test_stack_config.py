@@ -17,8 +17,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from automation.offline.pack.runner import PolicyPackRunner
+from automation.offline.plan import ROOT
 from tests.policies.builders import gpu_node_group, patch, system_node_group
 from tests.policies.conftest import BASELINE, Pack, one
 
@@ -111,3 +113,27 @@ def test_unreadable_stack_budget_is_a_finding_naming_the_key(budget, key):
         assert "lots" not in message and "four GPUs" not in message and "Traceback" not in message
         # A policy that does not read the budget is not affected.
         assert pack.stack_messages(stack(4), "gpu-namespace-quota") == []
+
+
+def _stack_yaml_config(stack: str) -> dict:
+    return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+
+
+@pytest.mark.parametrize("stack_name", ["dev", "prod"])
+def test_project_plans_need_no_copy_of_the_gpu_budget_in_the_pack_config(stack_name, dev_plan, prod_plan):
+    """With ``policies/config/<stack>.json`` stripped of its gpuBudget copies, the stack's own
+    Pulumi.<stack>.yaml (as PULUMI_CONFIG) bounds the plan: clean as it is, and caught when the stack's
+    budget is below the plan's worst case (1 GPU, $1 a month)."""
+    plan = {"dev": dev_plan, "prod": prod_plan}[stack_name]
+    config = json.loads((ROOT / "policies" / "config" / f"{stack_name}.json").read_text())
+    config[CAP] = {k: v for k, v in config[CAP].items() if k != "maxGpus"}
+    config[BUDGET] = {k: v for k, v in config[BUDGET].items() if k != "monthlyBudgetUsd"}
+    stack_config = _stack_yaml_config(stack_name)
+    with PolicyPackRunner(env={"PULUMI_CONFIG": engine_config(stack_config)}) as runner:
+        runner.configure(config)
+        assert runner.analyze_stack(plan.resources) == []
+    tight = {**stack_config, "llm-platform:gpuBudget": {"maxGpus": 1, "monthlyBudgetUsd": 1}}
+    with PolicyPackRunner(env={"PULUMI_CONFIG": engine_config(tight)}) as runner:
+        runner.configure(config)
+        names = sorted(v.policy_name for v in runner.analyze_stack(plan.resources))
+    assert names == [CAP, BUDGET]
