@@ -18,6 +18,7 @@ and the pack could not tell an explicit value from a default any more.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
     numbers = {}
     for field in ("maxGpus", "monthlyBudgetUsd"):
         number = value.get(field)
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < math.inf:
             raise StackConfigError(f"{GPU_BUDGET_KEY}.{field} must be a number >= 0 (the stack's configuration)")
         numbers[field] = number
     return GpuBudget(numbers["maxGpus"], numbers["monthlyBudgetUsd"])
