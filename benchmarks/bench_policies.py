@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--stack", default="prod", help="whose Pulumi.<stack>.yaml goes to PULUMI_CONFIG")
     parser.add_argument("--config", type=Path, default=None, help="default: policies/config/<stack>.json")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--pack", type=Path, default=None, help="the pack directory (default: policies/)")
     args = parser.parse_args()
 
     if args.plan.exists():
@@ -86,7 +87,7 @@ def main() -> None:
 
     config = args.config or ROOT / "policies" / "config" / f"{args.stack}.json"
     started = time.perf_counter()
-    with PolicyPackRunner(env=engine_env(args.stack)) as pack:
+    with PolicyPackRunner(args.pack, env=engine_env(args.stack)) as pack:
         info = pack.info()
         info_answered = time.perf_counter() - started
         t = time.perf_counter()
