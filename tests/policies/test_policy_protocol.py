@@ -32,7 +32,7 @@ from tests.policies.builders import (
     secret,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import engine_config, one, stack_yaml_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 STACKS = ("dev", "prod")
@@ -191,14 +191,17 @@ def test_runner_reports_a_pack_that_cannot_start(tmp_path):
         PolicyPackRunner(tmp_path).start()
 
 
-def test_project_plans_pass_their_stack_config(pack, stack_plan):
-    """The program's own dev and prod plans are clean under their stack config, and the pack really
+def test_project_plans_pass_their_stack_config(stack_plan):
+    """The program's own dev and prod plans are clean under their stack config (the pack config, and
+    the stack's own configuration in PULUMI_CONFIG as the engine hands it), and the pack really
     judged them (an untainted GPU group is caught)."""
-    pack.configure(CONFIG_DIR / f"{stack_plan.stack}.json")
-    assert pack.runner.analyze_plan(stack_plan.resources) == []
-    group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
-    untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
-    one([v.message for v in pack.runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config(stack_yaml_config(stack_plan.stack))}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure(CONFIG_DIR / f"{stack_plan.stack}.json")
+        assert runner.analyze_plan(stack_plan.resources) == []
+        group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
+        untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
+        one([v.message for v in runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
 
 
 def test_prod_requires_digests_except_the_documented_unverified_images(pack, prod_plan):

@@ -17,19 +17,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
-import yaml
 
 from automation.offline.pack.runner import PolicyPackRunner
-from automation.offline.plan import ROOT
 from tests.policies.builders import gpu_node_group, patch, system_node_group
-from tests.policies.conftest import BASELINE, Pack, one
+from tests.policies.conftest import BASELINE, ROOT, Pack, engine_config, one, stack_yaml_config
 
 CAP, BUDGET = "gpu-capacity-cap", "gpu-monthly-budget"
-
-
-def engine_config(config: dict) -> str:
-    """``PULUMI_CONFIG`` as ``constructConfig`` writes it: every value a string, objects as JSON text."""
-    return json.dumps({key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()})
 
 
 def stack(max_size: int) -> list[dict]:
@@ -115,10 +108,6 @@ def test_unreadable_stack_budget_is_a_finding_naming_the_key(budget, key):
         assert pack.stack_messages(stack(4), "gpu-namespace-quota") == []
 
 
-def _stack_yaml_config(stack: str) -> dict:
-    return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-
-
 @pytest.mark.parametrize("stack_name", ["dev", "prod"])
 def test_project_plans_need_no_copy_of_the_gpu_budget_in_the_pack_config(stack_name, dev_plan, prod_plan):
     """With ``policies/config/<stack>.json`` stripped of its gpuBudget copies, the stack's own
@@ -128,7 +117,7 @@ def test_project_plans_need_no_copy_of_the_gpu_budget_in_the_pack_config(stack_n
     config = json.loads((ROOT / "policies" / "config" / f"{stack_name}.json").read_text())
     config[CAP] = {k: v for k, v in config[CAP].items() if k != "maxGpus"}
     config[BUDGET] = {k: v for k, v in config[BUDGET].items() if k != "monthlyBudgetUsd"}
-    stack_config = _stack_yaml_config(stack_name)
+    stack_config = stack_yaml_config(stack_name)
     with PolicyPackRunner(env={"PULUMI_CONFIG": engine_config(stack_config)}) as runner:
         runner.configure(config)
         assert runner.analyze_stack(plan.resources) == []
