@@ -204,7 +204,7 @@ def test_project_plans_pass_their_stack_config(stack_plan):
         one([v.message for v in runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
 
 
-def test_prod_requires_digests_except_the_documented_unverified_images(pack, prod_plan):
+def test_prod_requires_digests_except_the_documented_unverified_images(prod_plan):
     """prod requires digests; its only exemptions are the program's images whose digest could not be
     verified (tag-only in components/versions.py). Dropping the exemptions leaves exactly those images."""
     from components import versions
@@ -215,8 +215,10 @@ def test_prod_requires_digests_except_the_documented_unverified_images(pack, pro
     unverified = {str(i) for i in vars(versions).values() if isinstance(i, versions.Image) and not i.digest}
     assert set(images["digestExemptImages"]) <= unverified, "an exemption outlived its image's missing digest"
 
-    pack.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
-    findings = pack.runner.analyze_plan(prod_plan.resources)
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config(stack_yaml_config("prod"))}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
+        findings = runner.analyze_plan(prod_plan.resources)
     assert findings and all(v.policy_name == "container-image-pinned" for v in findings), findings
     named = {image for v in findings for image in images["digestExemptImages"] if f"'{image}'" in v.message}
     assert named == set(images["digestExemptImages"])
