@@ -1,5 +1,7 @@
 """The llm-platform-gpu policy pack: only assembly; each concern lives in its own module.
 
+Served by pulumi_policy as shipped: ``PolicyPack(...)`` starts its gRPC server and serves until stopped.
+
 The CLI runs this file with the pack directory as working directory and first ``sys.path`` entry,
 so sibling modules import by their plain names.
 """
@@ -22,9 +24,6 @@ from checks import (
     security,
     system_pool,
 )
-from lib import request_cache
-
-request_cache.install()
 
 PolicyPack(
     name="llm-platform-gpu",

@@ -16,7 +16,6 @@ from typing import Any
 from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
-from lib.request_cache import per_request
 from lib.values import contains_unknown
 from lib.resources import (
     ASG_TAG,
@@ -48,7 +47,7 @@ _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
 def _knowable(stack: Stack) -> bool:
     for resource in stack.resources:
         paths = _DECISIVE.get(resource.type, ())
-        if not paths or resource.free_of_unknowns():
+        if not paths:
             continue
         for path in paths:
             if contains_unknown(resource.get(*path)):
@@ -57,8 +56,7 @@ def _knowable(stack: Stack) -> bool:
 
 
 def _findings(stack: Stack, config: dict[str, Any]):
-    """The simulation's findings; both policies of this module ask for them in the same
-    AnalyzeStack, and it runs once per request and metric prefixes."""
+    """The simulation's findings (``None``: not judged), worked out once per stack and metric prefixes."""
     prefixes = tuple(config.get("selfMetricPrefixes") or SELF_METRIC_PREFIXES)
 
     def judge():
@@ -69,7 +67,7 @@ def _findings(stack: Stack, config: dict[str, Any]):
             return None
         return tuple(simulate(cluster).findings)
 
-    return per_request(("capacity findings", prefixes), judge)
+    return stack.derived("capacity findings", prefixes, judge)
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:

@@ -1,17 +1,9 @@
-"""The pack's word to its driver on which resource types its ``Analyze`` can report on.
+"""Decoding of a side protocol the pack no longer speaks: nothing in ``policies/`` imports this.
 
-After ``Configure``, the pack (``lib.analyzer_loop``) answers with trailing gRPC metadata under
-:data:`KEY`: the resource types that some enabled resource policy acts on under that config. The
-Pulumi engine ignores the metadata and sends every resource, as always. The offline check's feeder
-sends ``Analyze`` only for resources of those types: for any other type the answer is empty by
-construction (every resource policy returns at once for a type it does not take, and the pack's
-own loop passes it over). Every resource still goes to ``AnalyzeStack``.
-
-No metadata (another pack, pulumi_policy's own loops, a resource policy that does not say which
-types it takes, a list too long for metadata): the driver sends every resource.
-
-Both sides import this module (the pack as ``lib.analyzed_types``, the check as
-``policies.lib.analyzed_types``); it imports nothing of either.
+The pack once named, in trailing gRPC metadata of ``Configure``, the resource types its ``Analyze``
+could report on. It now runs on pulumi_policy's own loops and sends no metadata, so
+:func:`decode` always answers ``None`` (send every resource). The module stays only while
+``automation/offline/pack/runner.py`` imports it; delete both together.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Small builders so every policy module declares only its checks.
 
 A check is a generator: resource checks yield messages, stack checks yield ``(message, urn)``.
-The builders turn inputs into plain data (see :mod:`shapes`), merge config defaults, filter by
-resource type, and attach the config schema, so no policy repeats that plumbing.
+The builders turn inputs into plain data (:func:`lib.values.plain`), merge config defaults and the
+stack's own configuration (:mod:`lib.stack_config`), filter by resource type, and attach the config
+schema, so no policy repeats that plumbing. They use pulumi_policy's public API only.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -23,9 +26,6 @@ from pulumi_policy import (
 )
 
 from lib.contract_config import contract_schema
-from lib.request_cache import changed_since_handed_out, per_request, shared_plain, watch_handed_out
-from lib.values import contains_unknown, free_of_unknowns, plain
-from lib.resources import Resource
 from lib.pod_templates import (
     CUSTOM_WORKLOADS,
     CUSTOM_WORKLOADS_SCHEMA,
@@ -33,13 +33,9 @@ from lib.pod_templates import (
     pod_templates,
     workload_paths,
 )
-
-#: Every stack policy reads resources of the stack, and every resource policy that applies reads
-#: the resource of an Analyze call: each resource's plain properties are converted once and read by
-#: all of them. Checks read them and never change them; in strict mode (the pack's tests) a check
-#: that changes what it read fails (``_guarded``), so a check that needs to change data copies it
-#: first (``copy_plain``).
-_plain_props = shared_plain(plain)
+from lib.resources import Resource
+from lib.stack_config import STACK_PARAMS, StackConfigError
+from lib.values import contains_unknown, plain
 
 #: Set by the pack's tests so a bug in a check fails loudly instead of becoming a finding.
 STRICT_ENV = "LLM_PLATFORM_POLICY_STRICT"
@@ -51,14 +47,16 @@ MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
 
 
-@dataclass
 class Stack:
-    """All resources of a stack in plain form, with parent links by URN."""
+    """All resources of a stack, each converted to plain data when a check first reads it, with
+    parent links by URN. One per stack policy and AnalyzeStack call (pulumi_policy hands every
+    stack policy resources of its own)."""
 
-    resources: list[Resource]
-
-    def __post_init__(self) -> None:
-        self.by_urn = {r.urn: r for r in self.resources}
+    def __init__(self, resources: list[Resource]) -> None:
+        self.resources = resources
+        self.by_urn = {r.urn: r for r in resources}
+        self._derived: dict[tuple[str, Any], Any] = {}
+        self._shape: tuple[tuple[str, str, str | None], ...] | None = None
 
     def of_type(self, *types: str | Iterable[str]) -> list[Resource]:
         wanted: set[str] = set()
@@ -66,16 +64,30 @@ class Stack:
             wanted.update([t] if isinstance(t, str) else t)
         return [r for r in self.resources if r.type in wanted]
 
-    def derived(self, name: str, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()``, worked out once per request for every stack policy handed the same
-        resources (each gets a Stack of its own, of the same objects: ``_kit_resources``), and
-        shared: readers must not change it. ``key``: what else the result depends on."""
-        resources = self.resources
-        made = per_request((name, key, len(resources), id(resources[0]) if resources else None),
-                           lambda: (list(resources), compute()))
-        if not all(a is b for a, b in zip(made[0], resources)):
-            return compute()  # other resources under the same key
-        return made[1]
+    def derived(self, name: str, key: Any, compute: Callable[[], Any], *, reads: Iterable[str] | None = None) -> Any:
+        """``compute()``, worked out once for this stack; readers share it and must not change it.
+        ``key``: what else the result depends on.
+
+        ``reads``: the resource types whose properties ``compute`` reads (besides every resource's
+        URN, type and parent). Given, the result is also shared with the other stack policies of
+        the same AnalyzeStack call: pulumi_policy hands each of them resources of its own, built
+        again from the request, so the result is found by content (:class:`_SharedByContent`).
+        """
+        entry = (name, key)
+        if entry not in self._derived:
+            if reads is None:
+                self._derived[entry] = compute()
+            else:
+                content = tuple(repr(r.props) for r in self.of_type(frozenset(reads)))
+                self._derived[entry] = _SHARED.get(self.shape, (name, key, content), compute)
+        return self._derived[entry]
+
+    @property
+    def shape(self) -> tuple[tuple[str, str, str | None], ...]:
+        """Every resource's URN, type and parent, in order."""
+        if self._shape is None:
+            self._shape = tuple((r.urn, r.type, r.parent) for r in self.resources)
+        return self._shape
 
     def ancestors(self, resource: Resource) -> list[str]:
         """URNs of the resource's ancestors present in the stack, nearest first."""
@@ -87,33 +99,60 @@ class Stack:
         return chain
 
 
-class _StackResource(Resource):
-    """A resource of a stack policy's ``Stack``, its plain props converted on first read (a policy
-    reads few of a stack's resources) and shared with the other policies (see ``_plain_props``)."""
+class _SharedByContent:
+    """Results derived from a stack, kept for the next stack policy handed an equal stack.
 
-    def __init__(self, resource: Any) -> None:  # noqa: D107 - a pulumi_policy PolicyResource
+    The key is the stack's shape (every URN, type and parent) and, per result, its name, its other
+    inputs and the plain properties (``repr``) of the resources it reads; a stack of another shape
+    drops what was kept. Equal keys mean equal inputs, so a result found here is the one
+    ``compute`` would give.
+    """
+
+    #: Results kept per shape: a few per AnalyzeStack call; more only from calls with equal shapes.
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self._shape: Any = None
+        self._results: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, shape: Any, key: Any, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if shape != self._shape:
+                self._shape, self._results = shape, {}
+            if key in self._results:
+                return self._results[key]
+        result = compute()
+        with self._lock:
+            if shape == self._shape:
+                if len(self._results) >= self.LIMIT:
+                    self._results.clear()
+                self._results[key] = result
+        return result
+
+
+_SHARED = _SharedByContent()
+
+
+class StackResource(Resource):
+    """A resource of a stack policy's :class:`Stack`, its properties converted on first read (a
+    policy reads few of a stack's resources)."""
+
+    def __init__(self, resource: PolicyResource) -> None:
         self.type, self.name, self.urn = resource.resource_type, resource.name, resource.urn
         self.parent = resource.parent.urn if resource.parent else resource.opts.parent
-        self._source, self._props = resource.props, None
+        self._source: Any = resource.props
+        self._plain: dict[str, Any] | None = None
 
     @property  # type: ignore[override]
     def props(self) -> dict[str, Any]:
-        if self._props is None:
-            self._props = _plain_props(self._source)
-        return self._props
-
-    def free_of_unknowns(self) -> bool:
-        return free_of_unknowns(self._source)
+        if self._plain is None:
+            self._plain = plain(self._source)
+        return self._plain
 
 
-def _kit_resources(resources: list[Any]) -> list[_StackResource]:
-    """A stack policy's resources as kit's, made once per request for all its stack policies (the
-    analyzer hands each the same resources) and a fresh list for each."""
-    key = ("kit stack resources", len(resources), id(resources[0]) if resources else None)
-    made = per_request(key, lambda: (resources, [_StackResource(r) for r in resources]))
-    if made[0] is not resources and not all(a is b for a, b in zip(made[0], resources)):
-        return [_StackResource(r) for r in resources]  # other resources under the same key
-    return list(made[1])
+def _strict() -> bool:
+    return os.environ.get(STRICT_ENV) == "1"
 
 
 def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], report: ReportViolation) -> list[Any]:
@@ -123,11 +162,9 @@ def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], repo
     the error, and never blocks a preview merely because values are not known yet.
     """
     try:
-        if os.environ.get(STRICT_ENV) == "1":
-            return _guarded(name, produce, props if isinstance(props, list) else [])
         return produce()
     except Exception as error:  # noqa: BLE001 - see docstring
-        if os.environ.get(STRICT_ENV) == "1":
+        if _strict():
             raise
         if any(contains_unknown(p) for p in props):
             return []
@@ -136,49 +173,48 @@ def _run(name: str, produce: Callable[[], list[Any]], props: Iterable[Any], repo
         return []
 
 
-def _guarded(name: str, produce: Callable[[], list[Any]], handed: list[Any]) -> list[Any]:
-    """``produce()``, failing if the check changed the shared properties it was handed (``handed``,
-    and what it reads while it runs), in strict mode."""
-    watch_handed_out(handed)
-    try:
-        result = produce()
-    finally:
-        changed = changed_since_handed_out()
-    if changed:
-        raise AssertionError(f"policy {name} changed resource properties or config it was handed ({len(changed)}); "
-                             f"they are shared with the other policies and calls: copy them (copy_plain) before "
-                             f"changing them")
-    return result
-
-
-def _schema(params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None):
+def _schema(
+    policy: str, params: dict[str, dict[str, Any]] | None, contract: Iterable[str], required: list[str] | None
+) -> tuple[PolicyConfigSchema | None, dict[str, Any]]:
+    """The policy's config schema, and the fallback of each parameter the stack's configuration can
+    give (:data:`lib.stack_config.STACK_PARAMS`), whose default the schema does not advertise."""
     properties = {**contract_schema(*contract), **(params or {})}
-    return PolicyConfigSchema(properties=properties, required=required) if properties else None
+    fallbacks: dict[str, Any] = {}
+    for param, spec in list(properties.items()):
+        if (policy, param) in STACK_PARAMS:
+            spec = dict(spec)
+            fallback = spec.pop("default", None)
+            fallbacks[param] = fallback
+            source = STACK_PARAMS[(policy, param)].source
+            spec["description"] = (f"{spec.get('description', '').rstrip()} Unset: the stack's {source} "
+                                   f"(PULUMI_CONFIG), else {fallback}.").lstrip()
+            properties[param] = spec
+    schema = PolicyConfigSchema(properties=properties, required=required) if properties else None
+    return schema, fallbacks
 
 
-def _config(schema: PolicyConfigSchema | None, given: Any) -> dict[str, Any]:
+def _config(policy: str, schema: PolicyConfigSchema | None, fallbacks: dict[str, Any], given: Any) -> dict[str, Any]:
+    """Schema defaults, then the stack's configuration for the parameters it can give, then the
+    policy's own config (``given``)."""
     config = {k: v["default"] for k, v in (schema.properties if schema else {}).items() if "default" in v}
-    config.update(plain(given) or {})
+    explicit = plain(given) or {}
+    for param, fallback in fallbacks.items():
+        if param not in explicit:
+            value = STACK_PARAMS[(policy, param)].read()
+            config[param] = fallback if value is None else value
+    config.update(explicit)
     return config
 
 
-_UNSET = object()
-
-
-def _config_once(schema: PolicyConfigSchema | None) -> Callable[[Any], dict[str, Any]]:
-    """``_config(schema, given)``, worked out again only when the configured mapping changes (the
-    analyzer hands every call a shallow copy of what ``Configure`` stored, so equal, not the same
-    object). Every call gets the same object: checks only read their config, and strict mode (the
-    pack's tests) fails a check that changes it, as for the properties (a copy per call was a
-    tenth of the pack's own work per Analyze at 500 models)."""
-    last: list[Any] = [_UNSET, None]
-
-    def config(given: Any) -> dict[str, Any]:
-        if last[0] is _UNSET or last[0] != given:
-            last[0], last[1] = given, _config(schema, given)
-        return last[1]
-
-    return config
+def _configured(policy: str, schema: PolicyConfigSchema | None, fallbacks: dict[str, Any], given: Any,
+                report: ReportViolation) -> dict[str, Any] | None:
+    """:func:`_config`; ``None``, and a finding that names the key, when the stack's configuration
+    cannot be read."""
+    try:
+        return _config(policy, schema, fallbacks, given)
+    except StackConfigError as error:
+        report(f"Policy {policy} cannot read the stack's configuration: {error}.", None)
+        return None
 
 
 def resource_policy(
@@ -193,33 +229,32 @@ def resource_policy(
     required: list[str] | None = None,
     custom_workloads: bool = False,
 ) -> ResourceValidationPolicy:
-    """``custom_workloads``: the policy also takes the kinds its config lists under ``customWorkloads``."""
+    """``custom_workloads``: the policy also takes the kinds its config lists under ``customWorkloads``.
+
+    pulumi_policy calls every resource policy for every resource; one that does not take the
+    resource's type returns before it reads the resource's properties or its config.
+    """
     wanted = frozenset(types)
     if custom_workloads:
         params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
-    schema = _schema(params, contract, required)
-
-    configured = _config_once(schema)
+    schema, fallbacks = _schema(name, params, contract, required)
 
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         if args.resource_type not in wanted and not custom_workloads:
             return
-        config = configured(args.get_config())
-        if args.resource_type not in wanted and args.resource_type not in (config.get(CUSTOM_WORKLOADS) or {}):
+        given = args.get_config()
+        if args.resource_type not in wanted and args.resource_type not in ((given or {}).get(CUSTOM_WORKLOADS) or {}):
             return
-        resource = Resource(args.resource_type, args.name, args.urn, _plain_props(args.props), args.opts.parent)
+        config = _configured(name, schema, fallbacks, given, report)
+        if config is None:
+            return
+        resource = Resource(args.resource_type, args.name, args.urn, plain(args.props), args.opts.parent)
         for message in _run(name, lambda: list(check(resource, config)), [resource.props, config], report):
             report(message, None)
 
-    policy = ResourceValidationPolicy(
+    return ResourceValidationPolicy(
         name=name, description=description, validate=validate, enforcement_level=enforcement, config_schema=schema
     )
-    # The types it acts on, for the analyzer to pass it over for others (lib.analyzer_loop); None:
-    # they depend on the config, and ``takes_types_with`` says which under a given config.
-    policy.takes_types = None if custom_workloads else wanted
-    if custom_workloads:
-        policy.takes_types_with = lambda given: wanted | frozenset(configured(given).get(CUSTOM_WORKLOADS) or {})
-    return policy
 
 
 def stack_policy(
@@ -235,11 +270,13 @@ def stack_policy(
 ) -> StackValidationPolicy:
     if custom_workloads:
         params = {**(params or {}), **CUSTOM_WORKLOADS_SCHEMA}
-    schema = _schema(params, contract, required)
+    schema, fallbacks = _schema(name, params, contract, required)
 
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        stack = Stack(_kit_resources(args.resources))
-        config = _config(schema, args.get_config())
+        stack = Stack([StackResource(r) for r in args.resources])
+        config = _configured(name, schema, fallbacks, args.get_config(), report)
+        if config is None:
+            return
         # Read only if the check crashes, to tell "inputs not known yet" from a bug.
         props = (r.props for r in stack.resources)
         for message, urn in _run(name, lambda: list(check(stack, config)), props, report):
@@ -252,8 +289,8 @@ def stack_policy(
 
 def stack_workloads(stack: Stack, config: dict[str, Any]) -> list[PodTemplate]:
     """Every pod template in the stack: built-in workload kinds and the config's ``customWorkloads``
-    (found once per request for the policies with the same kinds; the templates are shared)."""
+    (found once per AnalyzeStack call for the same kinds; the templates are shared)."""
     paths = workload_paths(config)
     key = tuple(sorted(paths.items()))
     return list(stack.derived("stack workloads", key, lambda: [
-        t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)]))
+        t for r in stack.of_type(frozenset(paths)) for t in pod_templates(r, config)], reads=paths))

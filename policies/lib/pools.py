@@ -333,14 +333,18 @@ def _nodepool_pool(resource: Resource) -> Pool:
 
 
 def stack_pools(stack: Stack) -> list[Pool]:
-    """Every pool once (found once per request for all stack policies; the pools are shared).
+    """Every pool once (found once per AnalyzeStack call for all stack policies; the pools are shared).
 
     AnalyzeStack hands the engine's view of each resource: for a remote component such as the
     pulumi-eks ManagedNodeGroup that is its registered outputs, not its inputs, so when the stack
     holds the aws NodeGroup child (a real preview) the child describes the pool; under mocks there
     is no child and the component's recorded inputs do.
     """
-    return list(stack.derived("stack pools", None, lambda: _stack_pools(stack)))
+    return list(stack.derived("stack pools", None, lambda: _stack_pools(stack), reads=POOL_TYPES))
+
+
+#: The resource types a pool is read from (their ancestors are known by type and parent alone).
+POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, *EKS_SELF_MANAGED_NODE_GROUPS})
 
 
 def _stack_pools(stack: Stack) -> list[Pool]:

@@ -42,11 +42,6 @@ class Resource:
     def get(self, *path: str | int, default: Any = None) -> Any:
         return dig(self.props, *path, default=default)
 
-    def free_of_unknowns(self) -> bool:
-        """True if no input holds an unknown value, when that is known without a walk; False
-        means "walk to know" (``values.contains_unknown``)."""
-        return False
-
     @property
     def label(self) -> str:
         """How messages name the resource: ``Kind 'name'``."""

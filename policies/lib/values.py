@@ -8,15 +8,11 @@ so a policy can say "can't judge" per field instead of losing the whole check to
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy.deserialize import SPECIAL_SIG_KEY as _SIG_KEY, _deserialize_property
 from pulumi_policy.proxy import UnknownValueError
-
-from lib.request_cache import LazyProps, message_to_dict
 
 from capacity.model import quantity as _model_quantity
 
@@ -55,15 +51,8 @@ UNKNOWN: Any = _Unknown()
 
 
 def plain(value: Any) -> Any:
-    """Plain dicts/lists from the SDK's proxies, with :data:`UNKNOWN` for unknown values."""
-    if type(value) is LazyProps:
-        source = value.source()
-        if source is not None:
-            try:
-                return _plain_struct(source.fields)
-            except Exception:  # noqa: BLE001 - the steps below raise it, as the analyzer's conversion does
-                pass
-        return _plain_raw(value.raw())
+    """Plain dicts/lists from pulumi_policy's unknown-checking proxies (``args.props``), with
+    :data:`UNKNOWN` where the proxy raises ``UnknownValueError`` (a value not known during preview)."""
     if isinstance(value, str):
         return UNKNOWN if value in UNKNOWN_SENTINELS else value
     if isinstance(value, Mapping):
@@ -83,51 +72,6 @@ def plain(value: Any) -> Any:
                 items.append(UNKNOWN)
         return items
     return value
-
-
-def _plain_raw(value: Any) -> Any:
-    """``plain`` of the proxy over ``value``, read from ``value`` itself: the proxy raises exactly
-    where ``value`` holds an unknown sentinel, and ``plain`` makes both :data:`UNKNOWN`."""
-    kind = type(value)
-    if kind is str:
-        return UNKNOWN if value in UNKNOWN_SENTINELS else value
-    if kind is dict:
-        return {key: _plain_raw(item) for key, item in value.items()}
-    if kind is list:
-        return [_plain_raw(item) for item in value]
-    return plain(value)
-
-
-def _plain_struct(fields: Any) -> dict[str, Any]:
-    """``_plain_raw(deserialize_properties(MessageToDict(struct)))`` for a Struct's ``fields``, in
-    one walk instead of three (at 500 models the three were most of the pack's own work per
-    Analyze, and the pack is the check's slowest process). A map that carries the signature key
-    (a secret, an asset, an archive) below the top goes through the three steps, which give it its
-    meaning or raise; so does a number that is not finite (``MessageToDict`` raises for it).
-    ``tests/policies/test_values.py`` compares both on whole plans and on generated values."""
-    return {key: _plain_wire(fields[key]) for key in fields}
-
-
-def _plain_wire(value: Any) -> Any:
-    kind = value.WhichOneof("kind")
-    if kind == "string_value":
-        text = value.string_value
-        return UNKNOWN if text in UNKNOWN_SENTINELS else text
-    if kind == "struct_value":
-        fields = value.struct_value.fields
-        if _SIG_KEY in fields:
-            return _plain_raw(_deserialize_property(message_to_dict(value.struct_value)))
-        return {key: _plain_wire(fields[key]) for key in fields}
-    if kind == "list_value":
-        return [_plain_wire(item) for item in value.list_value.values]
-    if kind == "number_value":
-        number = value.number_value
-        if math.isinf(number) or math.isnan(number):
-            raise ValueError("not a finite number")  # plain() takes the three steps, which raise their own error
-        return number
-    if kind == "bool_value":
-        return value.bool_value
-    return None  # null_value, or no kind at all
 
 
 def dig(value: Any, *path: str | int, default: Any = None) -> Any:
@@ -180,18 +124,6 @@ def contains_unknown(value: Any) -> bool:
         if contains_unknown(item):
             return True
     return False
-
-
-_SENTINEL_BYTES = tuple(sentinel.encode() for sentinel in UNKNOWN_SENTINELS)
-
-
-def free_of_unknowns(props: Any) -> bool:
-    """True if the properties ``props`` (as the SDK hands them) hold no unknown value anywhere,
-    read from their wire form without a walk: an unknown is one of the sentinel strings, and a
-    string is in the wire form as its UTF-8 bytes. False when that cannot tell (a sentinel's bytes
-    inside a longer string, or properties not from a request): then walk (:func:`contains_unknown`)."""
-    content = props.content() if type(props) is LazyProps else None
-    return content is not None and not any(sentinel in content for sentinel in _SENTINEL_BYTES)
 
 
 def as_int(value: Any) -> int | None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from automation.offline.pack.runner import PolicyPackRunner, Violation
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Every policy mandatory, contract and parameters at the pack's defaults.
 BASELINE: dict[str, Any] = {"all": "mandatory"}
@@ -62,3 +67,14 @@ def one(messages: list[str], *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in messages[0], f"{fragment!r} not in finding: {messages[0]}"
     return messages[0]
+
+
+def engine_config(config: dict[str, Any]) -> str:
+    """``PULUMI_CONFIG`` as the engine sets it for a policy pack: every value a string, objects as
+    their JSON text (pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go, constructConfig)."""
+    return json.dumps({key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()})
+
+
+def stack_yaml_config(stack: str) -> dict[str, Any]:
+    """The ``config`` of ``Pulumi.<stack>.yaml``."""
+    return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]

@@ -32,10 +32,15 @@ from tests.policies.builders import (
     secret,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import engine_config, one, stack_yaml_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 STACKS = ("dev", "prod")
+
+
+#: Parameters whose value the stack's configuration gives when the policy config does not.
+STACK_SOURCED = {("gpu-capacity-cap", "maxGpus"): "llm-platform:gpuBudget.maxGpus",
+                 ("gpu-monthly-budget", "monthlyBudgetUsd"): "llm-platform:gpuBudget.monthlyBudgetUsd"}
 
 
 def _config(stack: str) -> dict:
@@ -51,7 +56,12 @@ def test_pack_metadata(pack):
         assert policy.description.endswith(".") and policy.description.count(". ") == 0, policy.description
         assert policy.kind in ("resource", "stack")
         for prop, schema in policy.config_schema.items():
-            assert "default" in schema and schema.get("description"), f"{policy.name}.{prop}"
+            assert schema.get("description"), f"{policy.name}.{prop}"
+            if (policy.name, prop) in STACK_SOURCED:
+                # No advertised default: the engine would send it as if configured, hiding the stack's value.
+                assert "default" not in schema and STACK_SOURCED[(policy.name, prop)] in schema["description"]
+            else:
+                assert "default" in schema, f"{policy.name}.{prop}"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -181,17 +191,20 @@ def test_runner_reports_a_pack_that_cannot_start(tmp_path):
         PolicyPackRunner(tmp_path).start()
 
 
-def test_project_plans_pass_their_stack_config(pack, stack_plan):
-    """The program's own dev and prod plans are clean under their stack config, and the pack really
+def test_project_plans_pass_their_stack_config(stack_plan):
+    """The program's own dev and prod plans are clean under their stack config (the pack config, and
+    the stack's own configuration in PULUMI_CONFIG as the engine hands it), and the pack really
     judged them (an untainted GPU group is caught)."""
-    pack.configure(CONFIG_DIR / f"{stack_plan.stack}.json")
-    assert pack.runner.analyze_plan(stack_plan.resources) == []
-    group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
-    untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
-    one([v.message for v in pack.runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config(stack_yaml_config(stack_plan.stack))}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure(CONFIG_DIR / f"{stack_plan.stack}.json")
+        assert runner.analyze_plan(stack_plan.resources) == []
+        group = next(r for r in stack_plan.of_type("eks:index:ManagedNodeGroup") if r.inputs.get("taints"))
+        untainted = {**group.__dict__, "inputs": {**group.inputs, "taints": []}}
+        one([v.message for v in runner.analyze(untainted) if v.policy_name == "gpu-pools-tainted"], group.name)
 
 
-def test_prod_requires_digests_except_the_documented_unverified_images(pack, prod_plan):
+def test_prod_requires_digests_except_the_documented_unverified_images(prod_plan):
     """prod requires digests; its only exemptions are the program's images whose digest could not be
     verified (tag-only in components/versions.py). Dropping the exemptions leaves exactly those images."""
     from components import versions
@@ -202,8 +215,24 @@ def test_prod_requires_digests_except_the_documented_unverified_images(pack, pro
     unverified = {str(i) for i in vars(versions).values() if isinstance(i, versions.Image) and not i.digest}
     assert set(images["digestExemptImages"]) <= unverified, "an exemption outlived its image's missing digest"
 
-    pack.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
-    findings = pack.runner.analyze_plan(prod_plan.resources)
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config(stack_yaml_config("prod"))}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
+        findings = runner.analyze_plan(prod_plan.resources)
     assert findings and all(v.policy_name == "container-image-pinned" for v in findings), findings
     named = {image for v in findings for image in images["digestExemptImages"] if f"'{image}'" in v.message}
     assert named == set(images["digestExemptImages"])
+
+
+def test_stack_answers_follow_content_when_the_urns_stay_the_same(pack):
+    """Pools and pod templates are found once per AnalyzeStack call and shared by the stack
+    policies (by content: pulumi_policy builds every policy's resources anew); consecutive calls
+    with the same URNs but other properties are judged on their own properties."""
+    def stack(max_size, gpus):
+        return [patch(gpu_node_group(), {"scalingConfig.maxSize": max_size}), workload(gpus=gpus, namespace="team-a")]
+
+    for _ in range(2):
+        assert pack.stack_messages(stack(16, None), "gpu-capacity-cap") == []
+        one(pack.stack_messages(stack(17, None), "gpu-capacity-cap"), "Worst-case GPU count is 17")
+        assert pack.stack_messages(stack(16, None), "gpu-namespace-quota") == []
+        one(pack.stack_messages(stack(16, 1), "gpu-namespace-quota"), "Namespace 'team-a' runs GPU workloads")

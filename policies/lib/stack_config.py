@@ -1,0 +1,107 @@
+"""The stack's own configuration, as the engine hands it to a policy pack.
+
+The engine starts a policy pack with the stack's configuration in the environment variable
+``PULUMI_CONFIG``: a JSON object of ``"namespace:key"`` to a string, structured values (such as
+``llm-platform:gpuBudget``) JSON-encoded into that string (pulumi/pulumi
+sdk/go/common/resource/plugin/analyzer_plugin.go, ``constructEnv`` and ``constructConfig``). The
+offline check's runner starts the pack the same way. So the pack reads the stack's ``gpuBudget``
+itself, instead of ``policies/config/<stack>.json`` repeating its numbers.
+
+A policy parameter listed in :data:`STACK_PARAMS` takes its value, in this order, from the policy's
+own config (``--policy-pack-config``: an explicit override), else from the stack's configuration,
+else from the parameter's documented fallback. Its default is therefore not advertised in the
+policy's schema: the engine fills every advertised default into the config it sends
+(pkg/resource/analyzer/config.go, ``ReconcilePolicyPackConfig`` -> ``createConfigWithDefaults``),
+and the pack could not tell an explicit value from a default any more.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: The environment variable the engine sets for a policy pack (``constructEnv``).
+CONFIG_ENV = "PULUMI_CONFIG"
+#: The program's config namespace (``name`` in Pulumi.yaml).
+NAMESPACE = "llm-platform"
+GPU_BUDGET_KEY = f"{NAMESPACE}:gpuBudget"
+
+
+class StackConfigError(ValueError):
+    """The stack's configuration holds a value the pack cannot read; the message names the key."""
+
+
+@dataclass(frozen=True)
+class GpuBudget:
+    """The stack's GPU ceilings (``llm-platform:gpuBudget``)."""
+
+    max_gpus: float
+    monthly_budget_usd: float
+
+
+def stack_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``PULUMI_CONFIG`` as a dict (``{}`` when the engine set none: a stack without config, or a
+    pack started by hand)."""
+    raw = (os.environ if environ is None else environ).get(CONFIG_ENV)
+    if not raw:
+        return {}
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        raise StackConfigError(f"{CONFIG_ENV} is not JSON; the engine sets it to the stack's configuration") from None
+    if not isinstance(config, dict):
+        raise StackConfigError(f"{CONFIG_ENV} is not a JSON object; the engine sets it to the stack's configuration")
+    return config
+
+
+def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
+    """The stack's ``gpuBudget``, ``None`` when its configuration has none.
+
+    The engine hands an object config value as its JSON text; a value that is already an object
+    (a hand-written ``PULUMI_CONFIG``) is taken as it is.
+    """
+    value = stack_config(environ).get(GPU_BUDGET_KEY)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise StackConfigError(f"{GPU_BUDGET_KEY} is not a JSON object (the stack's configuration)") from None
+    if not isinstance(value, dict):
+        raise StackConfigError(f"{GPU_BUDGET_KEY} must be an object with maxGpus and monthlyBudgetUsd")
+    numbers = {}
+    for field in ("maxGpus", "monthlyBudgetUsd"):
+        number = value.get(field)
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < math.inf:
+            raise StackConfigError(f"{GPU_BUDGET_KEY}.{field} must be a number >= 0 (the stack's configuration)")
+        numbers[field] = number
+    return GpuBudget(numbers["maxGpus"], numbers["monthlyBudgetUsd"])
+
+
+@dataclass(frozen=True)
+class StackParam:
+    """A policy parameter the stack's configuration gives: ``source`` names it, ``read()`` returns
+    the value (``None`` when the stack has none; :class:`StackConfigError` when it is unreadable)."""
+
+    source: str
+    read: Callable[[], Any]
+
+
+def _budget_field(field: str, attribute: str) -> StackParam:
+    def read() -> Any:
+        budget = gpu_budget()
+        return None if budget is None else getattr(budget, attribute)
+
+    return StackParam(f"{GPU_BUDGET_KEY}.{field}", read)
+
+
+#: (policy, parameter) -> where the stack's configuration gives its value.
+STACK_PARAMS: dict[tuple[str, str], StackParam] = {
+    ("gpu-capacity-cap", "maxGpus"): _budget_field("maxGpus", "max_gpus"),
+    ("gpu-monthly-budget", "monthlyBudgetUsd"): _budget_field("monthlyBudgetUsd", "monthly_budget_usd"),
+}
