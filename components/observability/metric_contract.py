@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.observability.dcgm_counters import XID_COUNT_METRIC
-from components.serving.gateway_metrics import DEMAND_METRIC
+from components.serving.gateway_metrics import DEMAND_CREATED, DEMAND_METRIC
 
 # --- Units ------------------------------------------------------------------------------------------
 #: Unit words, as the sources spell them (DCGM's help text "(in MiB)", vLLM's "1 means 100 percent").
@@ -32,6 +32,7 @@ COUNT = "count"
 REQUESTS = "requests"
 TOKENS = "tokens"
 INFO = "info (value 1; the labels carry the data)"
+UNIX_SECONDS = "seconds since the Unix epoch"
 #: Grafana's unit id for each contract unit a panel can show as it is.
 GRAFANA_UNITS = {PERCENT: "percent", RATIO: "percentunit", WATT: "watt", SECONDS: "s"}
 
@@ -127,6 +128,8 @@ VLLM = ExporterContract(
 
 # --- LiteLLM (the gateway) --------------------------------------------------------------------------
 LITELLM_PROXY_REQUESTS = DEMAND_METRIC
+#: prometheus_client's creation time of each counter child (kind "created": ``<family>_created``).
+LITELLM_PROXY_REQUESTS_CREATED = DEMAND_CREATED
 LITELLM_FALLBACKS = "litellm_deployment_successful_fallbacks_total"
 LITELLM_DEPLOYMENT_FAILURES = "litellm_deployment_failure_responses_total"
 
@@ -140,6 +143,7 @@ LITELLM = ExporterContract(
     ),
     metrics=(
         Metric(LITELLM_PROXY_REQUESTS, "counter", REQUESTS, ("requested_model",)),
+        Metric(LITELLM_PROXY_REQUESTS_CREATED, "created", UNIX_SECONDS, ("requested_model",)),
         Metric(LITELLM_FALLBACKS, "counter", REQUESTS, ("requested_model", "fallback_model")),
         Metric(LITELLM_DEPLOYMENT_FAILURES, "counter", REQUESTS, ("model_group", "exception_status")),
     ),

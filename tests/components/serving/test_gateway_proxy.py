@@ -187,7 +187,9 @@ def test_keda_demand_query_on_a_prometheus_scraping_the_proxy_wakes_the_cold_mod
         while not prometheus.query(demand.query) and time.monotonic() < deadline:
             time.sleep(0.5)
         idle = prometheus.query(demand.query)
-        assert [s.value for s in idle] == [0.0], "a scraped gateway with no demand reads 0, not nothing"
+        # a number, not nothing (this module's gateway may have counted earlier tests' requests
+        # within the window; test_single_request_wake.py reads exactly 0 on a fresh one)
+        assert len(idle) == 1 and idle[0].value >= 0, "a scraped gateway reads a number, not nothing"
         for _ in range(4):  # a model's first requests: the counter's first sample is not a rate yet
             status, _ = dev_gateway.proxy.call(
                 "/v1/chat/completions", {"model": "llama-3-1-8b-instruct", **CHAT}, token=dev_gateway.given["master_key"]
