@@ -21,16 +21,48 @@ from components.settings.stack import parsed_once
 from automation.offline.files import write_json, write_manifests, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
 from automation.offline.pack.findings import PackReport, PolicyConfigError
-from automation.offline.pack.runner import PolicyPackRunner, pack_environment
+from automation.offline.pack.runner import (
+    MAX_ENVIRONMENT_STRING,
+    PolicyPackRunner,
+    environment_string_bytes,
+    pack_environment,
+)
 from automation.offline.plan import PROJECT, ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
-from automation.stacks import load_stack
+from automation.stacks import StackFileError, load_stack
 
 POLICY_PACK_DIR = ROOT / "policies"
 
 
 class PolicyConfigMissing(Exception):
     """No ``policies/config/<stack>.json`` and no ``--policy-config`` given."""
+
+
+class ConfigTooLargeForEngine(StackFileError):
+    """The stack's configuration is longer than one environment variable may be, so the Pulumi CLI
+    could not start the program or the policy pack with it."""
+
+
+def engine_environment(stack: str, config: dict[str, str]) -> dict[str, str]:
+    """The variables the engine adds to the policy pack's environment, refused (as the engine
+    would fail) when ``PULUMI_CONFIG`` is longer than Linux takes in one environment string.
+
+    The engine passes the whole configuration in that one variable to the pack (``constructEnv``
+    in pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go), as the language host does
+    to the program, and the exec fails with "argument list too long" above the limit
+    (pulumi/pulumi#20402, open). The program under mocks here reads its configuration in this
+    process and would run; the engine would not start it.
+    """
+    env = pack_environment(PROJECT, stack, config)
+    size = environment_string_bytes("PULUMI_CONFIG", env.get("PULUMI_CONFIG", ""))
+    if size > MAX_ENVIRONMENT_STRING:
+        largest = max(config, key=lambda key: len(config[key].encode()))
+        raise ConfigTooLargeForEngine(
+            f"stack {stack!r}: its configuration is {size:,} bytes as PULUMI_CONFIG (largest key {largest}, "
+            f"{len(config[largest].encode()):,} bytes), above the {MAX_ENVIRONMENT_STRING:,} bytes Linux allows one "
+            f"environment variable; the Pulumi CLI passes it that way to the program and to the policy pack, which "
+            f"would fail to start (argument list too long, pulumi/pulumi#20402); make the largest settings smaller")
+    return env
 
 
 class CheckOutputError(Exception):
@@ -117,8 +149,8 @@ def run_check(
     ``pulumi preview --policy-pack`` would, and write ``plan.json``, ``manifests/`` and
     ``policy-report.json``.
 
-    Raises StackFileError, SettingsError, PolicyConfigMissing or PolicyConfigError before any
-    resource is registered, CheckOutputError when the files cannot be written.
+    Raises StackFileError (ConfigTooLargeForEngine included), SettingsError, PolicyConfigMissing or
+    PolicyConfigError before any resource is registered, CheckOutputError when the files cannot be written.
     """
     # The program parses the same settings again; that parse is this one.
     with parsed_once(), fewer_collections():
@@ -132,10 +164,11 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
+    strings = config_strings(config)
+    environment = engine_environment(stack, strings)
     out = out_dir or default_out_dir(stack)
     with _writing_to(out):  # before anything runs: an --out that cannot be written stops here
         (out / "manifests").mkdir(parents=True, exist_ok=True)
-    strings = config_strings(config)
     clock = [time.perf_counter()]
 
     def lap() -> float:
@@ -143,7 +176,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         return round(clock[-1] - clock[-2], 3)
 
     # The engine gives a policy pack the stack's configuration in its environment.
-    pack = PolicyPackRunner(POLICY_PACK_DIR, env=pack_environment(PROJECT, stack, strings))
+    pack = PolicyPackRunner(POLICY_PACK_DIR, env=environment)
     try:
         pack.launch()  # it imports its policies while the program imports the SDK
         analysis = PlanAnalysis(pack, config_path)
@@ -163,3 +196,4 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifest_paths, policies=policies,
         seconds={"record": recorded, "analyze": analyzed, "write": written},
     )
+

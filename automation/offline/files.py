@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from automation.offline.manifests import dumps_yaml, kubernetes_documents, redact_plan
 from automation.offline.plan import Plan
@@ -20,25 +21,32 @@ from automation.offline.plan import Plan
 PARTIAL = ".partial"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """``path`` holds ``data``, or (if this is interrupted) what it held before."""
+@contextmanager
+def replacing(path: Path) -> Iterator[TextIO]:
+    """A text file to write ``path``'s new content to; it replaces ``path`` when the block ends
+    without an error, and is removed otherwise (``path`` then holds what it held before)."""
     partial = path.with_name(path.name + PARTIAL)
     try:
-        with open(partial, "wb") as file:
-            file.write(data)
+        with open(partial, "w", encoding="utf-8") as file:
+            yield file
         os.replace(partial, path)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
 
 
-def json_text(value: Any) -> bytes:
-    """``json.dumps(value, indent=2)`` and a line end."""
-    return (json.dumps(value, indent=2) + "\n").encode()
+def write_atomically(path: Path, data: bytes) -> None:
+    """``path`` holds ``data``, or (if this is interrupted) what it held before."""
+    with replacing(path) as file:
+        file.buffer.write(data)
 
 
 def write_json(path: Path, value: Any) -> None:
-    write_atomically(path, json_text(value))
+    """``path`` holds ``json.dumps(value, indent=2)`` and a line end, written as json encodes it
+    (piece by piece: a 500-model plan never exists as one text)."""
+    with replacing(path) as file:
+        json.dump(value, file, indent=2)
+        file.write("\n")
 
 
 def write_plan(plan: Plan, out: Path) -> Path:

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,10 @@ class Plan:
         return [r for r in self.resources if r.parent == urn]
 
     def to_json(self) -> dict[str, Any]:
-        """The plan file's content (before secrets are redacted)."""
-        return {"project": self.project, "stack": self.stack, "resources": [asdict(r) for r in self.resources]}
+        """The plan file's content (before secrets are redacted). Each resource's entry is a new
+        dict, its inputs and dependencies those of the plan (not copied): treat it as read-only."""
+        return {"project": self.project, "stack": self.stack,
+                "resources": [{name: getattr(r, name) for name in PLAN_FIELDS} for r in self.resources]}
 
 
 def plain(struct: Struct) -> dict[str, Any]:

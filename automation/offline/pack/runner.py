@@ -122,6 +122,17 @@ def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return resources
 
 
+#: The longest ``NAME=value`` string (its NUL included) Linux takes in a new process's environment:
+#: MAX_ARG_STRLEN, 32 pages of 4 KiB (include/uapi/linux/binfmts.h). A longer one fails the exec with
+#: E2BIG, "argument list too long", whatever the total size.
+MAX_ENVIRONMENT_STRING = 32 * 4096
+
+
+def environment_string_bytes(name: str, value: str) -> int:
+    """What ``name=value`` takes of :data:`MAX_ENVIRONMENT_STRING`."""
+    return len(name.encode()) + 1 + len(value.encode()) + 1
+
+
 def pack_environment(project: str, stack: str, config: Mapping[str, str], *, dry_run: bool = True) -> dict[str, str]:
     """The variables the engine adds to a policy pack's environment (``constructEnv``): the stack's
     configuration as ``PULUMI_CONFIG`` (``namespace:key`` -> string value, as ``json.Marshal``

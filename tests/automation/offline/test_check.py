@@ -237,3 +237,34 @@ def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
         assert len(plan["resources"]) == 1103
     assert all(yaml.safe_load(path.read_text()) for path in manifests)
     assert not list(out.rglob("*.partial"))
+
+
+def test_a_configuration_too_long_for_the_engines_environment_is_refused(tmp_path):
+    """The textbook answer: the program runs under mocks in this process whatever the size of its
+    configuration. The engine's: it hands the configuration to the program and to the policy pack
+    in one environment variable, and Linux refuses an exec with a variable over 131,072 bytes
+    ("argument list too long", pulumi/pulumi#20402). 600 generated models make 145,121 bytes of
+    PULUMI_CONFIG; the check refuses the stack before anything runs, naming the largest key."""
+    from benchmarks.generated_stack import write_stack
+
+    stack_file, policy_file = write_stack(600, tmp_path)
+    done = run_check("--stack", "bench600", "--stack-file", str(stack_file), "--policy-config", str(policy_file),
+                     "--out", str(tmp_path / "out"))
+    assert done.returncode == exit_codes.USAGE, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: stack 'bench600': its configuration is 145,121 bytes as PULUMI_CONFIG "
+                           "(largest key llm-platform:serving, ")
+    assert "above the 131,072 bytes Linux allows one environment variable" in line and "pulumi/pulumi#20402" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_engines_environment_limit_counts_name_value_and_nul():
+    from automation.offline.check import ConfigTooLargeForEngine, engine_environment
+    from automation.offline.pack.runner import environment_string_bytes
+
+    assert environment_string_bytes("PULUMI_CONFIG", "{}") == len("PULUMI_CONFIG={}") + 1
+    # '{"k:v":"' + text + '"}' in the variable: 14 + 8 + 2 + 1 bytes around the text.
+    fits = "x" * (131_072 - len('PULUMI_CONFIG={"k:v":""}') - 1)
+    assert json.loads(engine_environment("s", {"k:v": fits})["PULUMI_CONFIG"]) == {"k:v": fits}
+    with pytest.raises(ConfigTooLargeForEngine, match="131,073 bytes as PULUMI_CONFIG"):
+        engine_environment("s", {"k:v": fits + "x"})
