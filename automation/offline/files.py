@@ -50,9 +50,21 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def write_plan(plan: Plan, out: Path) -> Path:
-    """``out/plan.json``: the plan with secret values redacted."""
+    """``out/plan.json``: the plan with secret values redacted, one resource per line.
+
+    Each resource is one line of ``json.dumps`` (json's C encoder; with ``indent`` json encodes in
+    Python, ten times slower on a 500-model plan's 30 MB), so a diff of two plans shows which
+    resources changed and ``jq`` reads it as any JSON.
+    """
     path = out / "plan.json"
-    write_json(path, redact_plan(plan))
+    content = redact_plan(plan)
+    with replacing(path) as file:
+        file.write(f'{{"project": {json.dumps(content["project"])}, "stack": {json.dumps(content["stack"])}, '
+                   f'"resources": [')
+        for index, resource in enumerate(content["resources"]):
+            file.write(",\n  " if index else "\n  ")
+            file.write(json.dumps(resource))
+        file.write("\n]}\n")
     return path
 
 

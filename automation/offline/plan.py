@@ -103,18 +103,17 @@ def _plain(value: Any) -> Any:
 
 def _refs_to_urns(value: Any) -> Any:
     """Resource references as plain URNs, for the mocks: their state then holds no reference the
-    SDK would rehydrate as a resource the program never created."""
+    SDK would rehydrate as a resource the program never created. Copies only the dicts and lists on
+    the way to a reference; ``value`` itself when it holds none."""
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
             return value.get("urn", "")
-        return {k: _refs_to_urns(v) for k, v in value.items()}
+        changed = {k: v2 for k, v in value.items() if (v2 := _refs_to_urns(v)) is not v}
+        return {**value, **changed} if changed else value
     if isinstance(value, list):
-        return [_refs_to_urns(v) for v in value]
+        items = [_refs_to_urns(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
     return value
-
-
-def _holds_ref(value: Any) -> bool:
-    return RESOURCE_REF_SIG in json.dumps(value)
 
 
 def _fake_id(kind: str, name: str) -> str:
@@ -218,7 +217,7 @@ class RecordingMonitor(MockMonitor):
         args = MockResourceArgs(
             typ=request.type,
             name=request.name,
-            inputs=_refs_to_urns(inputs) if _holds_ref(inputs) else inputs,
+            inputs=_refs_to_urns(inputs),
             provider=request.provider,
             resource_id=request.importId,
             custom=request.custom or False,

@@ -15,11 +15,13 @@ from automation.offline.manifests import ManifestDumper, dumps_yaml
 from automation.offline.plan import Plan, PlannedResource
 
 
-def test_the_plan_file_is_jsons_own_text_with_secrets_redacted(dev_plan, tmp_path):
+def test_the_plan_file_is_json_one_resource_a_line_with_secrets_redacted(dev_plan, tmp_path):
     path = write_plan(dev_plan, tmp_path)
     text = path.read_text()
     content = json.loads(text)
-    assert text == json.dumps(content, indent=2) + "\n"
+    lines = text.splitlines()
+    assert lines[0] == '{"project": "llm-platform", "stack": "dev", "resources": [' and lines[-1] == "]}"
+    assert [json.loads(line.strip().rstrip(",")) for line in lines[1:-1]] == content["resources"]
     assert [r["urn"] for r in content["resources"]] == [r.urn for r in dev_plan.resources]
     secret = next(r for r in content["resources"] if r["name"] == "gateway-master-key")["inputs"]["stringData"]
     assert secret == {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
