@@ -7,7 +7,10 @@ Karpenter ``gpu-inference`` NodePool); each tier's quota covers its models at ``
 one surge pod each, and the pools' GPU capacity covers every model at ``replicas.max`` at once. A
 stack of many models is a catalogue that scales idle models to zero, so the stack is not
 ``production`` (production refuses scale-to-zero) and the policy config is prod's with the GPU cap
-and the monthly budget raised to what the pools can reach. Both benchmarks that grow with models
+and the monthly budget raised to what the pools can reach. Each model names only what differs from
+the settings' defaults (one GPU, 8192 tokens, 4 CPUs): the engine hands the whole configuration to
+the program and the policy pack in one environment variable, which Linux caps at 128 KiB, and a
+500-model stack must fit it (the offline check refuses one that does not, as the CLI would fail). Both benchmarks that grow with models
 (``bench_check.py``, ``bench_capacity.py``) use this one generator.
 """
 
@@ -40,13 +43,10 @@ def stack_config(models: int, base: str = "prod") -> dict[str, Any]:
         per_tier[i % len(tiers)].append(
             {
                 "name": f"model-{i:04d}",
-                "source": {"s3": f"s3://llm-platform-models-bench/catalog/model-{i:04d}/"},
+                "source": {"s3": f"s3://bench-models/m{i:04d}/"},
                 "pool": pools[i % len(pools)],
                 "catalog": "llama-3.1-8b-instruct",
-                "gpusPerReplica": 1,
-                "maxModelLen": 8192,
                 "replicas": {"min": 0, "max": 1},
-                "cpu": "4",
                 "memory": "24Gi",
                 "cacheSizeGib": 50,
             }

@@ -28,9 +28,12 @@ def main(data_path: str, png_path: str) -> None:
               label="check (median CPU, all processes)")
     left.plot([models[0], models[-1]], [seconds[0], seconds[-1]], ":", color="gray", label="linear, first to last")
     left.axhline(data["prod_seconds"], color="tab:green", linestyle="--", label=f"prod check ({data['prod_seconds']:.1f} s)")
-    # Issue 15's targets for 500 models, drawn so the gap (or its absence) is visible.
-    left.axhline(2.5 * data["prod_seconds"], color="tab:red", linestyle="-.", linewidth=1,
-                 label=f"target at 500 models: 2.5x prod ({2.5 * data['prod_seconds']:.1f} s)")
+    # The targets for 500 models (bench_check.TARGETS), drawn so the gap (or its absence) is visible.
+    targets = data["targets"]
+    time_target = targets["models_over_prod"] * data["prod_seconds"]
+    memory_target = targets["peak_mb"] * 10**6 / 2**20
+    left.axhline(time_target, color="tab:red", linestyle="-.", linewidth=1,
+                 label=f"target at {targets['models']} models: {targets['models_over_prod']:g}x prod ({time_target:.1f} s)")
     left.set_xlabel("served models")
     left.set_ylabel("seconds")
     left.set_title("Offline check: wall time")
@@ -38,7 +41,8 @@ def main(data_path: str, png_path: str) -> None:
         left.annotate(f"{s:.1f} s\n{p['resources']} res.", (m, s), textcoords="offset points", xytext=(6, -22), fontsize=8)
     left.legend(fontsize=8, loc="upper left")
     right.plot(models, memory, "s-", color="tab:orange", label="peak RSS (largest process of the check)")
-    right.axhline(300 * 10**6 / 2**20, color="tab:red", linestyle="-.", linewidth=1, label="target at 500 models: 300 MB")
+    right.axhline(memory_target, color="tab:red", linestyle="-.", linewidth=1,
+                  label=f"target at {targets['models']} models: {targets['peak_mb']} MB")
     right.set_xlabel("served models")
     right.set_ylabel("MiB")
     right.set_title("Offline check: peak memory")
@@ -46,8 +50,8 @@ def main(data_path: str, png_path: str) -> None:
         right.annotate(f"{v:.0f} MiB", (m, v), textcoords="offset points", xytext=(6, -12), fontsize=8)
     right.legend(fontsize=8, loc="upper left")
     cpu = [p["cpu_seconds"] for p in points]
-    left.set_ylim(bottom=0, top=max(seconds + cpu + [2.5 * data["prod_seconds"]]) * 1.15)
-    right.set_ylim(bottom=0, top=max(memory + [300]) * 1.25)
+    left.set_ylim(bottom=0, top=max(seconds + cpu + [time_target]) * 1.15)
+    right.set_ylim(bottom=0, top=max(memory + [memory_target]) * 1.25)
     for axis in (left, right):
         axis.grid(True, alpha=0.3)
         axis.set_xlim(left=0, right=max(models) * 1.2)

@@ -1,4 +1,10 @@
-"""The offline check: settings, plan under mocks, manifests, summary. Needs no cloud account."""
+"""The offline check: settings, plan under mocks, policy pack, files, summary. Needs no cloud account.
+
+One plain pipeline: the pack process is started first (it imports its policies while the program
+does), the program is recorded under Pulumi's mock runtime with the pack analyzing each resource
+as it is registered (as the engine does in a preview), then ``AnalyzeStack``, then the files are
+written, each under a temporary name renamed into place.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +14,55 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
 
-from automation.offline.pack.feeder import NICENESS as PACK_NICENESS
-from automation.offline.pack.findings import PackReport, PolicyConfigError, resource_dict
-from automation.offline.pack.streaming import StreamingAnalysis, feeder_properties
-from automation.offline.emit import write_json
-from automation.offline.files import StreamedFiles
-from automation.offline.frames import resource_frame
+from automation.offline.files import write_json, write_manifests, write_plan
+from automation.offline.pack.analysis import PlanAnalysis
+from automation.offline.pack.findings import PackReport, PolicyConfigError
+from automation.offline.pack.runner import (
+    MAX_ENVIRONMENT_STRING,
+    PolicyPackRunner,
+    environment_string_bytes,
+    pack_environment,
+)
 from automation.offline.plan import PROJECT, ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
-from automation.stacks import load_stack
-
+from automation.stacks import StackFileError, load_stack
 
 POLICY_PACK_DIR = ROOT / "policies"
-
-#: How much less of the machine the forked file writer asks for: less than the pack too. While the
-#: program records it renders each resource on the core the pack leaves idle, and the recording
-#: (the check's own process) is the critical path; when the recording ends, the pack's AnalyzeStack
-#: is the longest work left (at 500 models, 0.2 s against the writer's 0.05 s of writing).
-WRITER_NICENESS = PACK_NICENESS + 5
 
 
 class PolicyConfigMissing(Exception):
     """No ``policies/config/<stack>.json`` and no ``--policy-config`` given."""
+
+
+class ConfigTooLargeForEngine(StackFileError):
+    """The stack's configuration is longer than one environment variable may be, so the Pulumi CLI
+    could not start the program or the policy pack with it."""
+
+
+def engine_environment(stack: str, config: dict[str, str]) -> dict[str, str]:
+    """The variables the engine adds to the policy pack's environment, refused (as the engine
+    would fail) when ``PULUMI_CONFIG`` is longer than Linux takes in one environment string.
+
+    The engine passes the whole configuration in that one variable to the pack (``constructEnv``
+    in pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go), as the language host does
+    to the program, and the exec fails with "argument list too long" above the limit
+    (pulumi/pulumi#20402, open). The program under mocks here reads its configuration in this
+    process and would run; the engine would not start it.
+    """
+    env = pack_environment(PROJECT, stack, config)
+    size = environment_string_bytes("PULUMI_CONFIG", env.get("PULUMI_CONFIG", ""))
+    if size > MAX_ENVIRONMENT_STRING:
+        largest = max(config, key=lambda key: len(config[key].encode()))
+        raise ConfigTooLargeForEngine(
+            f"stack {stack!r}: its configuration is {size:,} bytes as PULUMI_CONFIG (largest key {largest}, "
+            f"{len(config[largest].encode()):,} bytes), above the {MAX_ENVIRONMENT_STRING:,} bytes Linux allows one "
+            f"environment variable; the Pulumi CLI passes it that way to the program and to the policy pack, which "
+            f"would fail to start (argument list too long, pulumi/pulumi#20402); make the largest settings smaller")
+    return env
 
 
 class CheckOutputError(Exception):
@@ -60,9 +88,8 @@ class CheckResult:
     manifest_paths: list[Path]
     policies: PackReport
     #: Wall seconds of the check's phases: ``record`` (the program under mocks, the pack analyzing
-    #: and the file writer rendering beside it), ``write`` (the summary, and the writer writing
-    #: plan.json and manifests) and ``pack_wait`` (the pack's answers still
-    #: outstanding after the files were written).
+    #: each resource beside it), ``analyze`` (the pack's answers still outstanding, and
+    #: ``AnalyzeStack``) and ``write`` (the summary and the files).
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -72,15 +99,13 @@ class CheckResult:
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """The cyclic garbage collector tuned for one large recording, restored afterwards (by the
+    """The cyclic garbage collector off for one large recording, restored afterwards (by the
     outermost of nested blocks).
 
-    The SDK modules (types by the ten thousand) and every registered resource's outputs and
-    futures stay alive until the check ends, and the collector rescans them over and over: with
-    the default thresholds that was a third of the check's CPU at 100 models; with young objects
-    collected every 50,000 allocations, still half a second at 500 models, for a few MiB of
-    garbage cycles. So the collector is off within the block (the check's peak at 500 models
-    214 -> 218 MiB) and what exists when the block starts is frozen out of later collections.
+    The SDK's modules and every registered resource's outputs and futures stay alive until the
+    check ends, and with the default thresholds the collector rescans them over and over for a
+    few MiB of garbage cycles. Within the block it is off, and what existed when the block started
+    is frozen out of later collections (``gc.freeze``, the interpreter's documented tool for this).
     """
     global _collections_tuned
     if _collections_tuned:  # nested: the outermost block restores
@@ -120,14 +145,14 @@ def policy_config_for(stack: str, override: Path | None = None) -> Path:
 def run_check(
     stack: str, out_dir: Path | None = None, *, stack_file: Path | None = None, policy_config: Path | None = None
 ) -> CheckResult:
-    """Validate the stack's settings, record its plan, write ``plan.json`` and ``manifests/``, and
-    run the policy pack over the plan the way ``pulumi preview --policy-pack`` would.
+    """Validate the stack's settings, record its plan, run the policy pack over it the way
+    ``pulumi preview --policy-pack`` would, and write ``plan.json``, ``manifests/`` and
+    ``policy-report.json``.
 
-    Raises StackFileError, SettingsError or PolicyConfigMissing before any resource is registered.
+    Raises StackFileError (ConfigTooLargeForEngine included), SettingsError, PolicyConfigMissing or
+    PolicyConfigError before any resource is registered, CheckOutputError when the files cannot be written.
     """
-    # The program parses the same settings again; that parse is this one. The collector stays tuned
-    # to the end: the first collection with default settings after the block scanned the whole heap
-    # (0.4 s at 500 models) for the report's last lines.
+    # The program parses the same settings again; that parse is this one.
     with parsed_once(), fewer_collections():
         return _check(stack, out_dir, stack_file, policy_config)
 
@@ -139,42 +164,36 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
-    # The pack starts now and analyzes each resource as the program registers it.
+    strings = config_strings(config)
+    environment = engine_environment(stack, strings)
+    out = out_dir or default_out_dir(stack)
+    with _writing_to(out):  # before anything runs: an --out that cannot be written stops here
+        (out / "manifests").mkdir(parents=True, exist_ok=True)
     clock = [time.perf_counter()]
 
     def lap() -> float:
         clock.append(time.perf_counter())
         return round(clock[-1] - clock[-2], 3)
 
-    out = out_dir or default_out_dir(stack)
-    with _writing_to(out):  # before anything runs: an --out that cannot be written stops here
-        (out / "manifests").mkdir(parents=True, exist_ok=True)
-    # The file writer is forked first, while the process is small (and before the feeder's pipe exists).
-    with StreamedFiles(out, PROJECT, stack, niceness=WRITER_NICENESS) as files, \
-            StreamingAnalysis(config_path, POLICY_PACK_DIR) as pack:
-
-        def recorded_resource(resource: Any, properties: Any) -> None:
-            # One frame, pickled once, for both helpers.
-            frame = resource_frame(resource_dict(resource), feeder_properties(properties))
-            pack.submit_frame(resource.urn, frame)
-            files.submit(resource, frame)
-
-        plan = record_plan(stack, config_strings(config), region=settings.region, on_record=recorded_resource)
-        plan.resources.sort(key=lambda r: r.urn)
-        pack.end(plan.resources)  # AnalyzeStack runs in the pack while the files are written
+    # The engine gives a policy pack the stack's configuration in its environment.
+    pack = PolicyPackRunner(POLICY_PACK_DIR, env=environment)
+    try:
+        pack.launch()  # it imports its policies while the program imports the SDK
+        analysis = PlanAnalysis(pack, config_path)
+        plan = record_plan(stack, strings, region=settings.region, on_record=analysis.submit)
         recorded = lap()
-        with _writing_to(out):
-            # The writer has rendered the resources as they were registered: it writes the files in
-            # the plan's order while the summary is worked out here.
-            files.end(plan.resources)
-            summary = summarize(plan)
-            manifest_paths = files.finish()
-        written = lap()
-        policies = pack.finish()
-        waited = lap()
+        policies = analysis.finish(plan.resources)
+    finally:
+        pack.close()
+    analyzed = lap()
+    summary = summarize(plan)
     with _writing_to(out):
+        plan_path = write_plan(plan, out)
+        manifest_paths = write_manifests(plan, out / "manifests")
         write_json(out / "policy-report.json", policies.to_json())
+    written = lap()
     return CheckResult(
-        plan=plan, summary=summary, plan_path=out / "plan.json", manifest_paths=manifest_paths, policies=policies,
-        seconds={"record": recorded, "write": written, "pack_wait": waited},
+        plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifest_paths, policies=policies,
+        seconds={"record": recorded, "analyze": analyzed, "write": written},
     )
+

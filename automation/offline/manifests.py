@@ -1,54 +1,53 @@
-"""Write the plan's Kubernetes objects and Helm releases as YAML, as a reviewer would read them."""
+"""The plan's Kubernetes objects and Helm releases as YAML documents, as a reviewer would read them."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Any
 
-from automation.offline.emit import dumps_yaml, orjson
+import yaml
+
 from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
 
 HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+
+#: PyYAML's safe dumper in C (libyaml) where PyYAML was built with it, else the pure-Python one.
+_SAFE_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class ManifestDumper(_SAFE_DUMPER):  # type: ignore[misc, valid-type]
+    """PyYAML's safe dumper, with multi-line text (a script, an embedded config file) written as a
+    literal block (``|``) as people write it in manifests; the emitter still quotes text a block
+    cannot hold (trailing spaces, control characters)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+ManifestDumper.add_representer(str, _represent_str)
+
+
+def dumps_yaml(document: Any) -> str:
+    """One manifest's YAML text: block style, keys in the document's order."""
+    return yaml.dump(document, Dumper=ManifestDumper, sort_keys=False, default_flow_style=False)
 
 
 def redact_secrets(value: Any, *, wire: bool = True) -> Any:
     """Secret plaintext replaced by ``[secret]``: still wrapped as on the wire for the plan, or as a
     bare value for manifests, which must stay valid Kubernetes objects.
 
-    Copies only the dicts and lists on the way to a secret and shares the rest with ``value`` (a
-    500-model plan is otherwise copied whole, tens of MiB, to hide a handful of values): treat the
-    result as read-only. A value whose JSON text does not hold the secret marker at all is given
-    back as it is without a walk (orjson writes that text in C; most resources hold no secret).
+    Copies only the dicts and lists on the way to a secret and shares the rest with ``value``:
+    treat the result as read-only.
     """
-    if not _may_hold_secret(value):
-        return value
     return _redacted(value, wire)
 
 
 def redact_plan(plan: Plan) -> dict[str, Any]:
     """The plan file's content with secrets redacted, resource by resource."""
-    content = plan.to_json(copy=False)
+    content = plan.to_json()
     content["resources"] = [redact_secrets(resource) for resource in content["resources"]]
     return content
-
-
-_SECRET_MARKER = SECRET_SIG.encode()
-
-
-def _may_hold_secret(value: Any) -> bool:
-    if orjson is None or not isinstance(value, (dict, list)):
-        return True
-    try:
-        return _SECRET_MARKER in orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS,
-                                              default=_unwritable)
-    except (TypeError, orjson.JSONEncodeError):
-        return True  # not plain JSON data: walk it
-
-
-def _unwritable(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
 
 
 def _redacted(value: Any, wire: bool) -> Any:
@@ -114,46 +113,3 @@ def kubernetes_documents(plan: Plan) -> dict[str, dict[str, Any]]:
         if manifest is not None:
             documents[manifest[0]] = manifest[1]
     return documents
-
-
-def write_manifests(plan: Plan, directory: Path) -> list[Path]:
-    """One YAML file per object in ``directory``, which then holds nothing else of ours.
-
-    A file the previous check wrote is overwritten in place rather than deleted and made again:
-    the file system's work (kernel time, here) for a new file was twice that of truncating one, and
-    removing the old one as much again. At 500 models this is 2,563 files.
-    """
-    documents = sorted(kubernetes_documents(plan).items())
-    return write_files(directory, {name: dumps_yaml(document).encode() for name, document in documents})
-
-
-def write_files(directory: Path, files: dict[str, bytes]) -> list[Path]:
-    """``directory`` holds these files (name -> content) and no other ``*.yaml``; their paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.yaml"):
-        if stale.name not in files:
-            stale.unlink()
-    paths = []
-    for name, data in files.items():
-        paths.append(directory / name)
-        _write(paths[-1], data)
-    return paths
-
-
-def _write(path: Path, data: bytes) -> None:
-    """``path`` holds ``data``: written over what it held, then cut to its length.
-
-    Not truncated first: on ext4 a file truncated to nothing and written again has its blocks
-    freed and allocated again, and ``auto_da_alloc`` starts writing it out at close; writing over
-    the old blocks took a third of the kernel time (2,563 files: 0.026 s against 0.081 s).
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
-    try:
-        longer = os.fstat(fd).st_size > len(data)  # a new file, a pipe or a device: nothing to cut
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if longer:
-            os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)

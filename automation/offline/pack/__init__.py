@@ -1,2 +1,2 @@
 """The policy pack driven over its gRPC protocol as the Pulumi CLI drives it: the client (runner),
-the process that feeds it during a check (feeder, streaming) and what a run finds (findings)."""
+a plan analyzed as the program records it (analysis) and what a run finds (findings)."""

@@ -1,5 +1,5 @@
-"""What a policy pack run finds, and how it fails: plain data, no gRPC (the check's process reads
-these from the pack feeder without loading the pack client)."""
+"""What a policy pack run finds, and how it fails: plain data, no gRPC (the report and the CLI's
+error table read these without loading the pack client)."""
 
 from __future__ import annotations
 

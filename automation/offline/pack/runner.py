@@ -1,15 +1,17 @@
-"""Drive the policy pack over gRPC exactly as the Pulumi CLI does, without the CLI.
+"""Drive a policy pack over its gRPC protocol as the Pulumi CLI does, without the CLI.
 
-The CLI starts a Python pack as ``python -u __main__.py`` in the pack directory, reads the port the
-pack prints on its first stdout line, and talks to it through the ``Analyzer`` service:
-``GetAnalyzerInfo``, ``Configure`` (the ``--policy-pack-config`` file reconciled with each
-policy's schema defaults and validated against its schema), ``Analyze`` per resource and
-``AnalyzeStack`` once with every resource. Resource inputs are marshalled as the engine marshals
-them for analyzers: unknowns and secrets kept in wire form, resource references downgraded to
-their ID (or URN), internal ``__`` keys dropped. One difference is unavoidable: for
-``AnalyzeStack`` the engine sends each resource's outputs, while a plan holds inputs, so inputs are
-sent (a custom resource's preview outputs echo its inputs; the pack's stack policies read
-components by their inputs and prefer their custom children when a real preview has them).
+The CLI starts a Python pack as ``python -u __main__.py`` in the pack directory, with the stack's
+configuration in its environment (``PULUMI_CONFIG``, ``PULUMI_PROJECT``, ``PULUMI_STACK``,
+``PULUMI_DRY_RUN``: ``constructEnv`` in pulumi/pulumi sdk/go/common/resource/plugin/
+analyzer_plugin.go), reads the port the pack prints on its first stdout line, and talks to it
+through the ``Analyzer`` service with the generated stubs: ``GetAnalyzerInfo``, ``Configure`` (the
+``--policy-pack-config`` file reconciled with each policy's schema defaults, an ``all`` level
+applied to every policy that names none, validated against each schema), ``Analyze`` per resource
+and ``AnalyzeStack`` once with every resource. Inputs are marshalled as the engine marshals them
+for analyzers: unknowns and secrets kept in wire form, resource references downgraded to their ID
+(or URN: the engine does not ask for ``KeepResources``), internal ``__`` keys dropped. One
+difference is unavoidable: for ``AnalyzeStack`` the engine sends each resource's outputs, while a
+plan holds inputs, so inputs are sent (a custom resource's preview outputs echo its inputs).
 
 Typical use::
 
@@ -45,24 +47,21 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from automation.offline.exits import wait_for_exit
-from automation.offline.recording.struct_wire import to_struct as wire_struct, varint as _varint, wire_bytes
-from policies.lib import analyzed_types
 from automation.offline.pack.findings import (  # noqa: F401 - the pack's findings, re-exported
     PackInfo,
-    resource_dict,
-    urn_of,
     PackReport,
     PolicyConfigError,
     PolicyInfo,
     PolicyPackError,
     Violation,
+    resource_dict,
+    urn_of,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PACK_DIR = ROOT / "policies"
 
-#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig/sig.go).
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -109,7 +108,9 @@ def engine_value(value: Any) -> Any:
 
 def to_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
     """The inputs' Struct as the engine sends it to analyzers."""
-    return wire_struct(engine_value(dict(inputs or {})))
+    struct = struct_pb2.Struct()
+    struct.update(engine_value(dict(inputs or {})))
+    return struct
 
 
 def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -119,6 +120,31 @@ def load_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not isinstance(resources, list):
         raise ValueError(f"{path}: expected a list of resources")
     return resources
+
+
+#: The longest ``NAME=value`` string (its NUL included) Linux takes in a new process's environment:
+#: MAX_ARG_STRLEN, 32 pages of 4 KiB (include/uapi/linux/binfmts.h). A longer one fails the exec with
+#: E2BIG, "argument list too long", whatever the total size.
+MAX_ENVIRONMENT_STRING = 32 * 4096
+
+
+def environment_string_bytes(name: str, value: str) -> int:
+    """What ``name=value`` takes of :data:`MAX_ENVIRONMENT_STRING`."""
+    return len(name.encode()) + 1 + len(value.encode()) + 1
+
+
+def pack_environment(project: str, stack: str, config: Mapping[str, str], *, dry_run: bool = True) -> dict[str, str]:
+    """The variables the engine adds to a policy pack's environment (``constructEnv``): the stack's
+    configuration as ``PULUMI_CONFIG`` (``namespace:key`` -> string value, as ``json.Marshal``
+    writes a Go map: keys sorted, no spaces), then project, stack and whether it is a preview.
+    Empty values are left out, as the engine's ``maybeAppendEnv`` does."""
+    values = {
+        "PULUMI_CONFIG": json.dumps(dict(config), sort_keys=True, separators=(",", ":")) if config else "",
+        "PULUMI_PROJECT": project,
+        "PULUMI_STACK": stack,
+        "PULUMI_DRY_RUN": "true" if dry_run else "false",
+    }
+    return {key: value for key, value in values.items() if value}
 
 
 # --- config, as the CLI reconciles it ---------------------------------------------------------------
@@ -150,7 +176,8 @@ def reconcile_policy_config(
 ) -> dict[str, tuple[str, dict[str, Any]]]:
     """Schema defaults, then the pack's initial config, then ``raw``; validated per policy schema.
 
-    Mirrors the CLI (pkg/resource/analyzer/config.go). ``strict`` also rejects config for policies
+    Mirrors the CLI (pkg/resource/analyzer/config.go): a layer's ``all`` level goes to every policy,
+    then a policy's own level in that layer replaces it. ``strict`` also rejects config for policies
     the pack does not have and properties a policy's schema does not declare, which the CLI ignores
     silently; a typo there would otherwise switch nothing on.
     """
@@ -164,7 +191,9 @@ def reconcile_policy_config(
         if "all" in layer and layer["all"][0]:
             result = {name: (layer["all"][0], props) for name, (_, props) in result.items()}
         for name, (level, props) in layer.items():
-            if strict and layer is layers[-1] and name != "all":
+            if name == "all":
+                continue
+            if strict and layer is layers[-1]:
                 if name not in info.policies:
                     errors.append(f"{name}: no such policy in pack {info.name}")
                     continue
@@ -174,7 +203,7 @@ def reconcile_policy_config(
             current_level, current_props = result.get(name, ("advisory", {}))
             result[name] = (level or current_level, {**current_props, **props})
     for policy in info.policies.values():
-        schema = {"type": "object", "properties": policy.config_schema}
+        schema: dict[str, Any] = {"type": "object", "properties": policy.config_schema}
         if policy.required:
             schema["required"] = list(policy.required)
         for error in jsonschema.Draft7Validator(schema).iter_errors(result[policy.name][1]):
@@ -183,6 +212,22 @@ def reconcile_policy_config(
     if errors:
         raise PolicyConfigError("invalid policy pack config:\n  " + "\n  ".join(errors))
     return result
+
+
+def read_policy_config(config: str | os.PathLike[str] | Mapping[str, Any] | None) -> tuple[Mapping[str, Any], str | None]:
+    """A policy-pack config given as a file or parsed JSON: (its content, where it came from)."""
+    if config is None:
+        return {}, None
+    if isinstance(config, Mapping):
+        return config, "<dict>"
+    path = Path(config)
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise PolicyConfigError(f"cannot read policy pack config {path}: {error}") from error
+    if not isinstance(raw, dict):
+        raise PolicyConfigError(f"{path}: the policy pack config must be a JSON object")
+    return raw, str(path)
 
 
 # --- the pack process -------------------------------------------------------------------------------
@@ -221,11 +266,10 @@ _LAUNCH = (
 def _with_parent_death_signal(command: list[str]) -> list[str]:
     """``command``, made to end with the thread that starts it (Linux).
 
-    A pack serves until it is stopped (pulumi_policy sleeps between calls for ever); whoever
-    started it stops it on every way out but one, being killed outright (SIGKILL, the OOM killer),
-    which left the pack running on its own. The kernel now ends it then. The command that runs is
-    the same, and the pack must be started from a thread that lives as long as it should (the
-    caller's main thread, in every use here).
+    A pack serves until it is stopped; whoever started it stops it on every way out but one,
+    being killed outright (SIGKILL, the OOM killer), which would leave the pack running on its own.
+    The kernel ends it then. The pack must be started from a thread that lives as long as it
+    should (the caller's main thread, in every use here).
     """
     if not sys.platform.startswith("linux"):
         return command
@@ -233,7 +277,11 @@ def _with_parent_death_signal(command: list[str]) -> list[str]:
 
 
 class PolicyPackRunner:
-    """One running pack process and a gRPC channel to it; use as a context manager."""
+    """One running pack process and a gRPC channel to it; use as a context manager.
+
+    ``launch`` starts the process and returns at once; ``connect`` waits for its port (``start``
+    does both), so a caller can do other work while the pack imports its policies.
+    """
 
     def __init__(
         self,
@@ -253,13 +301,10 @@ class PolicyPackRunner:
         self.env = {**os.environ, **(env or {})}
         self.port: int | None = None
         self.config_source: str | None = None
-        #: The only types whose Analyze can report anything under the last config, as the pack named
-        #: them in answer to ``Configure`` (``policies/lib/analyzed_types.py``); ``None``: any type.
-        self.analyzed_types: frozenset[str] | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[bytes] | None = None
+        self._started = 0.0
         self._channel: grpc.Channel | None = None
-        self._analyze: grpc.UnaryUnaryMultiCallable | None = None
-        self._analyze_stack: grpc.UnaryUnaryMultiCallable | None = None
         self._stub: analyzer_pb2_grpc.AnalyzerStub | None = None
         self._stderr: Any = None
         self._info: PackInfo | None = None
@@ -276,11 +321,16 @@ class PolicyPackRunner:
         self.close()
 
     def start(self) -> None:
+        self.launch()
+        self.connect()
+
+    def launch(self) -> None:
+        """Start the pack's process (``python -u __main__.py`` in the pack directory)."""
         main = self.pack_dir / "__main__.py"
         if not main.exists():
             raise PolicyPackError(f"no policy pack at {self.pack_dir} (missing __main__.py)")
         self._stderr = tempfile.TemporaryFile()
-        started = time.perf_counter()
+        self._started = time.perf_counter()
         try:
             self._process = subprocess.Popen(
                 _with_parent_death_signal([self.python, "-u", str(main)]),
@@ -290,37 +340,49 @@ class PolicyPackRunner:
                 stderr=self._stderr,
                 env=self.env,
             )
+            self._lines = queue.Queue()
+            stdout, lines = self._process.stdout, self._lines
+            assert stdout is not None
+
+            def pump() -> None:
+                for line in iter(stdout.readline, b""):
+                    lines.put(line)
+                lines.put(b"")
+
+            threading.Thread(target=pump, name="policy-pack-stdout", daemon=True).start()
+        except BaseException:
+            self.close()
+            raise
+
+    def connect(self) -> None:
+        """Wait for the launched pack's port and open a channel to it."""
+        if self._process is None:
+            self.launch()
+        try:
             self.port = self._read_port()
-            self.timings["port_printed"] = time.perf_counter() - started
+            self.timings["port_printed"] = time.perf_counter() - self._started
             self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=GRPC_OPTIONS)
             grpc.channel_ready_future(self._channel).result(timeout=self.startup_timeout)
-            self.timings["channel_ready"] = time.perf_counter() - started
+            self.timings["channel_ready"] = time.perf_counter() - self._started
             self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
-            self._analyze, self._analyze_stack = _analyzer_methods(self._channel)
         except BaseException:
             self.close()
             raise
 
     def _read_port(self) -> int:
-        assert self._process is not None and self._process.stdout is not None
-        lines: queue.Queue[bytes] = queue.Queue()
-        stdout = self._process.stdout
-
-        def pump() -> None:
-            for line in iter(stdout.readline, b""):
-                lines.put(line)
-            lines.put(b"")
-
-        threading.Thread(target=pump, name="policy-pack-stdout", daemon=True).start()
+        assert self._process is not None and self._lines is not None
         try:
-            first = lines.get(timeout=self.startup_timeout)
+            first = self._lines.get(timeout=self.startup_timeout)
         except queue.Empty:
             raise PolicyPackError(
                 f"policy pack at {self.pack_dir} printed no port within {self.startup_timeout:.0f}s{self._stderr_tail()}"
             ) from None
         text = first.decode(errors="replace").strip()
         if not text.isdigit():
-            self._process.poll()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
             raise PolicyPackError(
                 f"policy pack at {self.pack_dir} did not start (exit code {self._process.returncode}, first line "
                 f"{text!r}){self._stderr_tail()}"
@@ -347,10 +409,10 @@ class PolicyPackRunner:
                 if process.poll() is None:
                     process.terminate()
                     try:
-                        wait_for_exit(process, 5)
+                        process.wait(timeout=5)
                     except subprocess.TimeoutExpired:
                         process.kill()
-                        wait_for_exit(process, 5)
+                        process.wait(timeout=5)
             finally:
                 if process.stdout is not None:
                     process.stdout.close()
@@ -358,7 +420,6 @@ class PolicyPackRunner:
             self._stderr.close()
             self._stderr = None
         self._stub = None
-        self._analyze = self._analyze_stack = None
 
     @property
     def pid(self) -> int | None:
@@ -371,15 +432,11 @@ class PolicyPackRunner:
             raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
         return self._stub
 
-    def _call(self, method: str, request: Any, *, with_call: bool = False) -> Any:
-        """``with_call``: (the answer, the call, for its metadata)."""
+    def _call(self, method: str, request: Any) -> Any:
         try:
-            stub_method = getattr(self.stub, method)
-            if with_call:
-                return stub_method.with_call(request, timeout=self.call_timeout)
-            return stub_method(request, timeout=self.call_timeout)
+            return getattr(self.stub, method)(request, timeout=self.call_timeout)
         except grpc.RpcError as error:
-            raise PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}") from error
+            raise _call_failed(method, error) from error
 
     # the Analyzer protocol
 
@@ -397,10 +454,7 @@ class PolicyPackRunner:
                     required=tuple(p.configSchema.required),
                 )
             initial = {
-                k: {
-                    **({"enforcementLevel": LEVEL_NAMES[v.enforcementLevel]}),
-                    **json_format.MessageToDict(v.properties),
-                }
+                k: {"enforcementLevel": LEVEL_NAMES[v.enforcementLevel], **json_format.MessageToDict(v.properties)}
                 for k, v in reply.initialConfig.items()
             }
             # Like the CLI, PulumiPolicy.yaml's version wins over the one the pack reports.
@@ -410,20 +464,7 @@ class PolicyPackRunner:
 
     def configure(self, config: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send a policy-pack config (file path or parsed JSON); returns the effective config per policy."""
-        if config is None:
-            raw: Mapping[str, Any] = {}
-            self.config_source = None
-        elif isinstance(config, Mapping):
-            raw, self.config_source = config, "<dict>"
-        else:
-            path = Path(config)
-            try:
-                raw = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError) as error:
-                raise PolicyConfigError(f"cannot read policy pack config {path}: {error}") from error
-            if not isinstance(raw, dict):
-                raise PolicyConfigError(f"{path}: the policy pack config must be a JSON object")
-            self.config_source = str(path)
+        raw, self.config_source = read_policy_config(config)
         reconciled = reconcile_policy_config(self.info(), raw, strict=self.strict)
         request = analyzer_pb2.ConfigureAnalyzerRequest()
         for name, (level, props) in reconciled.items():
@@ -431,8 +472,7 @@ class PolicyPackRunner:
             entry.enforcementLevel = LEVELS[level]
             if props:
                 entry.properties.update(props)
-        _, call = self._call("Configure", request, with_call=True)
-        self.analyzed_types = analyzed_types.decode(call.trailing_metadata())
+        self._call("Configure", request)
         return {name: {"enforcementLevel": level, **props} for name, (level, props) in reconciled.items()}
 
     def analyze(self, resource: Any, provider: Any = None) -> list[Violation]:
@@ -440,145 +480,81 @@ class PolicyPackRunner:
         r = resource_dict(resource)
         return self.violations_of(self.analyze_async(r, provider), r["urn"])
 
-    def analyze_async(self, resource: Any, provider: Any = None, *, structs: _Structs | None = None) -> grpc.Future:
+    def analyze_async(self, resource: Any, provider: Any = None, *, structs: Structs | None = None) -> grpc.Future:
         """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
-        if self._analyze is None:
-            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
-        return self._analyze.future(_analyze_request(resource_dict(resource), provider, structs),
-                                    timeout=self.call_timeout)
+        request = analyze_request(resource_dict(resource), provider, structs or Structs())
+        return self.stub.Analyze.future(request, timeout=self.call_timeout)
 
     def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
         """Findings of an ``analyze_async`` (``urn`` its resource) or ``analyze_stack_async`` (``""``) call."""
         try:
             reply = future.result()
         except grpc.RpcError as error:
-            raise _call_failed(error, urn) from error
+            raise _call_failed("Analyze" if urn else "AnalyzeStack", error) from error
         return [_violation(d, urn) for d in reply.diagnostics]
 
     def analyze_stack(
-        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: Structs | None = None
     ) -> list[Violation]:
         return self.violations_of(self.analyze_stack_async(resources, providers, structs=structs), "")
 
     def analyze_stack_async(
-        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: _Structs | None = None
+        self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: Structs | None = None
     ) -> grpc.Future:
         """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
-        if self._analyze_stack is None:
-            raise PolicyPackError("the policy pack is not running; use PolicyPackRunner as a context manager")
-        return self._analyze_stack.future(_analyze_stack_request(resources, providers, structs), timeout=self.call_timeout)
+        structs = structs or Structs()
+        request = analyzer_pb2.AnalyzeStackRequest(
+            resources=[stack_resource(resource_dict(r), providers, structs) for r in resources])
+        return self.stub.AnalyzeStack.future(request, timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
         """``Analyze`` every resource then ``AnalyzeStack`` once, providers resolved from the plan.
 
-        Analyze calls are pipelined (up to ``in_flight`` unanswered); findings keep the resources' order.
+        Analyze calls are pipelined (up to ``in_flight`` unanswered), as the engine makes them
+        concurrently; findings keep the resources' order.
         """
         items = [resource_dict(r) for r in resources]
         by_urn = {r["urn"]: r for r in items}
-        structs = _Structs()
+        structs = Structs()
         pending: collections.deque[tuple[str, grpc.Future]] = collections.deque()
         violations: list[Violation] = []
         for r in items:
             if len(pending) >= in_flight:
                 urn, future = pending.popleft()
                 violations += self.violations_of(future, urn)
-            pending.append((r["urn"], self.analyze_async(r, by_urn.get(_provider_urn(r)), structs=structs)))
+            pending.append((r["urn"], self.analyze_async(r, by_urn.get(provider_urn(r)), structs=structs)))
         while pending:
             urn, future = pending.popleft()
             violations += self.violations_of(future, urn)
         return violations + self.analyze_stack(items, by_urn, structs=structs)
 
 
-class AsyncAnalyzer:
-    """``Analyze`` and ``AnalyzeStack`` on a running pack over grpc.aio, for a client on an event loop
-    (the check's feeder). The same requests and answers as :class:`PolicyPackRunner`'s
-    ``analyze_async``/``analyze_stack_async``/``violations_of``; the asyncio client costs less per
-    call on both sides (at 500 models, a quarter of a second of the check's wall time: the pack
-    keeps up with the recording).
+class Structs:
+    """Each resource's inputs marshalled once per run, by URN: a resource's Struct is sent in its
+    Analyze request, as the provider of others, and again in AnalyzeStack."""
 
-    Make it inside a running event loop, after ``runner.start()``.
-    """
+    def __init__(self) -> None:
+        self._by_urn: dict[str, struct_pb2.Struct] = {}
 
-    def __init__(self, runner: PolicyPackRunner) -> None:
-        if runner.port is None:
-            raise PolicyPackError("the policy pack is not running; start it first")
-        self.call_timeout = runner.call_timeout
-        self._channel = grpc.aio.insecure_channel(f"127.0.0.1:{runner.port}", options=GRPC_OPTIONS)
-        self._analyze, self._analyze_stack = _analyzer_methods(self._channel)
-
-    def send_analyze(self, request: bytes) -> Any:
-        """Send ``Analyze`` with a request already serialized (:func:`_analyze_request`) without
-        waiting; ``violations_of`` reads the answer."""
-        return self._analyze(request, timeout=self.call_timeout)
-
-    def analyze_stack(self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *,
-                      structs: _Structs | None = None) -> Any:
-        """Send ``AnalyzeStack`` without waiting; ``violations_of(call, "")`` reads the answer."""
-        return self._analyze_stack(_analyze_stack_request(resources, providers, structs), timeout=self.call_timeout)
-
-    async def violations_of(self, call: Any, urn: str) -> list[Violation]:
-        """Findings of an ``analyze`` (``urn`` its resource) or ``analyze_stack`` (``""``) call."""
-        try:
-            reply = await call
-        except grpc.RpcError as error:
-            raise _call_failed(error, urn) from error
-        return [_violation(d, urn) for d in reply.diagnostics]
-
-    async def close(self) -> None:
-        await self._channel.close()
+    def of(self, r: Mapping[str, Any]) -> struct_pb2.Struct:
+        struct = self._by_urn.get(r["urn"])
+        if struct is None:
+            struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
+        return struct
 
 
-def _analyzer_methods(channel: Any) -> tuple[Any, Any]:
-    """Analyze and AnalyzeStack on ``channel`` (threaded or asyncio) as the stub has them, but
-    taking the request already serialized."""
-    return tuple(channel.unary_unary(f"/pulumirpc.Analyzer/{method}", request_serializer=None,
-                                      response_deserializer=analyzer_pb2.AnalyzeResponse.FromString)
-                 for method in ("Analyze", "AnalyzeStack"))
+#: The name benchmarks/bench_policies.py imports (owned by the pack's side); drop once it imports ``Structs``.
+_Structs = Structs
 
 
-def _call_failed(error: grpc.RpcError, urn: str) -> PolicyPackError:
-    """An Analyze (``urn`` its resource) or AnalyzeStack (``""``) call's failure, as the check reports it."""
-    method = "Analyze" if urn else "AnalyzeStack"
+def _call_failed(method: str, error: grpc.RpcError) -> PolicyPackError:
     return PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}")
 
 
-def _analyze_stack_request(
-    resources: Iterable[Any], providers: Mapping[str, Any] | None, structs: _Structs | None
-) -> bytes:
-    """The serialized ``AnalyzeStackRequest``: its one field, ``repeated AnalyzerResource
-    resources = 1``, written item by item, so the whole request never exists as a message beside
-    its bytes (at 500 models that message alone was 35 MiB). Items already made for ``structs``
-    (:meth:`_Structs.stack_item`, the feeder makes each as it sends the resource's Analyze) are
-    reused."""
-    structs = structs if structs is not None else _Structs()
-    return b"".join(structs.stack_item(r, providers) for r in resources)
-
-
-def _stack_item(r: Mapping[str, Any], providers: Mapping[str, Any] | None, structs: _Structs,
-                request: bytes | None = None) -> bytes:
-    """One ``resources`` entry of AnalyzeStackRequest, tag and length included.
-
-    ``AnalyzerResource`` begins with ``AnalyzeRequest``'s six fields, numbered alike (type,
-    properties, urn, name, options, provider), so an entry is the resource's Analyze request
-    (``request``, when the caller has it already) followed by parent, dependencies and property
-    dependencies: no message is built, and the inputs' Struct is not parsed again to be written
-    again (in the feeder that was a sixth of its work at 500 models).
-    """
-    if request is None:
-        request = _analyze_request(r, (providers or {}).get(_provider_urn(r)), structs)
-    parts = [request, _string_field(7, r.get("parent") or "")]
-    # A repeated string's items, and a map entry's key, are written even when empty.
-    parts += [_message_field(8, urn.encode()) for urn in r.get("dependencies") or ()]
-    for key, urns in (r.get("propertyDependencies") or {}).items():
-        if urns:
-            value = b"".join(_message_field(1, urn.encode()) for urn in urns)
-            parts.append(_message_field(9, _message_field(1, key.encode()) + _message_field(2, value)))
-    serialized = b"".join(parts)
-    return _RESOURCES_TAG + _varint(len(serialized)) + serialized
-
-
-#: AnalyzeStackRequest's ``resources`` field number, wire type 2 (length-delimited).
-_RESOURCES_TAG = bytes([analyzer_pb2.AnalyzeStackRequest.RESOURCES_FIELD_NUMBER << 3 | 2])
+def provider_urn(r: Mapping[str, Any]) -> str:
+    """A provider reference is ``<provider urn>::<provider id>``."""
+    ref = r.get("provider") or ""
+    return ref.rsplit("::", 1)[0] if "::" in ref else ref
 
 
 def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
@@ -587,90 +563,34 @@ def _options(r: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
     return options
 
 
-def _provider_urn(r: Mapping[str, Any]) -> str:
-    """A provider reference is ``<provider urn>::<provider id>``."""
-    ref = r.get("provider") or ""
-    return ref.rsplit("::", 1)[0] if "::" in ref else ref
-
-
-class _Structs:
-    """Each resource's inputs marshalled once per run, by URN, and kept serialized: Analyze, a
-    provider reference and AnalyzeStack all send the same Struct, marshalling is the client's
-    largest cost per resource, and bytes take a third of the memory of the message (at 500
-    models, 11 MiB against 35 MiB)."""
-
-    def __init__(self) -> None:
-        self._by_urn: dict[str, bytes] = {}
-        self._options: dict[str, bytes] = {}
-        self._providers: dict[str, bytes] = {}
-        self._stack_items: dict[str, bytes] = {}
-
-    def keep(self, urn: str, serialized: bytes) -> None:
-        """``urn``'s inputs as the engine sends them, a serialized Struct the caller already has."""
-        self._by_urn[urn] = serialized
-
-    def of(self, r: Mapping[str, Any]) -> bytes:
-        serialized = self._by_urn.get(r["urn"])
-        if serialized is None:
-            serialized = self._by_urn[r["urn"]] = wire_bytes(engine_value(dict(r.get("inputs") or {})))
-        return serialized
-
-    def stack_item(self, resource: Any, providers: Mapping[str, Any] | None, request: bytes | None = None) -> bytes:
-        """``resource``'s entry of an AnalyzeStackRequest, made once per run (by URN); ``request``:
-        its Analyze request, if the caller made it already (with the provider from ``providers``)."""
-        item = self._stack_items.get(urn_of(resource))
-        if item is None:
-            r = resource_dict(resource)
-            item = self._stack_items[r["urn"]] = _stack_item(r, providers, self, request)
-        return item
-
-    def options(self, parent: str) -> bytes:
-        """A resource's ``AnalyzerResourceOptions``, serialized (they differ only by parent)."""
-        serialized = self._options.get(parent)
-        if serialized is None:
-            serialized = self._options[parent] = _options({"parent": parent}).SerializeToString()
-        return serialized
-
-    def provider(self, provider: Any) -> bytes:
-        """A provider's ``AnalyzerProviderResource``, serialized."""
-        p = resource_dict(provider)
-        serialized = self._providers.get(p["urn"])
-        if serialized is None:
-            serialized = self._providers[p["urn"]] = _provider(p, self).SerializeToString()
-        return serialized
-
-
-def _analyze_request(r: Mapping[str, Any], provider: Any = None, structs: _Structs | None = None) -> bytes:
-    """The serialized ``AnalyzeRequest`` for ``r``: the bytes ``AnalyzeRequest(...).SerializeToString()``
-    gives (fields in number order), put together from pieces kept per run (the inputs' Struct, the
-    options per parent, the provider per URN) instead of a message built and serialized per call."""
-    structs = structs if structs is not None else _Structs()
-    parts = [_string_field(1, r["type"]), _message_field(2, structs.of(r)), _string_field(3, r["urn"]),
-             _string_field(4, r.get("name", "")), _message_field(5, structs.options(r.get("parent") or ""))]
-    if provider is not None:
-        parts.append(_message_field(6, structs.provider(provider)))
-    return b"".join(parts)
-
-
-def _string_field(number: int, text: str) -> bytes:
-    """A proto3 string field (left out when empty, as proto3 writes it)."""
-    if not text:
-        return b""
-    data = text.encode()
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _message_field(number: int, data: bytes) -> bytes:
-    """A length-delimited field written even when empty: a set message, or an item of a repeated
-    field or a map entry's key."""
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _provider(provider: Any, structs: _Structs | None = None) -> analyzer_pb2.AnalyzerProviderResource:
+def _provider(provider: Any, structs: Structs) -> analyzer_pb2.AnalyzerProviderResource:
     p = resource_dict(provider)
-    message = analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""))
-    message.properties.MergeFromString((structs if structs is not None else _Structs()).of(p))
-    return message
+    return analyzer_pb2.AnalyzerProviderResource(urn=p["urn"], type=p["type"], name=p.get("name", ""),
+                                                 properties=structs.of(p))
+
+
+def analyze_request(r: Mapping[str, Any], provider: Any, structs: Structs) -> analyzer_pb2.AnalyzeRequest:
+    """The ``AnalyzeRequest`` the engine sends for plan resource ``r``."""
+    request = analyzer_pb2.AnalyzeRequest(type=r["type"], properties=structs.of(r), urn=r["urn"],
+                                          name=r.get("name", ""), options=_options(r))
+    if provider is not None:
+        request.provider.CopyFrom(_provider(provider, structs))
+    return request
+
+
+def stack_resource(r: Mapping[str, Any], providers: Mapping[str, Any] | None,
+                   structs: Structs) -> analyzer_pb2.AnalyzerResource:
+    """``r``'s entry of the ``AnalyzeStackRequest``."""
+    resource = analyzer_pb2.AnalyzerResource(
+        type=r["type"], properties=structs.of(r), urn=r["urn"], name=r.get("name", ""), options=_options(r),
+        parent=r.get("parent") or "", dependencies=list(r.get("dependencies") or ()))
+    provider = (providers or {}).get(provider_urn(r))
+    if provider is not None:
+        resource.provider.CopyFrom(_provider(provider, structs))
+    for key, urns in (r.get("propertyDependencies") or {}).items():
+        if urns:
+            resource.propertyDependencies[key].urns.extend(urns)
+    return resource
 
 
 def _violation(diagnostic: Any, default_urn: str) -> Violation:
@@ -687,10 +607,19 @@ def run_pack(
     resources: Iterable[Any],
     config_path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     pack_dir: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> PackReport:
-    """Start the pack, configure it, analyze every resource and the stack, stop it."""
-    with PolicyPackRunner(pack_dir) as pack:
-        pack.configure(config_path)
-        violations = pack.analyze_plan(resources)
-        info = pack.info()
-        return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)
+    """Start the pack (``env`` added to its environment), configure it, analyze every resource and
+    the stack, stop it."""
+    with PolicyPackRunner(pack_dir, env=env) as pack:
+        return analyze_with(pack, resources, config_path)
+
+
+def analyze_with(pack: PolicyPackRunner, resources: Iterable[Any],
+                 config: str | os.PathLike[str] | Mapping[str, Any] | None) -> PackReport:
+    """Configure a started pack and analyze ``resources``: the report."""
+    pack.configure(config)
+    violations = pack.analyze_plan(resources)
+    info = pack.info()
+    return PackReport(pack=f"{info.name}@{info.version}", config=pack.config_source, violations=violations)

@@ -1,82 +1,81 @@
-"""The recording: the monitor answers the program as the SDK's own mock monitor would, and every
-recording stands alone, however many a process makes."""
+"""The recording: the real program on the SDK's public mock runtime records the plan the previous
+recording did, every recording stands alone, and nothing reaches into the SDK's private names.
+
+``recorded/`` holds the dev, prod and 100-model plans as the check recorded them before it moved to
+the SDK's public mock runtime (its own eager event loop and SDK shortcuts, since removed), in
+canonical form (``plan_canon``: resources sorted by URN, each resource's dependencies sorted; the
+engine treats both as sets). The new recording is compared with them field for field: type, name,
+parent, custom, inputs, provider and dependencies. The one difference the SDK's runtime makes is
+the order resources register in (its executor threads answer registrations as their inputs
+resolve, not in constructor order), which the canonical form leaves out.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import threading
+import ast
+import json
+from pathlib import Path
 
 import pytest
-from google.protobuf import json_format
-from google.protobuf.struct_pb2 import Struct
-from pulumi.runtime.mocks import MockMonitor
 
-from automation.offline import plan as plan_module
-from automation.offline.pack.runner import to_struct
-from automation.offline.plan import MANAGED_NODE_GROUP, PlatformMocks, _refs_to_urns, record_plan
-from automation.offline.recording.sdk_shortcuts import registration_message
-from automation.offline.recording.struct_wire import SENT, plain_of, wire_bytes
+from automation.offline.plan import ROOT, Plan, record_plan
 from automation.stacks import read_stack_config
 from components.settings import config_strings
+from tests.automation.offline import plan_canon
 from tests.conftest import plan_with
 
-
-class _KeepingMonitor(plan_module.RecordingMonitor):
-    """The recording monitor, keeping a copy of every request and of its answer (their Structs
-    built where the recording sent stand-ins for them)."""
-
-    exchanges: list = []
-
-    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
-        response = super().RegisterResource(request)
-        message = registration_message(request)
-        kept_request, kept_response = type(message)(), type(response)()
-        kept_request.CopyFrom(message)
-        kept_request.object.CopyFrom(SENT.real(request.object))
-        kept_response.CopyFrom(response)
-        kept_response.object.CopyFrom(SENT.real(response.object))
-        _KeepingMonitor.exchanges.append((kept_request, kept_response))
-        return response
+RECORDED = Path(__file__).parent / "recorded"
 
 
-def _sdk_answer(sdk: MockMonitor, request):
-    """The SDK's MockMonitor answer, with resource references given as URNs as the recording does."""
-    plain = plain_of(request.object)
-    if plain.refs:
-        flattened = type(request)()
-        flattened.CopyFrom(request)
-        flattened.object.Clear()
-        flattened.object.update(_refs_to_urns(plain.value))
-        request = flattened
-    return sdk.RegisterResource(request)
+def _stored(stack: str) -> tuple[dict, list[dict]]:
+    header, *resources = [json.loads(line) for line in (RECORDED / f"{stack}.jsonl").read_text().splitlines()]
+    return header, resources
 
 
-def test_answers_equal_the_sdk_mock_monitor(monkeypatch):
-    """Same URN, ID and outputs, resource by resource, for the whole prod program (the node group
-    reference the recording adds to a managed node group's outputs aside)."""
-    _KeepingMonitor.exchanges = []
-    monkeypatch.setattr(plan_module, "RecordingMonitor", _KeepingMonitor)
-    plan = plan_with("prod")
-    exchanges = _KeepingMonitor.exchanges
-    assert len(exchanges) == len(plan.resources) + 1  # and the stack
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_plan_equals_the_previous_recordings(stack, stack_plan, dev_plan, prod_plan):
+    plan = {"dev": dev_plan, "prod": prod_plan}[stack]
+    header, resources = _stored(stack)
+    content = plan.to_json()
+    new = plan_canon.redacted(plan_canon.canonical(content))["resources"]
+    assert len(new) == len(resources) == {"dev": 178, "prod": 230}[stack]
+    for ours, theirs in zip(new, resources):
+        assert ours == theirs, ours["urn"]
+    # The stored resources hide secret values; the digest covers them too.
+    assert plan_canon.digest(content) == header["digest"]
 
-    answers: list = []
 
-    def ask_the_sdk() -> None:  # on a thread of its own, as the SDK runs its monitor
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        sdk = MockMonitor(PlatformMocks(region="us-east-1"))
-        answers.extend(_sdk_answer(sdk, request) for request, _ in exchanges)
+def test_the_100_model_plan_equals_the_previous_recording():
+    """A generated 100-model stack (``recorded/Pulumi.bench100.yaml``, as benchmarks/generated_stack.py
+    wrote it then), its plan stored as its digest and its count per type (the whole plan is 2.6 MB)."""
+    config = read_stack_config("bench100", path=RECORDED / "Pulumi.bench100.yaml")
+    plan = record_plan("bench100", config_strings(config), region="us-east-1")
+    expected = json.loads((RECORDED / "bench100.json").read_text())
+    summary = plan_canon.summary(plan.to_json())
+    assert summary["resources"] == expected["resources"] == 1103
+    assert summary["types"] == expected["types"]
+    assert summary["digest"] == expected["digest"]
 
-    thread = threading.Thread(target=ask_the_sdk)
-    thread.start()
-    thread.join()
-    assert len(answers) == len(exchanges)
-    for (request, ours), theirs in zip(exchanges, answers):
-        assert (ours.urn, ours.id) == (theirs.urn, theirs.id), request.name
-        our_outputs = json_format.MessageToDict(ours.object)
-        if request.type == MANAGED_NODE_GROUP:
-            assert our_outputs.pop("nodeGroup")["urn"].endswith(f"aws:eks/nodeGroup:NodeGroup::{request.name}")
-        assert our_outputs == json_format.MessageToDict(theirs.object), request.name
+
+def test_recorded_plans_are_sorted_by_urn_with_sorted_dependencies(dev_plan):
+    urns = [r.urn for r in dev_plan.resources]
+    assert urns == sorted(urns) and len(set(urns)) == len(urns)
+    assert all(r.dependencies == sorted(r.dependencies) for r in dev_plan.resources)
+
+
+def test_inputs_are_in_engine_form(prod_plan):
+    """Whole numbers as integers (a Struct holds doubles), secrets and resource references in wire
+    form, as the engine receives them."""
+    group = next(r for r in prod_plan.of_type("eks:index:ManagedNodeGroup") if r.name == "system")
+    assert group.inputs["scalingConfig"]["minSize"] == 3 and type(group.inputs["scalingConfig"]["minSize"]) is int
+    assert group.inputs["cluster"][plan_canon.SIG_KEY] == "5cf8f73096256a8f31e491e813e4eb8e"
+    secret = prod_plan.named("kubernetes:core/v1:Secret", "gateway-master-key").inputs["stringData"]
+    assert secret[plan_canon.SIG_KEY] == plan_canon.SECRET_SIG
+
+
+def test_component_outputs_are_recorded(dev_plan):
+    (platform,) = dev_plan.of_type("llm-platform:index:Platform")
+    assert dev_plan.outputs[platform.urn]["cluster_name"] == "llm-platform-dev"
 
 
 def test_recordings_in_one_process_stand_alone(dev_plan):
@@ -86,98 +85,6 @@ def test_recordings_in_one_process_stand_alone(dev_plan):
     again = plan_with("dev")
     assert [(r.urn, r.parent) for r in again.resources] == [(r.urn, r.parent) for r in dev_plan.resources]
     assert all(r.parent.startswith("urn:pulumi:dev::") for r in again.resources if r.parent)
-
-
-def test_the_pack_gets_the_struct_the_engine_sends_analyzers(monkeypatch):
-    """For every resource, the pack gets the Struct the engine sends analyzers: the request's own
-    where the recording hands it over (a Struct of its own, with nothing to marshal), the plain
-    inputs written as a Struct where the recording says they are that form (``True``), else the
-    plain inputs marshalled by the pack's feeder (``runner.to_struct``). Where the request holds no
-    reference and no engine key, that is the request's Struct as the SDK built it."""
-    _KeepingMonitor.exchanges = []
-    monkeypatch.setattr(plan_module, "RecordingMonitor", _KeepingMonitor)
-    handed: list = []
-    config = read_stack_config("prod")
-    plan = record_plan("prod", config_strings(config), region="us-east-1",
-                       on_record=lambda resource, struct: handed.append((resource, struct)))
-    assert [resource for resource, _ in handed] == plan.resources
-    requests = {f"{r.type}::{r.name}": r for r, _ in _KeepingMonitor.exchanges}
-    plain = [resource for resource, struct in handed if struct is True]
-    assert len(plain) > 0.8 * len(handed), "the feeder writes the plain inputs of most resources as they are"
-    as_is = marshalled = 0
-    for resource, struct in handed:
-        sent = requests[f"{resource.type}::{resource.name}"].object
-        if struct is True:
-            packs = Struct.FromString(wire_bytes(resource.inputs))
-        else:
-            packs = struct if struct is not None else to_struct(resource.inputs)
-        if plain_of(sent).analyzer_form:
-            as_is += 1
-            assert struct is not None and packs == sent, resource.urn
-        else:
-            marshalled += 1
-            assert struct is None and packs != sent, resource.urn
-    assert as_is > 0.8 * len(handed) and marshalled, "both kinds of resources are compared"
-
-
-def _struct_of(inputs):
-    struct = Struct()
-    struct.update(inputs)
-    return struct
-
-
-def _recorded(stack: str, *, fast: bool, stack_file=None):
-    """The stack's plan, sorted as the check writes it."""
-    config = read_stack_config(stack, path=stack_file) if stack_file else read_stack_config(stack)
-    plan = record_plan(stack, config_strings(config), region="us-east-1", fast=fast)
-    plan.resources.sort(key=lambda r: r.urn)
-    return plan
-
-
-def _generated_stack_file(tmp_path, models: int):
-    from benchmarks.generated_stack import write_stack
-
-    return write_stack(models, tmp_path)[0]
-
-
-@pytest.mark.parametrize("stack", ["dev", "prod", "bench20"])
-def test_the_fast_recording_records_what_the_sdks_own_runtime_records(stack, tmp_path):
-    """The eager loop and the SDK shortcuts change when registrations complete and how outputs are
-    built, not what is registered: the same plan, resource for resource (inputs, parents,
-    providers, dependencies), and the same component outputs as the SDK's plain runtime gives."""
-    stack_file = _generated_stack_file(tmp_path, 20) if stack == "bench20" else None
-    fast, plain = _recorded(stack, fast=True, stack_file=stack_file), _recorded(stack, fast=False, stack_file=stack_file)
-    assert len(fast.resources) == len(plain.resources) > 100
-    assert fast.to_json() == plain.to_json()
-    assert fast.outputs == plain.outputs
-
-
-#: Set by the probe program when its code has run to the end.
-PROGRAM_DONE = [False]
-
-_PROBE_PROGRAM = """
-import sys
-import pulumi_random
-
-for i in range(200):
-    pulumi_random.RandomPassword(f"password-{i}", length=16)
-sys.modules["tests.automation.offline.test_plan"].PROGRAM_DONE[0] = True
-"""
-
-
-@pytest.mark.parametrize("fast, during_the_program", [(True, 200), (False, 0)])
-def test_registrations_complete_while_the_program_runs(tmp_path, fast, during_the_program):
-    """On the eager loop each registration completes inside its resource's constructor, so the pack
-    gets every resource while the program is still running and nothing piles up in flight; on the
-    SDK's plain runtime none completes before the program's code has run to its end."""
-    program = tmp_path / "__main__.py"
-    program.write_text(_PROBE_PROGRAM)
-    PROGRAM_DONE[0] = False
-    during: list[bool] = []
-    plan = record_plan("probe", {}, region="us-east-1", program=program, fast=fast,
-                       on_record=lambda _resource, _struct: during.append(not PROGRAM_DONE[0]))
-    assert len(plan.resources) == 200 and PROGRAM_DONE[0]
-    assert sum(during) == during_the_program
 
 
 _FAILING_PROGRAM = """
@@ -190,13 +97,85 @@ for i in range(3):
 """
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_a_failed_program_leaves_nothing_for_the_next_recording(tmp_path, fast):
-    """Outputs that failed stay in the SDK's process-wide set for the program's end to report; the
-    next recording in the process does not wait on them (their loop is closed)."""
+def test_a_failed_program_raises_its_error_and_leaves_nothing_for_the_next_recording(tmp_path):
     program = tmp_path / "__main__.py"
     program.write_text(_FAILING_PROGRAM)
+    partial = Plan("llm-platform", "probe")
     with pytest.raises(ZeroDivisionError):
-        record_plan("probe", {}, region="us-east-1", program=program, fast=fast)
-    again = record_plan("dev", config_strings(read_stack_config("dev")), region="us-east-1", fast=fast)
-    assert len(again.resources) > 100
+        record_plan("probe", {}, region="us-east-1", program=program, into=partial)
+    assert [r.name for r in partial.resources] == ["password"], "what was registered before the failure is kept"
+    again = record_plan("dev", config_strings(read_stack_config("dev")), region="us-east-1")
+    assert len(again.resources) == 178
+
+
+def test_each_resource_is_handed_over_as_it_is_registered(tmp_path):
+    program = tmp_path / "__main__.py"
+    program.write_text("import pulumi_random\nfor i in range(20):\n"
+                       "    pulumi_random.RandomPassword(f'password-{i}', length=16)\n")
+    handed: list = []
+    plan = record_plan("probe", {}, region="us-east-1", program=program, on_record=handed.append)
+    assert sorted(handed, key=lambda r: r.urn) == plan.resources and len(handed) == 20
+
+
+#: Packages whose private names the check may not use, nor assign attributes on.
+THIRD_PARTY = ("pulumi", "pulumi_policy", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes", "pulumi_random",
+               "google", "grpc", "yaml", "asyncio", "jsonschema")
+
+
+def _third_party_root(module: str | None) -> str | None:
+    root = (module or "").split(".")[0]
+    return root if root in THIRD_PARTY else None
+
+
+def forbidden_uses(directory: Path) -> list[str]:
+    """Each ``from <package> import _x``, ``<package>...._x`` read, and attribute assigned onto a
+    third-party module (or ``setattr`` on one) in the Python files under ``directory``."""
+    problems = []
+    for path in sorted(directory.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        aliases: dict[str, str] = {}  # local name -> third-party module it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _third_party_root(alias.name):
+                        aliases[(alias.asname or alias.name).split(".")[0]] = alias.name
+            elif isinstance(node, ast.ImportFrom) and _third_party_root(node.module):
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        problems.append(f"{path.name}:{node.lineno}: from {node.module} import {alias.name}")
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                base = node
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in aliases:
+                    if node.attr.startswith("_") and not node.attr.startswith("__"):
+                        problems.append(f"{path.name}:{node.lineno}: {base.id}...{node.attr}")
+                    if isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+                        problems.append(f"{path.name}:{node.lineno}: assigns {ast.unparse(node)}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"setattr", "delattr"}:
+                target = node.args[0] if node.args else None
+                if isinstance(target, ast.Name) and target.id in aliases:
+                    problems.append(f"{path.name}:{node.lineno}: {node.func.id} on {target.id}")
+    return problems
+
+
+def test_the_check_uses_only_public_names_of_the_sdk_and_other_packages():
+    """Nothing private of the SDK or another package, nothing replaced on them, in the check's code."""
+    assert forbidden_uses(ROOT / "automation" / "offline") == []
+
+
+def test_the_source_walk_finds_what_it_forbids(tmp_path):
+    """The walk above on code that does each forbidden thing."""
+    (tmp_path / "bad.py").write_text(
+        "import asyncio\nimport pulumi.runtime.mocks as mocks\nfrom pulumi.runtime.mocks import _resolve_callbacks\n"
+        "from pulumi.runtime import rpc\nrpc.serialize_property = None\nasyncio.gather = None\n"
+        "mocks._sync_await(None)\nsetattr(rpc, 'x', 1)\n")
+    assert sorted(forbidden_uses(tmp_path)) == [
+        "bad.py:3: from pulumi.runtime.mocks import _resolve_callbacks",
+        "bad.py:5: assigns rpc.serialize_property",
+        "bad.py:6: assigns asyncio.gather",
+        "bad.py:7: mocks..._sync_await",
+        "bad.py:8: setattr on rpc",
+    ]

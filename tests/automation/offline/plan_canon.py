@@ -1,0 +1,73 @@
+"""The canonical form of a recorded plan, for comparing recordings made by different runtimes.
+
+A plan is canonical when its resources are sorted by URN and each resource's ``dependencies`` are
+sorted: the engine treats both as sets (the order resources register in, and the order of a
+``depends_on`` list, do not change the deployment). Everything else (type, name, parent, custom,
+inputs, provider) is compared as recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+FIELDS = ("urn", "type", "name", "parent", "custom", "inputs", "provider", "dependencies")
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+def canonical(plan: dict[str, Any]) -> dict[str, Any]:
+    """``plan`` (the plan file's shape: ``{"project", "stack", "resources"}``) in canonical form."""
+    resources = [{name: r.get(name) for name in FIELDS} for r in plan["resources"]]
+    for r in resources:
+        r["dependencies"] = sorted(r["dependencies"] or [])
+    resources.sort(key=lambda r: r["urn"])
+    return {"project": plan["project"], "stack": plan["stack"], "resources": resources}
+
+
+def text(plan: dict[str, Any]) -> str:
+    """The canonical JSON text: keys sorted, no spaces, ASCII only."""
+    return json.dumps(canonical(plan), sort_keys=True, separators=(",", ":"))
+
+
+def digest(plan: dict[str, Any]) -> str:
+    """sha256 of :func:`text`."""
+    return hashlib.sha256(text(plan).encode()).hexdigest()
+
+
+def redacted(value: Any) -> Any:
+    """Secret values' leaves replaced by ``[secret]``, their shape kept (for test data on disk)."""
+    if isinstance(value, dict):
+        if value.get(SIG_KEY) == SECRET_SIG:
+            return {SIG_KEY: SECRET_SIG, "value": _hide(value.get("value"))}
+        return {k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
+
+
+def _hide(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _hide(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v) for v in value]
+    return "[secret]"
+
+
+def lines(plan: dict[str, Any]) -> str:
+    """The redacted canonical plan as stored test data: a header line, then one resource per line."""
+    content = redacted(canonical(plan))
+    header = {"project": content["project"], "stack": content["stack"], "digest": digest(plan)}
+    return "\n".join(json.dumps(item, sort_keys=True, separators=(",", ":"))
+                     for item in [header, *content["resources"]]) + "\n"
+
+
+def summary(plan: dict[str, Any]) -> dict[str, Any]:
+    """A short description of a plan (count per type, digest), for a plan too large to store."""
+    content = canonical(plan)
+    types: dict[str, int] = {}
+    for r in content["resources"]:
+        types[r["type"]] = types.get(r["type"], 0) + 1
+    return {"project": content["project"], "stack": content["stack"], "resources": len(content["resources"]),
+            "types": dict(sorted(types.items())), "digest": digest(plan)}
