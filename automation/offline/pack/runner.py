@@ -543,9 +543,6 @@ class Structs:
         return struct
 
 
-#: The name benchmarks/bench_policies.py imports (owned by the pack's side); drop once it imports ``Structs``.
-_Structs = Structs
-
 
 def _call_failed(method: str, error: grpc.RpcError) -> PolicyPackError:
     return PolicyPackError(f"{method} failed: {error.code().name}: {error.details()}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 FIELDS = ("urn", "type", "name", "parent", "custom", "inputs", "provider", "dependencies")
@@ -71,3 +72,23 @@ def summary(plan: dict[str, Any]) -> dict[str, Any]:
         types[r["type"]] = types.get(r["type"], 0) + 1
     return {"project": content["project"], "stack": content["stack"], "resources": len(content["resources"]),
             "types": dict(sorted(types.items())), "digest": digest(plan)}
+
+
+def record(folder: Path) -> None:
+    """Record dev, prod and the 100-model stack again into ``folder`` (``recorded/``): run after a
+    change to the program or the stack files that is meant to change the plans, and review the diff."""
+    from automation.offline.plan import record_plan
+    from automation.stacks import read_stack_config
+    from components.settings import config_strings, parse_settings
+
+    for stack in ("dev", "prod"):
+        config = read_stack_config(stack)
+        plan = record_plan(stack, config_strings(config), region=parse_settings(config).region)
+        (folder / f"{stack}.jsonl").write_text(lines(plan.to_json()))
+    config = read_stack_config("bench100", path=folder / "Pulumi.bench100.yaml")
+    plan = record_plan("bench100", config_strings(config), region="us-east-1")
+    (folder / "bench100.json").write_text(json.dumps(summary(plan.to_json()), indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # python -m tests.automation.offline.plan_canon
+    record(Path(__file__).parent / "recorded")

@@ -1,13 +1,14 @@
-"""The recording: the real program on the SDK's public mock runtime records the plan the previous
-recording did, every recording stands alone, and nothing reaches into the SDK's private names.
+"""The recording: the real program on the SDK's public mock runtime records the plan it should, every
+recording stands alone, and nothing reaches into the SDK's private names.
 
-``recorded/`` holds the dev, prod and 100-model plans as the check recorded them before it moved to
-the SDK's public mock runtime (its own eager event loop and SDK shortcuts, since removed), in
-canonical form (``plan_canon``: resources sorted by URN, each resource's dependencies sorted; the
-engine treats both as sets). The new recording is compared with them field for field: type, name,
-parent, custom, inputs, provider and dependencies. The one difference the SDK's runtime makes is
-the order resources register in (its executor threads answer registrations as their inputs
-resolve, not in constructor order), which the canonical form leaves out.
+``recorded/`` holds the dev, prod and 100-model plans in canonical form (``plan_canon``: resources
+sorted by URN, each resource's dependencies sorted; the engine treats both as sets). They were first
+stored from the check's previous recorder (its own eager event loop and SDK shortcuts, since
+removed), and the new recording equalled them field for field (type, name, parent, custom, inputs,
+provider, dependencies) before that recorder was deleted; the one difference the SDK's runtime makes
+is the order resources register in, which the canonical form leaves out. Since then they are the
+reviewed plans of the program as it is: a change meant to change a plan records them again
+(``python -m tests.automation.offline.plan_canon``) and the diff shows what changed.
 """
 
 from __future__ import annotations
