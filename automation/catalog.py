@@ -30,10 +30,11 @@ SYSTEM_FAMILIES = ("m7i",)
 DEFAULT_FAMILIES = SYSTEM_FAMILIES + GPU_FAMILIES
 #: The Price List API answers from us-east-1 (and a few others) for every region's prices.
 PRICING_ENDPOINT_REGION = "us-east-1"
-#: The filters that leave one product per type: Linux, shared tenancy, no pre-installed software,
-#: and the "Used" capacity status (the others are reservations' unused or allocated hours).
-PRICE_FILTERS = (("operatingSystem", "Linux"), ("tenancy", "Shared"), ("preInstalledSw", "NA"),
-                 ("capacitystatus", "Used"))
+#: The filters that leave one product per type: Linux without a licence, shared tenancy, no
+#: pre-installed software, and the "Used" capacity status (the others bill reservations' unused or
+#: allocated hours), as in the Price List examples of the AWS provider's ``pricing.getProduct``.
+PRICE_FILTERS = (("operatingSystem", "Linux"), ("licenseModel", "No License required"), ("tenancy", "Shared"),
+                 ("preInstalledSw", "NA"), ("capacitystatus", "Used"))
 HOURS_PER_MONTH = 730
 DESCRIPTION = (
     "EC2 instance facts (region-independent) and on-demand Linux prices per region (USD per hour). The single "
@@ -121,8 +122,6 @@ def instance_facts(item: Mapping[str, Any]) -> dict[str, Any]:
     baseline = sum(float(c.get("BaselineBandwidthInGbps") or 0) for c in cards)
     if baseline:
         entry["networkBandwidthMbps"] = int(round(baseline * 1000))
-    if network.get("NetworkPerformance"):
-        entry["networkPerformance"] = network["NetworkPerformance"]
     storage = item.get("InstanceStorageInfo") or {}
     if storage.get("TotalSizeInGB") and storage.get("NvmeSupport", "unsupported") != "unsupported":
         entry["localNvmeGB"] = int(storage["TotalSizeInGB"])
