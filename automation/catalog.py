@@ -190,7 +190,7 @@ def merged(existing: Mapping[str, Any] | None, fetched: Fetched, *, fetched_on: 
         fact_sources[region] = f"aws ec2 describe-instance-types --region {region}, fetched {fetched_on}"
     return {
         "description": DESCRIPTION,
-        "sources": {"facts": fact_sources, "maxPods": MAX_PODS_SOURCE, "prices": sources},
+        "sources": {**(base.get("sources") or {}), "facts": fact_sources, "maxPods": MAX_PODS_SOURCE, "prices": sources},
         "hoursPerMonth": base.get("hoursPerMonth", HOURS_PER_MONTH),
         "instances": instances,
         "onDemandHourlyUsd": {region: dict(sorted(prices[region].items(), key=lambda kv: _order(kv[0])))
