@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from automation import errors, exit_codes
-from automation.commands import env, images, integration, stack_ops, unlock
+from automation.commands import catalog, env, images, integration, stack_ops, unlock
 from automation.console import err, stdout
 from automation.errors import UsageError
 
@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     integration.declare(verbs)
     unlock.declare(verbs)
     images.declare(verbs)
+    catalog.declare(verbs)
     return parser
 
 

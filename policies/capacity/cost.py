@@ -7,6 +7,10 @@ these (Spot is cheaper, so on-demand is an upper bound):
 - static NodePool: replicas x GPUs per node, at the dearest admitted type;
 - dynamic NodePool: its GPU limit, capped by ``limits.nodes`` x GPUs per node (or that product
   alone without a GPU limit), at the highest per-GPU price among admitted types.
+
+Prices are the stack's region's (``instances.load_instances(region=...)``); a type without a price
+there raises :class:`~.instances.UnpricedInstanceError` naming it, rather than being priced at another
+region's rate or at nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from .instances import UnpricedInstanceError
+
 
 class PricedType(Protocol):
     gpus: int
-    hourly_usd: float
+    hourly_usd: float | None
+
+
+def hourly_prices(types: Sequence[PricedType]) -> list[float]:
+    """Each type's hourly price, or :class:`UnpricedInstanceError` naming every unpriced one."""
+    missing = [t for t in types if t.hourly_usd is None]
+    if missing:
+        raise UnpricedInstanceError([str(getattr(t, "name", "?")) for t in missing],
+                                    str(getattr(missing[0], "region", "?")))
+    return [float(t.hourly_usd) for t in types]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -29,24 +44,37 @@ class WorstCase:
     detail: str
 
 
+def launchable(types: Sequence[PricedType]) -> list[PricedType]:
+    """The types Karpenter may launch on demand: it marks an on-demand offering unavailable when the
+    region's Price List has no price for the type (aws/karpenter-provider-aws
+    pkg/providers/instancetype/offering/base_resolver.go, ``Available: ... && hasPrice``). So a type the
+    catalog's copy of that region's Price List lacks (p5e.48xlarge in us-east-1: Capacity Blocks only)
+    is dropped, not priced; in a region the catalog has no prices for at all nothing is known, and
+    :func:`hourly_prices` refuses."""
+    return [t for t in types if getattr(t, "on_demand_offered", None) is not False]
+
+
 def per_gpu_hourly_usd(types: Sequence[PricedType]) -> float:
-    """The dearest GPU-hour among ``types`` (0 without GPUs): what a GPU of the pool costs at worst."""
-    return max((t.hourly_usd / t.gpus for t in types if t.gpus), default=0.0)
+    """The dearest GPU-hour among the ``launchable`` types (0 without GPUs): what a GPU of a pool
+    Karpenter fills from ``types`` costs at worst."""
+    gpu_types = [t for t in launchable(types) if t.gpus]
+    return max((price / t.gpus for t, price in zip(gpu_types, hourly_prices(gpu_types))), default=0.0)
 
 
 def node_group_worst_case(label: str, max_size: int, types: Sequence[PricedType]) -> WorstCase:
     per_node = max((t.gpus for t in types), default=0)
-    price = max((t.hourly_usd for t in types), default=0.0) if per_node else 0.0
+    price = max(hourly_prices(types), default=0.0) if per_node else 0.0
     return WorstCase(max_size * per_node, max_size * price,
                      f"{label}: {max_size} nodes x {per_node} GPUs at ${price:.3f}/h")
 
 
 def nodepool_worst_case(label: str, types: Sequence[PricedType], *, static_nodes: int | None,
                         gpu_limit: float | None, node_limit: float | None) -> WorstCase | None:
-    """``None`` when nothing bounds the pool's GPUs."""
+    """``None`` when nothing bounds the pool's GPUs. Karpenter fills the pool from its ``launchable`` types."""
+    types = launchable(types)
     per_node = max((t.gpus for t in types), default=0)
     if static_nodes is not None:
-        price = max((t.hourly_usd for t in types), default=0.0)
+        price = max(hourly_prices(types), default=0.0)
         return WorstCase(static_nodes * per_node, static_nodes * price,
                          f"{label}: {static_nodes} static nodes x {per_node} GPUs at ${price:.3f}/h")
     limit = gpu_limit

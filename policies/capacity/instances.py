@@ -9,6 +9,13 @@ bootstrap (awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``):
 - kube-reserved ephemeral storage 1Gi and eviction ``nodefs.available`` 10%;
 - ``maxPods``: ENI-limited (catalog field ``maxPods``) unless the kubelet config sets it.
 
+GPU, vCPU, memory and network facts are the same in every region; on-demand prices are per region
+(``onDemandHourlyUsd.<region>``). A catalog is loaded for one region (:func:`load_instances`): a type
+without a price there keeps its facts and carries ``hourly_usd=None``, and every cost figure over it
+raises :class:`UnpricedInstanceError` naming the type and the region, never another region's price.
+``docs/catalog.md`` says where each figure comes from and how ``python -m automation catalog refresh``
+rebuilds the file from the AWS APIs.
+
 Memory capacity is the instance's nominal memory less Karpenter's default VM overhead estimate
 (``VM_MEMORY_OVERHEAD_PERCENT`` 7.5%, Karpenter settings reference): the kernel and firmware keep
 part of the nominal figure, and Karpenter launches a node only if the pod fits that estimate.
@@ -24,6 +31,9 @@ from pathlib import Path
 
 KARPENTER_PREFIX, AUTO_MODE_PREFIX = "karpenter.k8s.aws/", "eks.amazonaws.com/"
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "instance_catalog.json"
+#: The region of callers that were not given one (the shipped file's fully priced region). The
+#: settings and the pack pass the stack's ``region``.
+DEFAULT_REGION = "us-east-1"
 VM_MEMORY_OVERHEAD = 0.075
 EVICTION_MEMORY_MIB = 100
 KUBE_RESERVED_EPHEMERAL_MIB = 1024
@@ -79,8 +89,15 @@ class Instance:
     gpus: int
     gpu_name: str | None
     gpu_memory_mib: int | None
-    hourly_usd: float
+    #: On-demand USD per hour in ``region``; ``None`` when the catalog has no price for it there.
+    hourly_usd: float | None
     max_pods: int
+    region: str = DEFAULT_REGION
+    #: False when ``region``'s Price List (as the catalog holds it) has no on-demand price for the type,
+    #: None when the catalog has no prices for ``region`` at all (nothing is known), True when priced.
+    on_demand_offered: bool | None = True
+    network_bandwidth_mbps: int | None = None
+    local_nvme_gb: int | None = None
 
     def labels(self) -> dict[str, str]:
         """The well-known labels Karpenter puts on a node of this type (its instance-types reference).
@@ -144,10 +161,36 @@ def allocatable(instance: Instance, *, max_pods: int | None = None, disk_gib: fl
     )
 
 
+class UnpricedInstanceError(ValueError):
+    """A cost figure was asked of types the catalog has no on-demand price for in the stack's region."""
+
+    def __init__(self, names: list[str], region: str, priced_regions: tuple[str, ...] = ()):
+        self.names, self.region = sorted(set(names)), region
+        known = f" (priced regions: {', '.join(priced_regions)})" if priced_regions else ""
+        super().__init__(
+            f"no on-demand price for {', '.join(self.names)} in {region} in policies/instance_catalog.json{known}; "
+            f"run `python -m automation catalog refresh --region {region}` with AWS credentials, or choose a "
+            "priced region or type")
+
+
 @dataclass(frozen=True)
 class InstanceCatalog:
     hours_per_month: float
     instances: dict[str, Instance]
+    #: The region whose prices ``Instance.hourly_usd`` carries.
+    region: str = DEFAULT_REGION
+    #: Every region the file has prices for.
+    priced_regions: tuple[str, ...] = ()
+
+    def unpriced(self, names: list[str]) -> list[str]:
+        """The catalog types among ``names`` without an on-demand price in this catalog's region."""
+        return [n for n in names if n in self.instances and self.instances[n].hourly_usd is None]
+
+    def require_prices(self, names: list[str]) -> None:
+        """:class:`UnpricedInstanceError` naming every type of ``names`` not priced in this region."""
+        missing = self.unpriced(names)
+        if missing:
+            raise UnpricedInstanceError(missing, self.region, self.priced_regions)
 
     def get(self, name: object) -> Instance | None:
         return self.instances.get(name) if isinstance(name, str) else None
@@ -162,9 +205,12 @@ class InstanceCatalog:
         return sorted(i.name for i in self.gpu_types())
 
 
-@lru_cache(maxsize=4)
-def load_instances(path: Path = CATALOG_PATH) -> InstanceCatalog:
+@lru_cache(maxsize=16)
+def load_instances(path: Path = CATALOG_PATH, region: str = DEFAULT_REGION) -> InstanceCatalog:
+    """The catalog with ``region``'s on-demand prices (types without one there: ``hourly_usd=None``)."""
     raw = json.loads(path.read_text())
+    prices = raw["onDemandHourlyUsd"]
+    regional = prices.get(region)
     instances = {
         name: Instance(
             name=name,
@@ -175,9 +221,30 @@ def load_instances(path: Path = CATALOG_PATH) -> InstanceCatalog:
             gpus=int(spec["gpus"]),
             gpu_name=spec.get("gpuName"),
             gpu_memory_mib=spec.get("gpuMemoryMiB"),
-            hourly_usd=float(spec["onDemandHourlyUsd"]),
+            hourly_usd=float(regional[name]) if regional and name in regional else None,
             max_pods=int(spec.get("maxPods") or DEFAULT_MAX_PODS),
+            region=region,
+            on_demand_offered=None if regional is None else name in regional,
+            network_bandwidth_mbps=spec.get("networkBandwidthMbps"),
+            local_nvme_gb=spec.get("localNvmeGB"),
         )
         for name, spec in raw["instances"].items()
     }
-    return InstanceCatalog(hours_per_month=float(raw["hoursPerMonth"]), instances=instances)
+    return InstanceCatalog(hours_per_month=float(raw["hoursPerMonth"]), instances=instances, region=region,
+                           priced_regions=tuple(sorted(prices)))
+
+
+def hourly_price(name: str, region: str, path: Path = CATALOG_PATH) -> float:
+    """On-demand USD per hour of instance type ``name`` in ``region``; raises
+    :class:`UnpricedInstanceError` when the catalog has no price there (KeyError for an unknown type)."""
+    catalog = load_instances(path, region)
+    catalog.require_prices([catalog.instances[name].name])
+    return float(catalog.instances[name].hourly_usd)  # type: ignore[arg-type]
+
+
+def max_pods_for(default_card_max_enis: int, ipv4_per_eni: int) -> int:
+    """ENI-limited pods per node as nodeadm computes them (awslabs/amazon-eks-ami
+    ``nodeadm/internal/kubelet/eni_max_pods.go``): ``ENIs x (IPv4 per ENI - 1) + 2``, where ENIs is the
+    *default network card's* ``MaximumNetworkInterfaces`` (``nodeadm/internal/util/ec2.go``), not the
+    instance's total over all cards: p5.48xlarge has 64 ENIs over 32 cards but 2 on card 0, so 100 pods."""
+    return default_card_max_enis * (ipv4_per_eni - 1) + 2

@@ -97,7 +97,10 @@ class PoolPlan:
         if self.pool.kind in ("Karpenter NodePool", "Auto Mode NodePool") and self.workloads:
             fitting = [s for s in self.usable if all(not s.free.shortfalls(w.requests) for w in self.workloads)]
             if fitting:
-                return min(fitting, key=lambda s: (s.instance.hourly_usd, -s.free.gpus))
+                # A type without a price in the stack's region sorts last here (the plan still needs a
+                # shape); every cost figure over it refuses (cost.hourly_prices).
+                return min(fitting, key=lambda s: (math.inf if s.instance.hourly_usd is None else s.instance.hourly_usd,
+                                                   -s.free.gpus))
         return self.best
 
     @property

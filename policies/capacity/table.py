@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cost import WorstCase, node_group_worst_case, nodepool_worst_case
+from .cost import WorstCase, hourly_prices, launchable, node_group_worst_case, nodepool_worst_case
 from .model import Cluster, Pool
 from .simulate import PoolPlan, Simulation, _pack
 
@@ -64,7 +64,7 @@ def _row(plan: PoolPlan) -> CapacityRow:
     worst = worst_case(pool)
     per_node = pool.gpus_per_node
     node_group = pool.kind in ("managed node group", "self-managed node group")
-    dearest = max((i.hourly_usd for i in pool.instances), default=0.0)
+    dearest = max(hourly_prices(pool.instances), default=0.0)
     if node_group:
         # An Auto Scaling group may launch any of its types: price its nodes at the dearest.
         at_min = max(plan.nodes_at_min, pool.min_nodes) * dearest
@@ -90,10 +90,11 @@ def _row(plan: PoolPlan) -> CapacityRow:
 def _cheapest_at_min(plan: PoolPlan) -> float:
     pods = [w.requests for w in plan.workloads for _ in range(w.min_replicas)]
     if not pods:
-        return (plan.pool.static_nodes or 0) * min((i.hourly_usd for i in plan.pool.instances), default=0.0)
+        return (plan.pool.static_nodes or 0) * min(hourly_prices(launchable(plan.pool.instances)), default=0.0)
+    offered = launchable([shape.instance for shape in plan.usable])
     costs = [
-        _pack(pods, shape.free) * shape.instance.hourly_usd
+        _pack(pods, shape.free) * hourly_prices([shape.instance])[0]
         for shape in plan.usable
-        if all(not shape.free.shortfalls(p) for p in pods)
+        if shape.instance in offered and all(not shape.free.shortfalls(p) for p in pods)
     ]
     return min(costs, default=0.0)

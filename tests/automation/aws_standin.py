@@ -7,17 +7,26 @@
   bedrock-unsubscribed   a fresh account: invoking a third-party (non-Amazon) Bedrock model fails with
                      the AccessDeniedException Bedrock returns while its Marketplace subscription is missing
   bedrock-no-use-case    Anthropic's use-case form was never submitted: Anthropic models fail
+  pricing-denied     pricing get-products fails with AccessDeniedException (no pricing:GetProducts)
 Bedrock answers are recorded from the service's documented responses (Converse; InvokeModel writes
 the body to the outfile, the last argument).
+
+``ec2 describe-instance-types`` and ``pricing get-products`` answer from recorded responses in
+``STANDIN_AWS_RESPONSES`` (tests/automation/responses/aws): ``ec2-describe-instance-types.<region>.json``
+(DescribeInstanceTypes output) narrowed by ``--filters Name=instance-type,Values=...`` wildcards, and
+``pricing-get-products.json`` (GetProducts output: PriceList of JSON strings) narrowed by every
+``Type=TERM_MATCH,Field=F,Value=V`` filter, as the service matches product attributes.
 """
 
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
@@ -40,6 +49,20 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:2] in (["bedrock-runtime", "converse"], ["bedrock-runtime", "invoke-model"]):
         return bedrock(argv, mode)
+    if argv[:2] in (["ec2", "describe-instance-types"], ["pricing", "get-products"]):
+        if mode == "no-credentials":
+            print("\nUnable to locate credentials. You can configure credentials by running \"aws configure\".",
+                  file=sys.stderr)
+            return 253
+        if argv[0] == "ec2":
+            return describe_instance_types(argv)
+        if mode == "pricing-denied":
+            print("\nAn error occurred (AccessDeniedException) when calling the GetProducts operation: User: "
+                  "arn:aws:sts::123456789012:assumed-role/platform/alice is not authorized to perform: "
+                  "pricing:GetProducts because no identity-based policy allows the pricing:GetProducts action",
+                  file=sys.stderr)
+            return 254
+        return get_products(argv)
     if argv[:2] == ["kms", "describe-key"]:
         if mode == "no-key":
             print("\nAn error occurred (NotFoundException) when calling the DescribeKey operation: Alias "
@@ -85,6 +108,35 @@ def bedrock(argv: list[str], mode: str) -> int:
     with open(argv[-1], "w") as out:
         out.write(json.dumps({"embedding": [0.01, -0.02, 0.03], "inputTextTokenCount": 1}))
     print(json.dumps({"contentType": "application/json"}))
+    return 0
+
+
+def _after(argv: list[str], flag: str) -> list[str]:
+    """The values after ``flag`` up to the next ``--option``."""
+    if flag not in argv:
+        return []
+    rest = argv[argv.index(flag) + 1:]
+    return rest[:next((i for i, a in enumerate(rest) if a.startswith("--")), len(rest))]
+
+
+def describe_instance_types(argv: list[str]) -> int:
+    region = _after(argv, "--region")[0]
+    recorded = Path(os.environ["STANDIN_AWS_RESPONSES"]) / f"ec2-describe-instance-types.{region}.json"
+    items = json.loads(recorded.read_text())["InstanceTypes"] if recorded.exists() else []
+    patterns = [v for f in _after(argv, "--filters") if f.startswith("Name=instance-type,Values=")
+                for v in f.split("Values=", 1)[1].split(",")]
+    print(json.dumps({"InstanceTypes": [i for i in items
+                                        if not patterns or any(fnmatch.fnmatch(i["InstanceType"], p) for p in patterns)]}))
+    return 0
+
+
+def get_products(argv: list[str]) -> int:
+    recorded = json.loads((Path(os.environ["STANDIN_AWS_RESPONSES"]) / "pricing-get-products.json").read_text())
+    terms = [dict(part.split("=", 1) for part in f.split(",", 2)) for f in _after(argv, "--filters")]
+    matched = [text for text in recorded["PriceList"]
+               if all(json.loads(text)["product"]["attributes"].get(t["Field"]) == t["Value"]
+                      for t in terms if t.get("Type") == "TERM_MATCH")]
+    print(json.dumps({"FormatVersion": recorded["FormatVersion"], "PriceList": matched}))
     return 0
 
 

@@ -69,7 +69,7 @@ def test_scaling_is_ordered(changes, key, fragments):
 
 def test_gpu_pool_takes_only_gpu_types():
     config = with_changes(DEV, gpuPools__0__instanceTypes=["g5.xlarge", "m7i.xlarge"])
-    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "m7i.xlarge have no GPU", "allowed: g5.12xlarge")
+    assert_rejected(config, "llm-platform:gpuPools[0].instanceTypes", "m7i.xlarge have no GPU", "allowed: g4dn.12xlarge")
 
 
 def test_instance_types_must_be_in_the_catalog():

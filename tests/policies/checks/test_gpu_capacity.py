@@ -29,7 +29,7 @@ HOURS = CATALOG["hoursPerMonth"]
 
 
 def price(instance: str) -> float:
-    return CATALOG["instances"][instance]["onDemandHourlyUsd"]
+    return CATALOG["onDemandHourlyUsd"]["us-east-1"][instance]
 
 
 def sized(max_size: int, shape: str = NODE_GROUP_SHAPES[0], types=("g5.xlarge", "g5.2xlarge")):
@@ -102,7 +102,7 @@ def test_unbounded_nodepool(pack):
 
 
 def test_uncatalogued_gpu_type(pack):
-    one(pack.stack_messages([sized(1, types=("g4dn.xlarge",))], CAP), "g4dn.xlarge are not in instance_catalog.json")
+    one(pack.stack_messages([sized(1, types=("g4ad.xlarge",))], CAP), "g4ad.xlarge are not in instance_catalog.json")
 
 
 def test_cap_is_configurable(pack):
@@ -163,8 +163,8 @@ def test_nodepool_priced_at_its_dearest_selectable_gpu(pack, limit, over):
 
 
 def test_unpriceable_nodepool_uses_the_dearest_catalog_gpu(pack):
-    pool = family_pool(["g4dn"], 4)
-    one(pack.stack_messages([pool], BUDGET), f"${4 * price('p5.48xlarge') / 8 * HOURS:,.0f}/month")
+    pool = family_pool(["g4ad"], 4)
+    one(pack.stack_messages([pool], BUDGET), f"${4 * price('p6-b300.48xlarge') / 8 * HOURS:,.0f}/month")
 
 
 def test_budget_is_configurable(pack):
