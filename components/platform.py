@@ -11,11 +11,12 @@ from components.cluster.control_plane import Cluster, ClusterArgs
 from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
-from components.serving.gateway import Gateway, GatewayArgs, Route
-from components.serving.gateway import api_key_env as gateway_api_key_env
+from components.serving.gateway import Gateway, GatewayArgs
+from components.specs.gateway import Route
+from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
-from components.gpu.software import operator_node_labels
+from components.specs.gpu_software import operator_node_labels
 from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
 from components.karpenter.controller import Karpenter, KarpenterArgs
 from components.karpenter.node_pools import KarpenterNodePools, KarpenterNodePoolsArgs

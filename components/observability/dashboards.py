@@ -13,9 +13,6 @@ from typing import Any
 
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 
-DASHBOARD_LABEL = "grafana_dashboard"
-#: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``) for per-pool panels.
-NODE_LABELS_EXPORTED = ("llm-platform.io/pool", "llm-platform.io/accelerator")
 _POOL = "label_llm_platform_io_pool"
 _NODE_POOL = f'label_replace(kube_node_labels{{{_POOL}!=""}}, "Hostname", "$1", "node", "(.*)")'
 

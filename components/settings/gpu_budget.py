@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from policies.capacity.table import stack_worst_case
+
 from components.settings._base import NAMESPACE, _Model
+from components.specs.capacity import settings_cluster
 
 if TYPE_CHECKING:
     from components.settings.stack import Settings
@@ -39,9 +42,6 @@ class GpuBudget(_Model):
 
 def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
     """``(key, value, reason)`` for each ceiling the stack's own worst case exceeds."""
-    from components.capacity_input import settings_cluster  # the adapter imports components
-    from policies.capacity.table import stack_worst_case
-
     budget = settings.gpu_budget
     if budget is None:
         return

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from components import contract
 from components.settings._base import NAMESPACE
+from components.specs.capacity import problem_key, settings_simulation
 from components.settings.cluster import service_cidr
 from components.settings.gpu_budget import over_budget
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
@@ -187,8 +188,6 @@ def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
 
 def capacity_problems(settings: Settings) -> list[Problem]:
     """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
-    from components.capacity_input import problem_key, settings_simulation  # the adapter imports components
-
     problems = []
     for finding in settings_simulation(settings).blocking:
         key, value = problem_key(finding, settings)
