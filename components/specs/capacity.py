@@ -40,7 +40,7 @@ from components.specs.node_pools import (
 from components.specs.observability import PROMETHEUS_URL, prometheus_stack_values
 
 if TYPE_CHECKING:
-    from components.settings import Settings
+    from components.settings.root import Settings
 
 #: Stands for the EC2NodeClass's node role (an IAM role's name, known once the role exists).
 NODE_ROLE_PLACEHOLDER = "node"

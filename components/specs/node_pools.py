@@ -12,7 +12,7 @@ from components import contract
 from components.tags import karpenter_discovery_tag
 
 if TYPE_CHECKING:
-    from components.settings import KarpenterNodeClass, KarpenterNodePool
+    from components.settings.karpenter import KarpenterNodeClass, KarpenterNodePool
 
 NODE_POOL_API = "karpenter.sh/v1"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"

@@ -19,7 +19,7 @@ from components import contract, versions
 from components.specs.gateway import demand_query
 
 if TYPE_CHECKING:
-    from components.settings import ServedModel, TierQuota, TierScaling
+    from components.settings.serving import ServedModel, TierQuota, TierScaling
 
 PORT = 8000
 MODEL_DIR = "/models"
