@@ -34,8 +34,12 @@ from components.specs.node_pools import (
     AUTO_MODE_NODE_CLASS_REF,
     KARPENTER_LABELS,
     KARPENTER_NODE_CLASS_REF,
+    SYSTEM_POOL,
     ec2_node_class_manifest,
+    gpu_group_labels,
+    managed_node_group,
     node_pool_manifest,
+    system_group_labels,
 )
 from components.specs.observability import PROMETHEUS_URL, prometheus_stack_values
 
@@ -73,22 +77,12 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
     keys = Keyed({}, {}, {})
     software = settings.gpu_software.provider
     system = settings.system_pool
-    out.append(_resource("eks:index:ManagedNodeGroup", "system", {
-        "instanceTypes": list(system.instance_types),
-        "scalingConfig": {"minSize": system.scaling.min_size, "maxSize": system.scaling.max_size},
-        "labels": {**system.labels, **contract.system_pool_labels("system")}, "taints": [],
-    }))
-    keys.pools["system"] = "systemPool"
+    out.append(_resource("eks:index:ManagedNodeGroup", SYSTEM_POOL, managed_node_group(
+        system.instance_types, system.scaling, system_group_labels(system), [])))
+    keys.pools[SYSTEM_POOL] = "systemPool"
     for index, pool in enumerate(settings.gpu_pools):
-        labels = {**pool.labels, **operator_node_labels(software, "managed", pool.purpose),
-                  **contract.managed_gpu_pool_labels(pool.name, purpose=pool.purpose, accelerator=pool.accelerator,
-                                                     gpu_memory_mib=pool.gpu_memory_mib,
-                                                     capacity_type=pool.capacity_type)}
-        out.append(_resource("eks:index:ManagedNodeGroup", pool.name, {
-            "instanceTypes": list(pool.instance_types),
-            "scalingConfig": {"minSize": pool.scaling.min_size, "maxSize": pool.scaling.max_size},
-            "labels": labels, "taints": contract.gpu_pool_taints_eks(pool.purpose),
-        }))
+        out.append(_resource("eks:index:ManagedNodeGroup", pool.name, managed_node_group(
+            pool.instance_types, pool.scaling, gpu_group_labels(pool, software), contract.gpu_pool_taints_eks(pool.purpose))))
         keys.pools[pool.name] = f"gpuPools[{index}]"
     if settings.karpenter.enabled:
         out.append(_release(versions.KARPENTER, {}))

@@ -1,4 +1,5 @@
-"""Karpenter v1 EC2NodeClasses and GPU NodePools from settings, as the engine receives them.
+"""Node pools as the engine receives them: the managed node groups' labels and taints, Karpenter v1
+EC2NodeClasses and GPU NodePools.
 
 The same NodePool builder serves EKS Auto Mode, whose NodePools point at the built-in
 ``eks.amazonaws.com`` NodeClass and use EKS's label keys.
@@ -9,10 +10,43 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from components import contract
+from components.specs.gpu_software import Provider, operator_node_labels
 from components.tags import karpenter_discovery_tag
 
 if TYPE_CHECKING:
     from components.settings.karpenter import KarpenterNodeClass, KarpenterNodePool
+    from components.settings.managed_pools import GpuPool, Scaling, SystemPool
+
+#: The system node group's name (its nodes carry it as their pool label).
+SYSTEM_POOL = "system"
+
+
+def system_group_labels(pool: SystemPool) -> dict[str, str]:
+    """The system group's labels: the stack's own, then the contract's (they win)."""
+    return {**pool.labels, **contract.system_pool_labels(SYSTEM_POOL)}
+
+
+def gpu_group_labels(pool: GpuPool, software: Provider) -> dict[str, str]:
+    """A managed GPU group's labels: the stack's own, the GPU Operator's operand switches, then the
+    contract's (they win)."""
+    return {
+        **pool.labels,
+        **operator_node_labels(software, "managed", pool.purpose),
+        **contract.managed_gpu_pool_labels(pool.name, purpose=pool.purpose, accelerator=pool.accelerator,
+                                           gpu_memory_mib=pool.gpu_memory_mib, capacity_type=pool.capacity_type),
+    }
+
+
+def managed_node_group(
+    instance_types: list[str], scaling: Scaling, labels: dict[str, str], taints: list[dict[str, str]]
+) -> dict[str, Any]:
+    """What the capacity model reads of a managed node group (pulumi-eks ``ManagedNodeGroup`` inputs)."""
+    return {
+        "instanceTypes": list(instance_types),
+        "scalingConfig": {"minSize": scaling.min_size, "desiredSize": scaling.desired_size, "maxSize": scaling.max_size},
+        "labels": labels,
+        "taints": taints,
+    }
 
 NODE_POOL_API = "karpenter.sh/v1"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
