@@ -33,7 +33,7 @@ TYPE = "llm-platform:index:ModelServer"
 
 @dataclass(frozen=True)
 class ModelServerArgs:
-    """Inputs of :class:`ModelServer`. ``pool`` is the target GPU pool's name and facts (purpose
+    """Inputs of :class:`ModelServer`. ``pool_facts`` are the facts of the model's pool (purpose
     decides tolerations). ``hf_token_secret`` names the Secret with key ``token`` for Hugging Face
     sources. ``api_key_secret`` names the Secret whose key ``api-key`` vLLM requires on ``/v1`` (none:
 no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledObject."""
@@ -43,7 +43,6 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     namespace_name: str
     tier: str
     priority_class: pulumi.Input[str]
-    pool: str
     pool_facts: PoolFacts
     scaling: TierScaling
     prometheus_url: str

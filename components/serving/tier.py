@@ -146,7 +146,6 @@ class ServingTier(pulumi.ComponentResource):
                     namespace_name=ns_name,
                     tier=tier.name,
                     priority_class=priority.metadata["name"],
-                    pool=model.pool,
                     pool_facts=args.pools[model.pool],
                     scaling=tier.scaling,
                     prometheus_url=args.prometheus_url,
