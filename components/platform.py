@@ -11,11 +11,12 @@ from components.cluster.control_plane import Cluster, ClusterArgs
 from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
-from components.serving.gateway import Gateway, GatewayArgs, Route
-from components.serving.gateway import api_key_env as gateway_api_key_env
+from components.serving.gateway import Gateway, GatewayArgs
+from components.specs.gateway import Route
+from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
-from components.gpu.software import operator_node_labels
+from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
 from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
 from components.karpenter.controller import Karpenter, KarpenterArgs
 from components.karpenter.node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
@@ -127,7 +128,7 @@ class Platform(pulumi.ComponentResource):
         """The system pool (CoreDNS, controllers) and one managed node group per configured GPU pool."""
         system = settings.system_pool
         self.system_pool = SystemNodePool(
-            "system",
+            SYSTEM_POOL,
             SystemNodePoolArgs(
                 cluster=cluster.eks,
                 kubernetes_version=settings.kubernetes_version,
@@ -135,7 +136,7 @@ class Platform(pulumi.ComponentResource):
                 instance_types=system.instance_types,
                 scaling=_scaling(system.scaling),
                 launch=LaunchSettings(disk_size_gib=system.disk_size_gib),
-                labels=system.labels,
+                labels=system_group_labels(system),
                 tags=tags,
             ),
             opts=on_aws,
@@ -162,7 +163,7 @@ class Platform(pulumi.ComponentResource):
                     gpu_memory_mib=pool.gpu_memory_mib,
                     gpus_per_node=pool.min_gpus_per_node,
                     purpose=pool.purpose,
-                    labels={**pool.labels, **operator_node_labels(software, "managed", pool.purpose)},
+                    labels=gpu_group_labels(pool, software),
                     tags=tags,
                 ),
                 opts=on_aws,
@@ -289,7 +290,7 @@ class Platform(pulumi.ComponentResource):
         self.cluster_name = cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.oidc_provider_arn = cluster.oidc_provider_arn
-        roles = {"system": self.system_pool.node_role_arn}
+        roles = {SYSTEM_POOL: self.system_pool.node_role_arn}
         roles.update({pool.name: group.node_role_arn for pool, group in zip(settings.gpu_pools, self.gpu_pools)})
         if self.karpenter is not None:
             roles["karpenter"] = self.karpenter.node_role_arn

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import contract, versions
-from components.gpu.software import gpu_monitoring_affinity
+from components import versions
+from components.specs.gpu_software import dcgm_exporter_values
 from components.helm import pinned_release
-from components.observability.dcgm_counters import counters_csv, xid_window_env
 
 TYPE = "llm-platform:index:DcgmExporter"
 
@@ -19,24 +18,6 @@ class DcgmExporterArgs:
     """Inputs of :class:`DcgmExporter`. The ServiceMonitor needs the Prometheus Operator CRDs."""
 
     namespace: str = "nvidia-device-plugin"
-
-
-def dcgm_exporter_values() -> dict[str, object]:
-    """The chart's ``customMetrics`` replaces its counters ConfigMap (mounted over
-    ``default-counters.csv``, which the chart's default ``arguments`` read), so the windowed XID count
-    the alerts use is collected; ``extraEnv`` pins that count's window."""
-    image = versions.DCGM_EXPORTER_IMAGE
-    return {
-        "image": {"repository": image.repository, "tag": image.tag},
-        "customMetrics": counters_csv(),
-        "extraEnv": xid_window_env(),
-        "tolerations": contract.gpu_agent_tolerations(),
-        "affinity": gpu_monitoring_affinity(),
-        "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
-        "priorityClassName": "system-node-critical",
-        "nodeSelector": {contract.GPU_PRESENT_LABEL: "true"},
-    }
 
 
 class DcgmExporter(pulumi.ComponentResource):

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import contract, versions
-from components.gpu.software import device_plugin_affinity
+from components import versions
+from components.specs.gpu_software import device_plugin_values
 from components.helm import pinned_release
 
 TYPE = "llm-platform:index:GpuDevicePlugin"
@@ -23,25 +23,6 @@ class GpuDevicePluginArgs:
     """
 
     namespace: str = "nvidia-device-plugin"
-
-
-def device_plugin_values() -> dict[str, object]:
-    """Chart values: tolerate the GPU pools' taints, pin the image, bound the daemon's resources.
-
-    The affinity replaces the chart's default (which matches ``nvidia.com/gpu.present=true`` or NFD's
-    PCI/CPU labels): GPU pools carry that label through the contract, and Auto Mode and DRA nodes
-    are excluded so no node ever runs two device plugins.
-    """
-    image = versions.NVIDIA_DEVICE_PLUGIN_IMAGE
-    return {
-        "image": {"repository": image.repository, "tag": image.chart_tag},
-        "tolerations": [*contract.gpu_agent_tolerations(), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
-        "affinity": device_plugin_affinity(),
-        "priorityClassName": "system-node-critical",
-        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-        "gfd": {"enabled": False},
-        "failOnInitError": True,
-    }
 
 
 class GpuDevicePlugin(pulumi.ComponentResource):

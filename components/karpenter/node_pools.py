@@ -1,150 +1,28 @@
 """KarpenterNodePools: EC2NodeClasses and GPU NodePools (Karpenter v1) built from settings.
 
-The manifests are plain functions so tests can validate them against the upstream CRDs; the
-component only turns them into custom resources. The same NodePool builder serves EKS Auto Mode,
-whose NodePools point at the built-in ``eks.amazonaws.com`` NodeClass and use EKS's label keys.
+The manifests come from ``components.specs.node_pools`` (plain functions, validated by the tests
+against the upstream CRDs); the component only turns them into custom resources.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import contract
-from components.gpu.software import NodeType, Provider, operator_node_labels
 from components.settings import KarpenterNodeClass, KarpenterNodePool
-from components.tags import karpenter_discovery_tag
-
-NODE_POOL_API = "karpenter.sh/v1"
-NODE_CLASS_API = "karpenter.k8s.aws/v1"
-KARPENTER_NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"}
-AUTO_MODE_NODE_CLASS_REF = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
-#: Well-known instance label prefix: Karpenter's on self-managed Karpenter, EKS's on Auto Mode.
-KARPENTER_LABELS = "karpenter.k8s.aws"
-AUTO_MODE_LABELS = "eks.amazonaws.com"
-
-
-def ec2_node_class_manifest(
-    node_class: KarpenterNodeClass, *, cluster_name: str, node_role: str, tags: dict[str, str]
-) -> dict[str, Any]:
-    """An EC2NodeClass: pinned AL2023 alias, discovery-tag selectors, IMDSv2, encrypted gp3 root, and
-    the instance's NVMe drives striped as RAID0 ephemeral storage, where model caches (``emptyDir``) live."""
-    volume, kubelet = node_class.root_volume, node_class.kubelet
-    discovery = karpenter_discovery_tag(cluster_name)
-    return {
-        "apiVersion": NODE_CLASS_API,
-        "kind": "EC2NodeClass",
-        "metadata": {"name": node_class.name},
-        "spec": {
-            "amiSelectorTerms": [{"alias": node_class.ami_alias}],
-            "instanceStorePolicy": "RAID0",
-            "role": node_role,
-            "subnetSelectorTerms": [{"tags": discovery}],
-            "securityGroupSelectorTerms": [{"tags": discovery}],
-            "blockDeviceMappings": [
-                {
-                    "deviceName": "/dev/xvda",
-                    "ebs": {
-                        "volumeSize": f"{volume.size_gib}Gi",
-                        "volumeType": "gp3",
-                        "iops": volume.iops,
-                        "throughput": volume.throughput_mibps,
-                        "encrypted": True,
-                        "deleteOnTermination": True,
-                    },
-                }
-            ],
-            "metadataOptions": {
-                "httpEndpoint": "enabled",
-                "httpProtocolIPv6": "disabled",
-                "httpPutResponseHopLimit": 1,
-                "httpTokens": "required",
-            },
-            # No maxPods unless a stack sets one: Karpenter then derives it per instance type from
-            # its ENI limits, which is what the VPC CNI can actually give.
-            "kubelet": {
-                **({"maxPods": kubelet.max_pods} if kubelet.max_pods is not None else {}),
-                "evictionHard": dict(kubelet.eviction_hard),
-                "imageGCHighThresholdPercent": kubelet.image_gc_high_threshold_percent,
-                "imageGCLowThresholdPercent": kubelet.image_gc_low_threshold_percent,
-            },
-            "tags": {**tags, **discovery, "Name": f"{cluster_name}-{node_class.name}"},
-        },
-    }
-
-
-def node_pool_manifest(
-    pool: KarpenterNodePool,
-    *,
-    node_class_ref: dict[str, str],
-    label_prefix: str,
-    extra_labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """A GPU NodePool carrying the contract's taints and labels, a GPU limit and disruption rules.
-
-    Expiry and budgets: in Karpenter v1 expiration is forceful. Its controller deletes a NodeClaim once
-    ``expireAfter`` has passed, consulting no disruption budget and launching no replacement first
-    (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/expiration/controller.go ``Reconcile``; disruption
-    docs: "Expiration is forceful", automated forceful methods "blow past NodePool Disruption Budgets").
-    Budgets govern only drift, consolidation and emptiness. So a pool whose budgets protect a window with
-    ``nodes: "0"`` (business hours) runs ``expireAfter: Never`` and rotates its nodes through drift: a
-    move of the pinned AMI alias (versions.py) drifts every node, and drift is graceful, held to the
-    hours the budgets allow, one replacement launched and ready before a node drains. A bounded
-    ``terminationGracePeriod`` with spreading was the other option, rejected: it bounds the drain, not
-    when expiry starts, so nodes launched together (a morning scale-out) would still expire together
-    inside the window. The settings refuse a finite ``expireAfter`` beside a zero budget
-    (``components/settings/karpenter.py``, ``KarpenterNodePool``)."""
-    single_capacity = pool.capacity_types[0] if len(pool.capacity_types) == 1 else None
-    labels = {
-        **(extra_labels or {}),
-        **contract.gpu_pool_labels(
-            pool.name,
-            purpose=pool.purpose,
-            accelerator=pool.accelerator,
-            gpu_memory_mib=pool.gpu_memory_mib,
-            capacity_type=single_capacity,
-        ),
-    }
-    budgets = []
-    for budget in pool.budgets:
-        entry: dict[str, Any] = {"nodes": budget.nodes}
-        if budget.schedule is not None:
-            entry.update(schedule=budget.schedule, duration=budget.duration)
-        if budget.reasons is not None:
-            entry["reasons"] = list(budget.reasons)
-        budgets.append(entry)
-    return {
-        "apiVersion": NODE_POOL_API,
-        "kind": "NodePool",
-        "metadata": {"name": pool.name},
-        "spec": {
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "nodeClassRef": dict(node_class_ref),
-                    "taints": contract.gpu_pool_taints_k8s(pool.purpose),
-                    "expireAfter": pool.expire_after,
-                    "requirements": [
-                        {"key": f"{label_prefix}/instance-family", "operator": "In", "values": list(pool.instance_families)},
-                        {"key": f"{label_prefix}/instance-gpu-count", "operator": "Gt", "values": ["0"]},
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    ],
-                },
-            },
-            "disruption": {
-                "consolidationPolicy": pool.consolidation.policy,
-                "consolidateAfter": pool.consolidation.after,
-                "budgets": budgets,
-            },
-            "limits": {contract.GPU_RESOURCE: str(pool.gpu_limit)},
-            "weight": pool.weight,
-        },
-    }
+from components.specs.gpu_software import NodeType, Provider, operator_node_labels
+from components.specs.node_pools import (
+    AUTO_MODE_LABELS,
+    AUTO_MODE_NODE_CLASS_REF,
+    KARPENTER_LABELS,
+    KARPENTER_NODE_CLASS_REF,
+    NODE_CLASS_API,
+    NODE_POOL_API,
+    ec2_node_class_manifest,
+    node_pool_manifest,
+)
 
 
 @dataclass(frozen=True)

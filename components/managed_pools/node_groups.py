@@ -190,7 +190,8 @@ class _ManagedNodePool(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class SystemNodePoolArgs:
-    """Inputs of :class:`SystemNodePool`: CPU instance types, on-demand, ``min_size >= 2``."""
+    """Inputs of :class:`SystemNodePool`: CPU instance types, on-demand, ``min_size >= 2``. ``labels``
+    are all the nodes carry (``components.specs.node_pools.system_group_labels``)."""
 
     cluster: eks.Cluster
     kubernetes_version: str
@@ -216,7 +217,7 @@ class SystemNodePool(_ManagedNodePool):
             instance_types=args.instance_types,
             capacity_type="ON_DEMAND",
             scaling=args.scaling,
-            labels={**args.labels, **contract.system_pool_labels(name)},
+            labels=args.labels,
             taints=[],
             launch=args.launch,
             role_description="EKS system node pool",
@@ -233,6 +234,7 @@ class GpuNodePoolArgs:
     two. ``accelerator``, ``gpu_memory_mib`` and ``gpus_per_node`` (the smallest type's GPU count)
     are what the settings resolved from the catalog for this pool. ``min_size`` is 0 so an idle pool costs nothing. ``cluster_name`` feeds Cluster Autoscaler
     discovery tags; ``kubernetes_version`` is the cluster's minor, so the group follows upgrades.
+    ``labels`` are all the nodes carry (``components.specs.node_pools.gpu_group_labels``).
     """
 
     cluster: eks.Cluster
@@ -263,16 +265,7 @@ class GpuNodePool(_ManagedNodePool):
         self.accelerator = args.accelerator
         self.gpu_memory_mib = args.gpu_memory_mib
         self.gpus_per_node = args.gpus_per_node
-        labels = {
-            **args.labels,
-            **contract.managed_gpu_pool_labels(
-                name,
-                purpose=args.purpose,
-                accelerator=self.accelerator,
-                gpu_memory_mib=self.gpu_memory_mib,
-                capacity_type=args.capacity_type,
-            ),
-        }
+        labels = args.labels
         taints = contract.gpu_pool_taints_eks(args.purpose)
         self._build(
             name,

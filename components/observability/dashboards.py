@@ -30,10 +30,8 @@ from components.observability.metric_contract import (
     ksm_node_label,
 )
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
+from components.specs.observability import NODE_LABELS_EXPORTED
 
-DASHBOARD_LABEL = "grafana_dashboard"
-#: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``) for per-pool panels.
-NODE_LABELS_EXPORTED = ("llm-platform.io/pool", "llm-platform.io/accelerator")
 _POOL = ksm_node_label(NODE_LABELS_EXPORTED[0])
 _NODE_POOL = f'label_replace({KSM_NODE_LABELS}{{{_POOL}!=""}}, "Hostname", "$1", "node", "(.*)")'
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.observability.dcgm_counters import XID_COUNT_METRIC
-from components.serving.gateway_metrics import DEMAND_CREATED, DEMAND_METRIC
+from components.specs.gateway import DEMAND_CREATED, DEMAND_METRIC
 
 # --- Units ------------------------------------------------------------------------------------------
 #: Unit words, as the sources spell them (DCGM's help text "(in MiB)", vLLM's "1 means 100 percent").

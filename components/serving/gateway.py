@@ -8,7 +8,6 @@ only the Bedrock models its settings list.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -18,97 +17,29 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import contract, versions
 from components.config_files import yaml_text
 from components.iam import pod_identity_role
-from components.serving import model_server
-from components.serving.gateway_metrics import METRICS_SECRET, NAME, NAMESPACE
 from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, gateway_policies
+from components.specs import serving as model_server
+from components.specs.gateway import (
+    LABELS,
+    METRICS_SECRET,
+    NAME,
+    NAMESPACE,
+    POD_LABELS,
+    PORT,
+    URL,
+    Route,
+    config_digest,
+    deployment,
+    disruption_budget_spec,
+    gateway_config,
+    scrape_endpoint,
+    service_spec,
+)
 
 TYPE = "llm-platform:index:Gateway"
-#: The LiteLLM proxy is I/O-bound: half a core per replica; memory limit at twice the request.
-RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
-PORT = 4000
-#: Labels that select the gateway's pods (NetworkPolicies of the serving tiers name them).
-POD_LABELS = {"app.kubernetes.io/instance": NAME}
-#: The proxy runs as this unprivileged user, with a read-only root and writable /tmp and home.
-RUN_AS_USER = 1000
-HOME_DIR = "/home/litellm"
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca)\.")
-
-
-def api_key_env(tier: str) -> str:
-    """Environment variable of the gateway that holds ``tier``'s model API key."""
-    return "MODEL_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", tier.upper())
-
-
-@dataclass(frozen=True)
-class Route:
-    """One model behind the gateway: its served name, OpenAI base URL, kind (chat or embedding) and
-    the environment variable holding the API key its server requires (None: no key)."""
-
-    name: str
-    url: str
-    kind: str = "chat"
-    api_key_env: str | None = None
-
-
-def gateway_config(
-    routes: list[Route],
-    bedrock: dict[str, list[str]],
-    region: str | None,
-    timeout: int,
-    retries: int,
-) -> dict[str, Any]:
-    """LiteLLM proxy config: one route per self-hosted model, each falling back, in order, to the
-    Bedrock models of the same kind (``bedrock`` maps kind to model ids): an embedding request never
-    reaches a chat model."""
-    model_list: list[dict[str, Any]] = [
-        {
-            "model_name": route.name,
-            "litellm_params": {
-                "model": f"hosted_vllm/{route.name}",
-                "api_base": route.url,
-                **({"api_key": f"os.environ/{route.api_key_env}"} if route.api_key_env else {}),
-                "timeout": timeout,
-                "stream_timeout": timeout,
-            },
-            "model_info": {"mode": route.kind},
-        }
-        for route in sorted(routes, key=lambda r: r.name)
-    ]
-    bedrock_ids = [(kind, model_id) for kind in sorted(bedrock) for model_id in bedrock[kind]]
-    model_list += [
-        {
-            "model_name": model_id,
-            "litellm_params": {"model": f"bedrock/{model_id}", "aws_region_name": region},
-            "model_info": {"mode": kind},
-        }
-        for kind, model_id in bedrock_ids
-    ]
-    fallbacks = [
-        {route.name: list(bedrock[route.kind])}
-        for route in sorted(routes, key=lambda r: r.name)
-        if bedrock.get(route.kind)
-    ]
-    return {
-        "model_list": model_list,
-        "router_settings": {
-            "num_retries": retries,
-            "timeout": timeout,
-            "allowed_fails": 3,
-            "cooldown_time": 30,
-            "fallbacks": fallbacks,
-        },
-        "litellm_settings": {
-            "request_timeout": timeout,
-            "drop_params": True,
-            "callbacks": ["prometheus"],
-            # The scraper authenticates with a bearer token from a Secret; never open /metrics.
-            "require_auth_for_metrics_endpoint": True,
-        },
-        "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
-    }
 
 
 def foundation_model_id(model_id: str) -> str:
@@ -171,21 +102,6 @@ def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: 
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
 
 
-def scrape_endpoint() -> dict[str, Any]:
-    """How Prometheus scrapes the gateway: the bearer token from :data:`METRICS_SECRET`."""
-    return {
-        "port": "http",
-        "path": "/metrics/",
-        "interval": "15s",
-        "authorization": {"type": "Bearer", "credentials": {"name": METRICS_SECRET, "key": "token"}},
-    }
-
-
-def _digest(data: dict[str, str]) -> str:
-    """Rolls the pods when the config changes (LiteLLM reads it only at start)."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class GatewayArgs:
     """Inputs of :class:`Gateway`. ``routes`` are the self-hosted models (name, in-cluster OpenAI base
@@ -215,13 +131,12 @@ class Gateway(pulumi.ComponentResource):
         import pulumi_random as random  # only stacks that run the gateway load the random provider's SDK
 
         super().__init__(TYPE, name, None, opts)
-        labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": NAME, "app.kubernetes.io/part-of": "llm-platform"}
         pod_security = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
         namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": NAMESPACE, "labels": {**labels, **pod_security}}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-namespace", metadata={"name": NAMESPACE, "labels": {**LABELS, **pod_security}}, opts=pulumi.ResourceOptions(parent=self)
         )
         child = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
-        metadata = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
+        metadata = {"name": NAME, "namespace": NAMESPACE, "labels": LABELS}
 
         master_key = random.RandomPassword(f"{name}-master-key", length=48, special=False, opts=pulumi.ResourceOptions(parent=self))
         secret = k8s.core.v1.Secret(
@@ -240,7 +155,7 @@ class Gateway(pulumi.ComponentResource):
             NetworkIsolationArgs(
                 namespace=NAMESPACE,
                 policies=gateway_policies(POD_LABELS, PORT, model_server.POD_LABELS, model_server.PORT),
-                labels=labels,
+                labels=LABELS,
             ),
             opts=child,
         )
@@ -276,82 +191,15 @@ class Gateway(pulumi.ComponentResource):
                 association_depends_on=[account],
             )
             credentials.append(association)
-        selector = {"app.kubernetes.io/instance": NAME}
+        described = deployment(args.replicas, args.bedrock_region, config.data.apply(config_digest))
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata=metadata,
-            spec={
-                "replicas": args.replicas,
-                "selector": {"matchLabels": selector},
-                "strategy": contract.SURGE_ROLLOUT,
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {"llm-platform.io/config-hash": config.data.apply(_digest)},
-                    },
-                    "spec": {
-                        "serviceAccountName": NAME,
-                        # No Kubernetes API access; Pod Identity (Bedrock) injects its own token.
-                        "automountServiceAccountToken": False,
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": RUN_AS_USER,
-                            "runAsGroup": RUN_AS_USER,
-                            "fsGroup": RUN_AS_USER,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
-                        "nodeSelector": contract.system_node_selector(),
-                        "topologySpreadConstraints": [
-                            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector}}
-                        ],
-                        "containers": [
-                            {
-                                "name": "litellm",
-                                "image": str(versions.LITELLM_IMAGE),
-                                "args": ["--config", "/etc/litellm/config.yaml", "--port", str(PORT)],
-                                "env": [
-                                    {"name": "AWS_REGION", "value": args.bedrock_region or ""},
-                                    {"name": "HOME", "value": HOME_DIR},
-                                    {"name": "TMPDIR", "value": "/tmp"},
-                                ],
-                                "envFrom": [{"secretRef": {"name": NAME}}],
-                                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
-                                "resources": RESOURCES,
-                                "readinessProbe": {"httpGet": {"path": "/health/readiness", "port": "http"}, "periodSeconds": 10},
-                                "livenessProbe": {"httpGet": {"path": "/health/liveliness", "port": "http"}, "periodSeconds": 20, "failureThreshold": 3},
-                                "volumeMounts": [
-                                    {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
-                                    {"name": "home", "mountPath": HOME_DIR},
-                                    {"name": "tmp", "mountPath": "/tmp"},
-                                ],
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "runAsNonRoot": True,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"},
-                                },
-                            }
-                        ],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": NAME}},
-                            {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
-                        ],
-                    },
-                },
-            },
+            metadata=described["metadata"],
+            spec=described["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account, *credentials]),
         )
-        k8s.core.v1.Service(
-            f"{name}-service",
-            metadata=metadata,
-            spec={"selector": selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]},
-            opts=child,
-        )
-        k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", metadata=metadata, spec={"minAvailable": 1, "selector": {"matchLabels": selector}}, opts=child
-        )
+        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(), opts=child)
+        k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(), opts=child)
         # The proxy's /metrics answers 401 without a key (and the demand signal KEDA wakes cold models on
         # would never exist): Prometheus scrapes with a bearer token read from its own Secret.
         scrape_token = k8s.core.v1.Secret(
@@ -366,9 +214,9 @@ class Gateway(pulumi.ComponentResource):
             api_version="monitoring.coreos.com/v1",
             kind="ServiceMonitor",
             metadata=metadata,
-            spec={"selector": {"matchLabels": labels}, "endpoints": [scrape_endpoint()]},
+            spec={"selector": {"matchLabels": LABELS}, "endpoints": [scrape_endpoint()]},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, scrape_token]),
         )
-        self.url = f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{PORT}/v1"
+        self.url = URL
         self.master_key = pulumi.Output.secret(master_key.result.apply(lambda key: f"sk-{key}"))
         self.register_outputs({"url": self.url, "master_key": self.master_key})

@@ -12,23 +12,15 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import contract
-
-from components.serving import gateway
-
-from components.serving import model_server
-
-from components.observability import prometheus as observability
 from components.serving.model_server import ModelServer, ModelServerArgs
 from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, serving_policies
 from components.settings import PoolFacts
 from components.settings import ServingTier as TierSettings
+from components.specs import gateway, observability
+from components.specs import serving as model_server
+from components.specs.serving import namespace_name, priority_class_name, quota_spec
 
 TYPE = "llm-platform:index:ServingTier"
-
-
-def namespace_name(tier: str) -> str:
-    return f"serving-{tier}"
 
 
 #: Secret (in the tier's namespace) holding the tier's model API key.
@@ -76,7 +68,7 @@ class ServingTier(pulumi.ComponentResource):
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         priority = k8s.scheduling.v1.PriorityClass(
             f"{name}-priority",
-            metadata={"name": f"llm-{tier.name}", "labels": labels},
+            metadata={"name": priority_class_name(tier.name), "labels": labels},
             value=tier.priority,
             preemption_policy="PreemptLowerPriority" if tier.preempt_lower else "Never",
             global_default=False,
@@ -87,14 +79,7 @@ class ServingTier(pulumi.ComponentResource):
         k8s.core.v1.ResourceQuota(
             f"{name}-quota",
             metadata={"name": "serving-capacity", "namespace": ns_name, "labels": labels},
-            spec={
-                "hard": {
-                    f"requests.{contract.GPU_RESOURCE}": str(quota.gpus),
-                    "requests.cpu": quota.cpu,
-                    "requests.memory": quota.memory,
-                    "limits.memory": quota.memory,
-                }
-            },
+            spec=quota_spec(quota),
             opts=in_namespace,
         )
         k8s.core.v1.LimitRange(
@@ -161,7 +146,6 @@ class ServingTier(pulumi.ComponentResource):
                     namespace_name=ns_name,
                     tier=tier.name,
                     priority_class=priority.metadata["name"],
-                    pool=model.pool,
                     pool_facts=args.pools[model.pool],
                     scaling=tier.scaling,
                     prometheus_url=args.prometheus_url,

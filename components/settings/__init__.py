@@ -46,16 +46,13 @@ from components.settings.problems import (
     is_secret_path,
     secret_warnings,
 )
+from components.settings.root import CONTROL_PLANE_LOG_TYPES, PoolFacts, Settings, support_date
 from components.settings.stack import (
-    CONTROL_PLANE_LOG_TYPES,
-    PoolFacts,
-    Settings,
     config_strings,
     kubernetes_warnings,
     parse_settings,
     settings_warnings,
     stack_settings,
-    support_date,
 )
 
 __all__ = [

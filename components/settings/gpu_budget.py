@@ -9,16 +9,13 @@ worst case is the capacity model's (``policies.capacity``), the calculator the p
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from components.settings._base import NAMESPACE, _Model
-
-if TYPE_CHECKING:
-    from components.settings.stack import Settings
 
 #: Stack-file field -> (pack policy, its parameter).
 PACK_PARAMS = {
@@ -35,27 +32,6 @@ class GpuBudget(_Model):
 
     def by_key(self) -> dict[str, float]:
         return {"maxGpus": self.max_gpus, "monthlyBudgetUsd": self.monthly_budget_usd}
-
-
-def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
-    """``(key, value, reason)`` for each ceiling the stack's own worst case exceeds."""
-    from components.capacity_input import settings_cluster  # the adapter imports components
-    from policies.capacity.table import stack_worst_case
-
-    budget = settings.gpu_budget
-    if budget is None:
-        return
-    cluster, _ = settings_cluster(settings)
-    worst = stack_worst_case(cluster.pools)
-    if worst.gpus > budget.max_gpus:
-        yield ("gpuBudget.maxGpus", budget.max_gpus,
-               f"the stack's worst-case GPU count is {worst.gpus:g} ({worst.detail}); lower node group maxSize or "
-               "NodePool gpuLimit, or raise gpuBudget.maxGpus")
-    monthly = worst.hourly_usd * cluster.hours_per_month
-    if monthly > budget.monthly_budget_usd:
-        yield ("gpuBudget.monthlyBudgetUsd", budget.monthly_budget_usd,
-               f"the stack's worst-case GPU spend is ${monthly:,.0f}/month at on-demand prices ({worst.detail}); "
-               "lower maxSize or gpuLimit, choose cheaper instance types, or raise gpuBudget.monthlyBudgetUsd")
 
 
 def pack_config_disagreements(budget: GpuBudget | None, pack_config: Mapping[str, Any] | Path) -> list[str]:

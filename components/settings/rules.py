@@ -10,16 +10,18 @@ import ipaddress
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from policies.capacity.table import stack_worst_case
+
 from components import contract
 from components.settings._base import NAMESPACE
 from components.settings.cluster import service_cidr
-from components.settings.gpu_budget import over_budget
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.problems import MISSING, Problem
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
+from components.specs.capacity import problem_key, settings_cluster, settings_simulation
 
 if TYPE_CHECKING:
-    from components.settings.stack import Settings
+    from components.settings.root import Settings
 
 Rule = Callable[["Settings"], Iterable[Problem]]
 _RULES: list[tuple[frozenset[str], Rule]] = []
@@ -185,10 +187,26 @@ def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
         yield _p(key, value, reason)
 
 
+def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
+    """``(key, value, reason)`` for each ceiling the stack's own worst case exceeds."""
+    budget = settings.gpu_budget
+    if budget is None:
+        return
+    cluster, _ = settings_cluster(settings)
+    worst = stack_worst_case(cluster.pools)
+    if worst.gpus > budget.max_gpus:
+        yield ("gpuBudget.maxGpus", budget.max_gpus,
+               f"the stack's worst-case GPU count is {worst.gpus:g} ({worst.detail}); lower node group maxSize or "
+               "NodePool gpuLimit, or raise gpuBudget.maxGpus")
+    monthly = worst.hourly_usd * cluster.hours_per_month
+    if monthly > budget.monthly_budget_usd:
+        yield ("gpuBudget.monthlyBudgetUsd", budget.monthly_budget_usd,
+               f"the stack's worst-case GPU spend is ${monthly:,.0f}/month at on-demand prices ({worst.detail}); "
+               "lower maxSize or gpuLimit, choose cheaper instance types, or raise gpuBudget.monthlyBudgetUsd")
+
+
 def capacity_problems(settings: Settings) -> list[Problem]:
     """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
-    from components.capacity_input import problem_key, settings_simulation  # the adapter imports components
-
     problems = []
     for finding in settings_simulation(settings).blocking:
         key, value = problem_key(finding, settings)

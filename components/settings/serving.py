@@ -211,7 +211,7 @@ class ServingTier(_Model):
             raise keyed(f"model name {name!r} is repeated; model names must be unique within a tier",
                         "models", len(names) - 1 - names[::-1].index(name), "name")
         # Quota against max replicas plus rollout surge (GPUs, CPU, memory) is judged by the capacity
-        # simulation (components/capacity_input.py), with the other capacity rules.
+        # simulation (components/specs/capacity.py), with the other capacity rules.
         return self
 
 

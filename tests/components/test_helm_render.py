@@ -180,7 +180,7 @@ def test_the_engine_honours_the_kube_version():
     reason = helm_render.missing_reason(chart)
     if reason:
         missing(reason)
-    from components.gpu.dra_driver import dra_driver_values
+    from components.specs.gpu_software import dra_driver_values
 
     with pytest.raises(ValueError, match="requires kubeVersion >=1.32.0-0, not Kubernetes v1.31.0"):
         helm_render.render(chart, dra_driver_values(), release_name="d", namespace="d", kube_version="1.31")

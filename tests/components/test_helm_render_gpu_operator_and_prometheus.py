@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components import contract, versions
-from components.observability.dashboards import DASHBOARD_LABEL
+from components.specs.observability import DASHBOARD_LABEL
 from tests.support import helm_render
 from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 from tests.components.test_helm_render import CUSTOM_KINDS, landing, nodes, purpose_of, rendered

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components import contract, versions
-from components.gpu.dra_driver import GPU_DEVICE_CLASS
+from components.specs.gpu_software import GPU_DEVICE_CLASS
 from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components import contract, versions
-from components.gpu.software import operator_node_labels
+from components.specs.gpu_software import operator_node_labels
 from tests.conftest import gpu_node_groups, plan_with, read_stack_config
 
 

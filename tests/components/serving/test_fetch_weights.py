@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components import versions
-from components.serving.model_server import FETCH_WEIGHTS_SCRIPT, fetch_weights_command
+from components.specs.serving import FETCH_WEIGHTS_SCRIPT, fetch_weights_command
 
 SCRIPT = Path(__file__).resolve().parents[3] / "components" / "serving" / "fetch_weights.sh"
 #: The marker the script writes after a verified copy (its content is the object listing).

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from components import versions
-from components.serving.gateway_metrics import DEMAND_METRIC
+from components.specs.gateway import DEMAND_METRIC
 from tests.support.keda_model import Autoscaler, scaled_object, trigger_queries
 from tests.support.litellm_proxy import Proxy, emitted, localized, model_api_keys
 from tests.support.model_standin import Behaviour, ModelStandIn

@@ -6,11 +6,8 @@ import ipaddress
 
 import pytest
 
-from components.serving import gateway
-
-from components.serving import model_server
-
-from components.observability import prometheus as observability
+from components.specs import gateway, observability
+from components.specs import serving as model_server
 from tests.support.network_policy_eval import Cluster, Endpoint, Service, selector_matches
 
 # --- the evaluator itself -----------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import get_args
 
 from components import contract
-from components.gpu.software import Provider
+from components.specs.gpu_software import Provider
 from components.settings.cluster import GpuSoftware
 from components.settings.karpenter import KarpenterNodePool
 from components.settings.managed_pools import GpuPool

@@ -10,7 +10,7 @@ import pytest
 from automation.offline.plan import ROOT
 from automation.offline.report import summarize
 from automation.stacks import read_stack_config
-from components.capacity_input import settings_cluster
+from components.specs.capacity import settings_cluster
 from components.settings import SettingsError, pack_config_disagreements, parse_settings
 from policies.capacity.table import stack_worst_case
 
@@ -93,7 +93,7 @@ def test_settings_worst_case_is_the_reports(stack_plan):
 
 def test_the_settings_cluster_is_worked_out_once_per_settings(monkeypatch):
     """The capacity rule and the budget rule read one cluster per parse; another parse gets its own."""
-    import components.capacity_input as capacity_input
+    import components.specs.capacity as capacity_input
 
     built = []
     real = capacity_input._settings_cluster

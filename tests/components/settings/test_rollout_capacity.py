@@ -21,7 +21,7 @@ from automation import exit_codes
 from automation.cli import main
 from automation.stacks import read_stack_config
 from components import contract
-from components.capacity_input import emitted
+from components.specs.capacity import emitted
 from components.settings import SettingsError, parse_settings
 
 from tests.support.config_changes import with_changes

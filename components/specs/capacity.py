@@ -1,0 +1,227 @@
+"""Adapter: validated settings -> the capacity simulation, before any resource is registered.
+
+It lists, in engine form, the capacity-relevant objects the program will emit (pools, Karpenter
+NodePools and their EC2NodeClasses, the Helm releases whose DaemonSets land on nodes, the EKS
+add-ons, model Deployments, their ScaledObjects, the gateway, tier quotas), built by the same spec
+functions the components wrap, and hands them to the pack's engine adapter: the program and the
+pack judge one description with one model. Values known only at deploy time (the node role, the
+tier's PriorityClass and namespace objects, the gateway's config hash) are given as their names or
+a placeholder. What it adds on top: a managed group that can grow is taken to have Cluster
+Autoscaler with its node-template tags (the program installs them whenever a group can grow), and
+every finding is named by the setting key a user edits, with the value there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from policies.capacity.engine import cluster_from_resources
+from policies.capacity.model import Cluster, ScaleFromZeroTemplate
+from policies.capacity.simulate import Finding, Simulation, simulate
+
+from components import contract, versions
+from components.specs import gateway, serving
+from components.specs.gpu_software import (
+    dcgm_exporter_values,
+    device_plugin_values,
+    gpu_operator_values,
+    operator_node_labels,
+)
+from components.specs.node_pools import (
+    AUTO_MODE_LABELS,
+    AUTO_MODE_NODE_CLASS_REF,
+    KARPENTER_LABELS,
+    KARPENTER_NODE_CLASS_REF,
+    SYSTEM_POOL,
+    ec2_node_class_manifest,
+    gpu_group_labels,
+    managed_node_group,
+    node_pool_manifest,
+    system_group_labels,
+)
+from components.specs.observability import PROMETHEUS_URL, prometheus_stack_values
+
+if TYPE_CHECKING:
+    from components.settings.root import Settings
+
+#: Stands for the EC2NodeClass's node role (an IAM role's name, known once the role exists).
+NODE_ROLE_PLACEHOLDER = "node"
+#: Stands for the gateway's config hash (a digest of the ConfigMap the program writes).
+CONFIG_HASH_PLACEHOLDER = ""
+
+
+def _resource(type_: str, name: str, inputs: dict[str, Any], parent: str = "") -> SimpleNamespace:
+    return SimpleNamespace(type=type_, name=name, urn=f"settings::{type_}::{name}", parent=parent, props=inputs)
+
+
+def _release(chart: Any, values: dict[str, Any]) -> SimpleNamespace:
+    return _resource("kubernetes:helm.sh/v3:Release", chart.chart,
+                     {"chart": chart.ref, "version": chart.version, "values": values})
+
+
+@dataclass
+class Keyed:
+    """Setting key paths for pools, workloads and quotas, and the value found there."""
+
+    pools: dict[str, str]
+    workloads: dict[str, tuple[str, Any]]
+    quotas: dict[str, str]
+
+
+def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
+    """The capacity-relevant objects the program emits for ``settings``, in engine form."""
+    out: list[SimpleNamespace] = [_resource("eks:index:Cluster", "cluster", {}),
+                                  _resource("aws:eks/addon:Addon", "pod-identity", {"addonName": "eks-pod-identity-agent"})]
+    keys = Keyed({}, {}, {})
+    software = settings.gpu_software.provider
+    system = settings.system_pool
+    out.append(_resource("eks:index:ManagedNodeGroup", SYSTEM_POOL, managed_node_group(
+        system.instance_types, system.scaling, system_group_labels(system), [])))
+    keys.pools[SYSTEM_POOL] = "systemPool"
+    for index, pool in enumerate(settings.gpu_pools):
+        out.append(_resource("eks:index:ManagedNodeGroup", pool.name, managed_node_group(
+            pool.instance_types, pool.scaling, gpu_group_labels(pool, software), contract.gpu_pool_taints_eks(pool.purpose))))
+        keys.pools[pool.name] = f"gpuPools[{index}]"
+    if settings.karpenter.enabled:
+        out.append(_release(versions.KARPENTER, {}))
+        for node_class in settings.karpenter.node_classes:
+            out.append(_resource("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", node_class.name,
+                                 ec2_node_class_manifest(node_class, cluster_name=settings.cluster_name,
+                                                         node_role=NODE_ROLE_PLACEHOLDER, tags={})))
+        for index, pool in enumerate(settings.karpenter.node_pools):
+            out.append(_resource("kubernetes:karpenter.sh/v1:NodePool", pool.name, node_pool_manifest(
+                pool, node_class_ref={**KARPENTER_NODE_CLASS_REF, "name": pool.node_class}, label_prefix=KARPENTER_LABELS,
+                extra_labels=operator_node_labels(software, "karpenter"))))
+            keys.pools[pool.name] = f"karpenter.nodePools[{index}]"
+    for index, pool in enumerate(settings.auto_mode.gpu_node_pools):
+        out.append(_resource("kubernetes:karpenter.sh/v1:NodePool", pool.name, node_pool_manifest(
+            pool, node_class_ref=AUTO_MODE_NODE_CLASS_REF, label_prefix=AUTO_MODE_LABELS,
+            extra_labels=operator_node_labels(software, "auto-mode"))))
+        keys.pools[pool.name] = f"autoMode.gpuNodePools[{index}]"
+
+    if software == contract.DEVICE_PLUGIN:
+        out.append(_release(versions.NVIDIA_DEVICE_PLUGIN, device_plugin_values()))
+        if settings.gpu_software.dcgm_exporter:
+            out.append(_release(versions.DCGM_EXPORTER, dcgm_exporter_values()))
+    elif software == contract.GPU_OPERATOR:
+        out.append(_release(versions.NVIDIA_GPU_OPERATOR, gpu_operator_values(
+            install_driver=settings.hybrid_nodes.enabled, dcgm_exporter=settings.gpu_software.dcgm_exporter)))
+    if settings.serving.enabled or settings.gpu_software.dcgm_exporter:
+        out.append(_release(versions.KUBE_PROMETHEUS_STACK, prometheus_stack_values(settings.observability.prometheus)))
+    if settings.serving.enabled:
+        out.extend(_serving(settings, keys))
+    return out, keys
+
+
+def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
+    out = []
+    pools = settings.gpu_pool_facts()
+    for tier in settings.serving.tiers:
+        namespace = serving.namespace_name(tier.name)
+        out.append(_resource("kubernetes:core/v1:ResourceQuota", f"{tier.name}-quota", {
+            "metadata": {"name": "serving-capacity", "namespace": namespace}, "spec": serving.quota_spec(tier.quota),
+        }))
+        keys.quotas[f"{namespace}/serving-capacity"] = f"serving.tiers[{tier.name}].quota"
+        for model in tier.models:
+            facts = pools.get(model.pool)
+            purpose = facts.purpose if facts else contract.GPU_INFERENCE_PURPOSE
+            out.append(_resource("kubernetes:apps/v1:Deployment", model.name, serving.deployment(
+                model, namespace=namespace, tier=tier.name, pool_purpose=purpose,
+                priority_class=serving.priority_class_name(tier.name))))
+            out.append(_resource("kubernetes:keda.sh/v1alpha1:ScaledObject", model.name, {
+                "metadata": {"name": model.name, "namespace": namespace},
+                "spec": serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL),
+            }))
+            keys.workloads[f"Deployment {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
+    gateway_settings = settings.serving.gateway
+    if gateway_settings.enabled:
+        out.append(_resource("kubernetes:apps/v1:Deployment", gateway.NAME, gateway.deployment(
+            gateway_settings.replicas, gateway_settings.bedrock_region, CONFIG_HASH_PLACEHOLDER)))
+        keys.workloads[f"Deployment {gateway.NAMESPACE}/{gateway.NAME}"] = ("serving.gateway", gateway_settings)
+    return out
+
+
+def settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
+    """The cluster the settings describe, keyed back to the settings. Worked out once per
+    ``Settings`` (frozen, so the same object describes the same cluster): the settings' capacity
+    rule and their GPU budget rule both read it, and at 500 models it takes a tenth of a second.
+    Readers must not change it."""
+    global _last_cluster
+    last = _last_cluster
+    if last is not None and last[0] is settings:
+        return last[1]
+    made = _settings_cluster(settings)
+    _last_cluster = (settings, made)
+    return made
+
+
+_last_cluster: tuple[Settings, tuple[Cluster, Keyed]] | None = None
+
+
+def _settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
+    resources, keys = emitted(settings)
+    cluster = cluster_from_resources(resources)
+    for pool in cluster.pools:
+        pool.key = keys.pools.get(pool.name, pool.name)
+        if pool.kind == "managed node group" and pool.capacity_source is None:
+            pool.capacity_source = "Cluster Autoscaler"
+            pool.template = ScaleFromZeroTemplate(
+                labels=dict(pool.labels), taints={t.key: f"{t.value}:{t.effect}" for t in pool.taints},
+                resources={contract.GPU_RESOURCE: str(pool.gpus_per_node)} if pool.is_gpu else {},
+            )
+    for workload in cluster.workloads:
+        workload.key = keys.workloads.get(workload.name, ("", None))[0]
+    for quota in cluster.quotas:
+        quota.key = keys.quotas.get(f"{quota.namespace}/{quota.name}", "")
+    return cluster, keys
+
+
+def settings_simulation(settings: Settings) -> Simulation:
+    return simulate(settings_cluster(settings)[0])
+
+
+_FIT_FIELD = {"cpu": "cpu", "memory": "memory", contract.GPU_RESOURCE: "gpusPerReplica", "pods": "pool",
+              "ephemeral-storage": "cacheSizeGib", "placement": "pool"}
+_QUOTA_FIELD = {"requests.cpu": "cpu", "cpu": "cpu", "requests.memory": "memory", "memory": "memory",
+                "limits.memory": "memory", f"requests.{contract.GPU_RESOURCE}": "gpus"}
+
+
+def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
+    """The setting a user edits for ``finding`` (without the ``llm-platform:`` prefix) and its value."""
+    raw = settings.model_dump(by_alias=True, mode="json")
+    if finding.check == "quota":
+        field = _QUOTA_FIELD.get(finding.resource, "gpus")
+        return f"{finding.where_key}.{field}", _lookup(raw, f"{finding.where_key}.{field}")
+    if finding.check in ("capacity-source", "scale-from-zero", "pool-min", "overcommit", "surge"):
+        nodepool = finding.where_key.startswith(("karpenter", "autoMode"))
+        field = "gpuLimit" if nodepool or finding.resource == contract.GPU_RESOURCE else "scaling.maxSize"
+        path = f"{finding.where_key}.{field}"
+        return path, _lookup(raw, path)
+    base = finding.workload_key or finding.where_key
+    field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max",
+             "model-memory": "maxModelLen" if finding.resource == "max-model-len" else "catalog",
+             "wake-up": "replicas.min", "rollout": "rollout"}.get(finding.check, "")
+    if base == "serving.gateway":
+        field = {"cpu": "replicas", "memory": "replicas"}.get(field, "replicas")
+    path = f"{base}.{field}" if field else base
+    return path, _lookup(raw, path)
+
+
+def _lookup(raw: dict[str, Any], path: str) -> Any:
+    """The value at a settings key path such as ``serving.tiers[batch].models[qwen].cpu``."""
+    node: Any = raw
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list):
+            if part.isdigit():
+                node = node[int(part)] if int(part) < len(node) else None
+            else:
+                node = next((item for item in node if isinstance(item, dict) and item.get("name") == part), None)
+        else:
+            return None
+        if node is None:
+            return None
+    return node

@@ -1,0 +1,475 @@
+"""One model served by vLLM, and its serving tier's quota, as the engine receives them.
+
+Placement (selector, tolerations, GPU limits) comes from the scheduling contract, never from the
+model's settings. Weights are copied from S3 to the node's NVMe-backed ``emptyDir`` by an init
+container that skips a complete cache and verifies what it copied.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
+
+from components import contract, versions
+from components.specs.gateway import demand_query
+
+if TYPE_CHECKING:
+    from components.settings.serving import ServedModel, TierQuota, TierScaling
+
+PORT = 8000
+MODEL_DIR = "/models"
+#: Failed polls in a row before KEDA's fallback holds replicas (3 x the tier's polling interval).
+FALLBACK_FAILURE_THRESHOLD = 3
+#: Unprivileged user and group every serving container runs as (neither image needs root).
+RUN_AS_USER = 1000
+#: Writable home of the non-root user (vLLM, Triton and torch.compile caches; the AWS CLI's config).
+HOME_DIR = "/home/llm"
+#: Secret key holding the tier's model API key (vLLM reads ``VLLM_API_KEY``; it guards ``/v1`` only).
+API_KEY_SECRET_KEY = "api-key"
+#: Labels every vLLM pod carries (NetworkPolicies select on them, and so does every model Service:
+#: see :func:`service_selector`).
+POD_LABELS = {"app.kubernetes.io/name": "vllm"}
+
+
+def service_selector(model: str) -> dict[str, str]:
+    """The model Service's selector: the model's pods, spelled so the gateway's egress peer matches it.
+
+    On EKS the gateway's egress rule admits a Service's ClusterIP only when the rule's podSelector
+    (:data:`POD_LABELS`) matches the Service's ``spec.selector`` itself
+    (aws/amazon-network-policy-controller-k8s, pkg/resolvers/endpoints.go,
+    ``getMatchingServiceClusterIPs``); a selector of the instance label alone selects the same pods
+    but is never admitted, and every gateway call would be dropped. The Deployment's own selector
+    (immutable) stays the instance label.
+    """
+    return {**POD_LABELS, "app.kubernetes.io/instance": model}
+
+
+def pod_security_context() -> dict[str, Any]:
+    """Pod Security ``restricted``: non-root, RuntimeDefault seccomp; ``fsGroup`` makes the
+    emptyDirs writable by the unprivileged user."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """Every capability dropped, no privilege escalation, read-only root (writes go to emptyDirs)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+#: The vLLM container's startup probe: 10 s x 180 = 30 minutes to download or load weights and
+#: capture CUDA graphs before the kubelet restarts it.
+STARTUP_PROBE_PERIOD_SECONDS = 10
+STARTUP_PROBE_FAILURES = 180
+
+# --- How long a cold start may take: what `pulumi up` waits for -----------------------------------
+# pulumi-kubernetes awaits a Deployment's rollout (Progressing/NewReplicaSetAvailable and Available)
+# on create and on every update, for DefaultDeploymentTimeoutMins = 10 unless the object carries
+# `pulumi.com/timeoutSeconds` (pulumi/pulumi-kubernetes, provider/pkg/await/deployment.go,
+# deploymentInitAwaiter.Await; provider/pkg/metadata/overrides.go, TimeoutDuration). A first GPU
+# replica needs a node, the image, the weights and the load, which together outlast 10 minutes: the
+# update would fail and nothing ordered after the Deployment would be created. Skipping the await
+# (`pulumi.com/skipAwait`) would report success for a model that never became ready; instead each
+# model Deployment carries an explicit budget, and `progressDeadlineSeconds` matches it so the
+# Deployment's own Progressing condition does not report a stalled rollout (ProgressDeadlineExceeded,
+# default 600 s) while the budget still runs. Figures are planning bounds (about twice the typical
+# time), not measurements: a real failure (image pull, CrashLoopBackOff) is printed by the awaiter
+# as it happens, so the budget only bounds how long a slow but healthy start may take.
+
+#: A GPU node launched (Karpenter or Cluster Autoscaler), joined, and its GPUs advertised by the
+#: device plugin: typically 3-5 minutes on EKS.
+NODE_READY_SECONDS = 600
+#: The vLLM image (roughly 10 GB compressed) pulled and unpacked on a fresh node: typically 3-5 minutes.
+IMAGE_PULL_SECONDS = 600
+#: Sustained copy rate assumed for the weights (S3 sync by the init container, or a Hugging Face
+#: download by vLLM): a conservative 100 MiB/s.
+WEIGHTS_COPY_BYTES_PER_SECOND = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ColdStartBudget:
+    """The seconds a first replica of a model may take to become ready, by step."""
+
+    node_ready: int
+    image_pull: int
+    weights: int
+    load: int
+
+    @property
+    def total(self) -> int:
+        return self.node_ready + self.image_pull + self.weights + self.load
+
+
+def cold_start_budget(model: ServedModel) -> ColdStartBudget:
+    """Node, image, weights (the model's size at the assumed copy rate), then the load, bounded by
+    the startup probe: the await must outlast it, or Pulumi gives up before the kubelet would."""
+    return ColdStartBudget(
+        node_ready=NODE_READY_SECONDS,
+        image_pull=IMAGE_PULL_SECONDS,
+        weights=math.ceil(model.resolved_architecture().weight_bytes() / WEIGHTS_COPY_BYTES_PER_SECOND),
+        load=STARTUP_PROBE_PERIOD_SECONDS * STARTUP_PROBE_FAILURES,
+    )
+
+
+#: The annotation pulumi-kubernetes reads for a resource's await timeout (seconds, a string).
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+
+
+def deployment_annotations(model: ServedModel) -> dict[str, str]:
+    """The await budget, as the provider reads it from the Deployment's own metadata."""
+    return {AWAIT_TIMEOUT_ANNOTATION: str(cold_start_budget(model).total)}
+
+
+#: The init container's script (its own file, so it can be read, linted and run as a script).
+FETCH_WEIGHTS_SCRIPT = (Path(__file__).resolve().parents[1] / "serving" / "fetch_weights.sh").read_text()
+#: What the weight copy may use: the AWS CLI streams, so memory stays flat whatever the model's size.
+FETCH_WEIGHTS_RESOURCES = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+
+
+def fetch_weights_command(bucket: str, prefix: str, target: str) -> list[str]:
+    """Run ``fetch_weights.sh`` with the model's bucket, prefix and cache folder as arguments (never
+    spliced into the script's text, so no value needs shell quoting)."""
+    return ["/bin/sh", "-c", FETCH_WEIGHTS_SCRIPT, "fetch-weights", bucket, prefix, target]
+
+
+def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
+    """Read-only access to one model's prefix: list it, get its objects, nothing else."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ListModelPrefix",
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                    "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                },
+                {
+                    "Sid": "FindBucketRegion",
+                    "Effect": "Allow",
+                    "Action": "s3:GetBucketLocation",
+                    "Resource": f"arn:{partition}:s3:::{bucket}",
+                },
+                {
+                    "Sid": "ReadModelObjects",
+                    "Effect": "Allow",
+                    "Action": "s3:GetObject",
+                    "Resource": f"arn:{partition}:s3:::{bucket}/{prefix}*",
+                },
+            ],
+        }
+    )
+
+
+def vllm_args(model: ServedModel) -> list[str]:
+    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica."""
+    source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    # The image's entrypoint is `vllm serve`, which takes the model as its positional argument
+    # (--model is deprecated there); embedding models run vLLM's pooling runner.
+    runner = ["--runner", "pooling"] if model.kind == "embedding" else []
+    return [
+        str(source),
+        *runner,
+        "--served-model-name", model.name,
+        "--tensor-parallel-size", str(model.gpus_per_replica),
+        "--gpu-memory-utilization", str(model.gpu_memory_utilization),
+        "--max-model-len", str(model.max_model_len),
+        "--download-dir", MODEL_DIR,
+        "--port", str(PORT),
+        *(["--quantization", model.quantization] if model.quantization else []),
+    ]
+
+
+def metric_selector(namespace: str, model: str) -> str:
+    return f'namespace="{namespace}",model_name="{model}"'
+
+
+def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
+    """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
+    replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
+
+    The gateway trigger does not ignore an empty answer: an empty answer means the gateway is not
+    scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
+    replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
+    model's histogram_quantile is NaN). Only demand (gateway requests, waiting requests) activates a
+    model from zero or keeps it from returning there.
+    """
+    sel = metric_selector(namespace, model.name)
+    triggers = [
+        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
+        ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
+        # Cache use and latency size a running model; they never keep an idle one from zero.
+        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
+        (
+            "ttft-p95",
+            f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",
+            scaling.ttft_p95_seconds,
+            "Value",
+            True,
+            scaling.ttft_p95_seconds,
+        ),
+    ]
+    result = []
+    for name, query, threshold, metric_type, ignore_null, activation in triggers:
+        result.append(
+            {
+                "type": "prometheus",
+                "name": name,
+                "metricType": metric_type,
+                "metadata": {
+                    "serverAddress": prometheus_url,
+                    "query": query,
+                    "threshold": str(threshold),
+                    "activationThreshold": str(activation),
+                    "ignoreNullValues": "true" if ignore_null else "false",
+                },
+            }
+        )
+    return result
+
+
+def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> dict[str, Any]:
+    """ScaledObject spec: bounds from the model, pace from the tier.
+
+    ``cooldownPeriod`` only governs the step to zero; above the minimum the HPA's scale-down
+    stabilization window (the tier's cooldown) keeps replicas through short lulls. When Prometheus
+    cannot answer (down, or the gateway unscraped) for ``failureThreshold`` polls, KEDA holds the
+    current replicas, or at least one (``currentReplicasIfHigher``), instead of scaling on no data.
+    """
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+        "minReplicaCount": model.replicas.min,
+        "maxReplicaCount": model.replicas.max,
+        "cooldownPeriod": scaling.cooldown_seconds,
+        "pollingInterval": scaling.polling_seconds,
+        "fallback": {
+            "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+            "replicas": max(model.replicas.min, 1),
+            "behavior": "currentReplicasIfHigher",
+        },
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": scaling.cooldown_seconds,
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    },
+                    "scaleUp": {
+                        "stabilizationWindowSeconds": 0,
+                        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+                    },
+                }
+            }
+        },
+        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url),
+    }
+
+
+def pod_labels(model: str, tier: str) -> dict[str, str]:
+    return {
+        **POD_LABELS,
+        "app.kubernetes.io/instance": model,
+        "app.kubernetes.io/part-of": "llm-platform",
+        "llm-platform.io/tier": tier,
+    }
+
+
+def pod_annotations(model: ServedModel) -> dict[str, str]:
+    """Per-GPU memory need (the pack checks it fits the pool) and the architecture the capacity model reads."""
+    return {
+        contract.GPU_MEMORY_NEED_ANNOTATION: str(model.gpu_memory_mib_per_gpu),
+        MODEL_ARCHITECTURE_ANNOTATION: json.dumps(model.resolved_architecture().to_json()),
+    }
+
+
+def vllm_env(model: ServedModel, api_key_secret: str | None, hf_token_secret: Any) -> list[dict[str, Any]]:
+    """Non-root with a read-only root: every cache goes to the writable home or the model volume."""
+    env = [
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "HOME", "value": HOME_DIR},
+        {"name": "USER", "value": "llm"},
+        {"name": "XDG_CACHE_HOME", "value": f"{HOME_DIR}/.cache"},
+        {"name": "TMPDIR", "value": "/tmp"},
+    ]
+    if api_key_secret is not None:
+        env.append(
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": api_key_secret, "key": API_KEY_SECRET_KEY}}}
+        )
+    if model.source.hugging_face:
+        env += [
+            {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
+            {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_token_secret, "key": "token"}}},
+        ]
+    return env
+
+
+def fetch_weights_container(model: ServedModel) -> dict[str, Any]:
+    """Init container copying S3 weights into the model cache (Hugging Face models download in vLLM)."""
+    return {
+        "name": "fetch-weights",
+        "image": str(versions.AWS_CLI_IMAGE),
+        "command": fetch_weights_command(model.source.bucket, model.source.prefix, f"{MODEL_DIR}/{model.name}"),
+        "resources": FETCH_WEIGHTS_RESOURCES,
+        "env": [{"name": "HOME", "value": HOME_DIR}, {"name": "TMPDIR", "value": "/tmp"}],
+        "volumeMounts": [
+            {"name": "model-cache", "mountPath": MODEL_DIR},
+            {"name": "home", "mountPath": HOME_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": container_security_context(),
+    }
+
+
+def vllm_resources(model: ServedModel, placement: dict[str, Any]) -> dict[str, Any]:
+    """Requests equal limits for memory; GPUs in both (the contract's resource name and count)."""
+    return {
+        "requests": {"cpu": model.cpu, "memory": model.memory, **placement["limits"]},
+        "limits": {"memory": model.memory, **placement["limits"]},
+    }
+
+
+def pod_spec(
+    model: ServedModel, *, pool_purpose: str, priority_class: Any, api_key_secret: str | None = None, hf_token_secret: Any = None
+) -> dict[str, Any]:
+    """The vLLM pod: placement from the scheduling contract, probes sized for a long model load.
+    ``priority_class`` is the tier's PriorityClass name (a Pulumi output in the program)."""
+    placement = contract.gpu_workload_placement(model.pool, pool_purpose, model.gpus_per_replica)
+    http = {"path": "/health", "port": "http"}
+    return {
+        "serviceAccountName": model.name,
+        # No Kubernetes API access; Pod Identity injects its own projected token.
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security_context(),
+        "priorityClassName": priority_class,
+        "nodeSelector": placement["nodeSelector"],
+        "tolerations": placement["tolerations"],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": model.name}},
+            }
+        ],
+        "terminationGracePeriodSeconds": 120,
+        "initContainers": [fetch_weights_container(model)] if model.source.s3 else [],
+        "containers": [
+            {
+                "name": "vllm",
+                "image": str(versions.VLLM_IMAGE),
+                "args": vllm_args(model),
+                "env": vllm_env(model, api_key_secret, hf_token_secret),
+                "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+                "resources": vllm_resources(model, placement),
+                "startupProbe": {"httpGet": http, "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS, "failureThreshold": STARTUP_PROBE_FAILURES},
+                "readinessProbe": {"httpGet": http, "periodSeconds": 10, "failureThreshold": 3},
+                "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
+                "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
+                "volumeMounts": [
+                    {"name": "model-cache", "mountPath": MODEL_DIR},
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    {"name": "home", "mountPath": HOME_DIR},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+                "securityContext": container_security_context(),
+            }
+        ],
+        "volumes": [
+            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+            {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+        ],
+    }
+
+
+def namespace_name(tier: str) -> str:
+    """The namespace of a serving tier."""
+    return f"serving-{tier}"
+
+
+def priority_class_name(tier: str) -> str:
+    """The tier's PriorityClass (its value decides who is preempted under GPU pressure)."""
+    return f"llm-{tier}"
+
+
+def instance_selector(model: str) -> dict[str, str]:
+    """The Deployment's and PDB's selector (a Deployment's is immutable: it stays the instance label)."""
+    return {"app.kubernetes.io/instance": model}
+
+
+def deployment(
+    model: ServedModel,
+    *,
+    namespace: Any,
+    tier: str,
+    pool_purpose: str,
+    priority_class: Any,
+    api_key_secret: str | None = None,
+    hf_token_secret: Any = None,
+) -> dict[str, Any]:
+    """The model's Deployment (``metadata`` and ``spec``). ``namespace`` and ``priority_class`` are
+    outputs in the program (the objects' names) and plain names in the capacity check."""
+    labels = pod_labels(model.name, tier)
+    return {
+        "metadata": {"name": model.name, "namespace": namespace, "labels": labels, "annotations": deployment_annotations(model)},
+        "spec": {
+            "selector": {"matchLabels": instance_selector(model.name)},
+            "progressDeadlineSeconds": cold_start_budget(model).total,
+            "strategy": contract.rollout_strategy(model.rollout),
+            "template": {
+                "metadata": {"labels": labels, "annotations": pod_annotations(model)},
+                "spec": pod_spec(model, pool_purpose=pool_purpose, priority_class=priority_class,
+                                 api_key_secret=api_key_secret, hf_token_secret=hf_token_secret),
+            },
+        },
+    }
+
+
+def service_spec(model: ServedModel) -> dict[str, Any]:
+    return {
+        "selector": service_selector(model.name),
+        # A numeric targetPort: the policy controller resolves it without any pod (a named one
+        # is resolved through the Service's pods, so a model scaled to zero would have its
+        # ClusterIP missing from the gateway's allow-list until a pod exists;
+        # getMatchingServicePort, hasTargetPortBypass in the same file).
+        "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
+        "trafficDistribution": "PreferClose",
+    }
+
+
+def disruption_budget_spec(model: ServedModel) -> dict[str, Any]:
+    return {"maxUnavailable": 1, "selector": {"matchLabels": instance_selector(model.name)}}
+
+
+def service_url(model: str, namespace: str) -> str:
+    return f"http://{model}.{namespace}.svc.cluster.local:{PORT}/v1"
+
+
+def quota_spec(quota: TierQuota) -> dict[str, Any]:
+    """The tier's ResourceQuota: GPUs, CPU and memory its models may request together."""
+    return {
+        "hard": {
+            f"requests.{contract.GPU_RESOURCE}": str(quota.gpus),
+            "requests.cpu": quota.cpu,
+            "requests.memory": quota.memory,
+            "limits.memory": quota.memory,
+        }
+    }

@@ -1,0 +1,107 @@
+"""The spec functions as plain functions: settings in, the engine's camelCase dicts out, no Pulumi.
+
+Expected values are the scheduling contract's and vLLM's own (see PLATFORM.md), written out here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from automation.stacks import read_stack_config
+from components.settings import parse_settings
+from components.settings.karpenter import KarpenterNodePool
+from components.settings.serving import ServedModel
+from components.specs import gateway, node_pools, serving
+from components.specs.capacity import emitted
+
+
+@pytest.fixture()
+def llama() -> ServedModel:
+    return ServedModel.model_validate({
+        "name": "llama-8b", "source": {"s3": "s3://my-models/llama-3.1-8b-instruct/"}, "pool": "gpu-inference",
+        "catalog": "llama-3.1-8b-instruct", "replicas": {"min": 1, "max": 3},
+    })
+
+
+def test_a_vllm_deployment_on_an_inference_pool(llama):
+    described = serving.deployment(llama, namespace="serving-interactive", tier="interactive",
+                                   pool_purpose="gpu-inference", priority_class="llm-interactive",
+                                   api_key_secret="model-api-key")
+    assert described["metadata"]["name"] == "llama-8b" and described["metadata"]["namespace"] == "serving-interactive"
+    assert described["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    pod = described["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"llm-platform.io/pool": "gpu-inference"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["priorityClassName"] == "llm-interactive"
+    [vllm] = pod["containers"]
+    assert vllm["name"] == "vllm"
+    assert vllm["args"] == ["/models/llama-8b", "--served-model-name", "llama-8b", "--tensor-parallel-size", "1",
+                            "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--download-dir", "/models",
+                            "--port", "8000"]
+    assert vllm["resources"] == {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
+                                 "limits": {"memory": "32Gi", "nvidia.com/gpu": "1"}}
+    assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "model-api-key", "key": "api-key"}}} in vllm["env"]
+    [fetch] = pod["initContainers"]
+    assert fetch["command"][3:] == ["fetch-weights", "my-models", "llama-3.1-8b-instruct/", "/models/llama-8b"]
+    assert fetch["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+
+
+def test_a_training_pool_model_tolerates_the_workload_taint_too(llama):
+    pod = serving.pod_spec(llama, pool_purpose="gpu-training", priority_class="llm-batch")
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "llm-platform.io/workload", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
+    ]
+    assert pod["initContainers"][0]["name"] == "fetch-weights"
+
+
+def test_a_karpenter_nodepool_for_one_pool():
+    pool = KarpenterNodePool.model_validate(
+        {"name": "gpu-x", "nodeClass": "gpu", "instanceFamilies": ["g5"], "gpuLimit": 8, "expireAfter": "720h"})
+    manifest = node_pools.node_pool_manifest(pool, node_class_ref={**node_pools.KARPENTER_NODE_CLASS_REF, "name": "gpu"},
+                                             label_prefix=node_pools.KARPENTER_LABELS)
+    assert manifest["apiVersion"] == "karpenter.sh/v1" and manifest["kind"] == "NodePool"
+    template = manifest["spec"]["template"]
+    assert {k: template["metadata"]["labels"][k] for k in (
+        "node.kubernetes.io/purpose", "llm-platform.io/pool", "nvidia.com/gpu.present", "llm-platform.io/capacity-type")} == {
+        "node.kubernetes.io/purpose": "gpu-inference", "llm-platform.io/pool": "gpu-x",
+        "nvidia.com/gpu.present": "true", "llm-platform.io/capacity-type": "on-demand"}
+    assert template["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+    assert template["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert template["spec"]["expireAfter"] == "720h"
+    assert template["spec"]["requirements"][:3] == [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ]
+    assert manifest["spec"]["limits"] == {"nvidia.com/gpu": "8"}
+
+
+def test_the_gateway_runs_on_the_system_pool_with_its_config_hash():
+    described = gateway.deployment(3, "us-east-1", "abc123")
+    assert described["metadata"] == {"name": "llm-gateway", "namespace": "llm-gateway", "labels": gateway.LABELS}
+    spec = described["spec"]
+    assert spec["replicas"] == 3
+    assert spec["template"]["metadata"]["annotations"] == {"llm-platform.io/config-hash": "abc123"}
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {"node.kubernetes.io/purpose": "system"}
+    [litellm] = pod["containers"]
+    assert litellm["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+    assert {"name": "AWS_REGION", "value": "us-east-1"} in litellm["env"]
+
+
+def test_the_capacity_check_reads_the_objects_the_components_emit():
+    """One description: the adapter's Deployments and NodePools are the spec functions' output, so the
+    settings' capacity check and the program cannot drift apart."""
+    settings = parse_settings(read_stack_config("prod"))
+    resources, _ = emitted(settings)
+    by_key = {(r.type, r.name): r.props for r in resources}
+    tier = settings.serving.tiers[0]
+    model = tier.models[0]
+    purpose = settings.gpu_pool_facts()[model.pool].purpose
+    assert by_key[("kubernetes:apps/v1:Deployment", model.name)] == serving.deployment(
+        model, namespace=f"serving-{tier.name}", tier=tier.name, pool_purpose=purpose, priority_class=f"llm-{tier.name}")
+    pool = settings.karpenter.node_pools[0]
+    assert by_key[("kubernetes:karpenter.sh/v1:NodePool", pool.name)]["spec"]["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class}
+    assert by_key[("kubernetes:apps/v1:Deployment", "llm-gateway")]["spec"]["replicas"] == settings.serving.gateway.replicas
