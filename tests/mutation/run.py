@@ -115,15 +115,36 @@ def cosmic_ray(args, command: str, config_file: Path, db_file: Path, tree: Path)
         raise SystemExit(f"cosmic-ray {command} {config_file.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
 
 
-def run_file(path: str, tree: Path, out: Path, args, known: dict, baselines: dict) -> Score:
-    score = Score(path)
-    tests = tests_for(path, tree)
-    if not tests:
-        score.note = "no test reaches it"
+@dataclass
+class Session:
+    """One source file's cosmic-ray session: its config, work db, scoped test command and drawn mutants."""
+
+    module: str
+    path: str
+    config_file: Path
+    db_file: Path
+    tests: list[str]
+    command: str
+    candidates: list[tuple[str, str, tuple]] = field(default_factory=list)  # (draw hash, job id, key)
+    drawn: set[str] = field(default_factory=set)
+    score: Score = field(default_factory=lambda: Score(""))
+
+
+def keyword_star(item, lines: list[str]) -> bool:
+    """A ``*`` that marks keyword-only parameters: not arithmetic, so its "Mul" mutants are not mutants."""
+    line_no, col = item.mutations[0].start_pos
+    rest = lines[line_no - 1][col + 1:].lstrip()
+    return lines[line_no - 1][col] == "*" and rest[:1] in (",", ")")
+
+
+def prepare(module: str, path: str, tree: Path, out: Path, args) -> Session:
+    """``cosmic-ray init`` for one file; mutants outside the operator set are marked skipped."""
     name = path.replace("/", "__").removesuffix(".py")
-    config_file, db_file = out / "sessions" / f"{name}.toml", out / "sessions" / f"{name}.sqlite"
+    tests = tests_for(path, tree)
     command = f"{args.python} -m pytest -x -q -p no:cacheprovider -p no:randomly {' '.join(tests)}"
-    config_file.write_text(
+    session = Session(module, path, out / "sessions" / f"{name}.toml", out / "sessions" / f"{name}.sqlite",
+                      tests, command, score=Score(path))
+    session.config_file.write_text(
         "[cosmic-ray]\n"
         f'module-path = "{path}"\n'
         f"timeout = {float(CONFIG['timeout'])}\n"
@@ -132,59 +153,67 @@ def run_file(path: str, tree: Path, out: Path, args, known: dict, baselines: dic
         "[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
-    if db_file.exists():
-        db_file.unlink()
-    cosmic_ray(args, "init", config_file, db_file, tree)
+    if session.db_file.exists():
+        session.db_file.unlink()
+    cosmic_ray(args, "init", session.config_file, session.db_file, tree)
     include = re.compile("|".join(f"(?:{o})" for o in CONFIG["operators"]))
     lines = (tree / path).read_text().splitlines()
-    with use_db(str(db_file), WorkDB.Mode.open) as db:
-        items = [i for i in db.pending_work_items]
-        chosen, seen = [], {}
+    with use_db(str(session.db_file), WorkDB.Mode.open) as db:
+        items = sorted(db.pending_work_items, key=lambda i: (i.mutations[0].operator_name, i.mutations[0].occurrence))
+        seen: dict = {}
         for item in items:
-            if include.match(item.mutations[0].operator_name):
-                chosen.append(item)
-            else:
-                db.set_result(item.job_id, WorkResult(output="operator not in the set", worker_outcome=WorkerOutcome.SKIPPED))
-        score.total = len(chosen)
-
-        def draw(item) -> str:
-            m = item.mutations[0]
-            return hashlib.sha256(f"{m.module_path}:{m.operator_name}:{m.occurrence}".encode()).hexdigest()
-
-        chosen.sort(key=draw)
-        keep = chosen if args.sample == 0 else chosen[:args.sample]
-        for item in chosen[len(keep):]:
-            db.set_result(item.job_id, WorkResult(output="not drawn", worker_outcome=WorkerOutcome.SKIPPED))
-        keep.sort(key=lambda i: (i.mutations[0].operator_name, i.mutations[0].occurrence))
-        for item in keep:
-            key = mutant_key(item, lines, seen)
-            if key in known:
-                score.equivalent += 1
-                db.set_result(item.job_id, WorkResult(output=f"equivalent: {known[key]}",
+            mutation = item.mutations[0]
+            if not include.match(mutation.operator_name) or keyword_star(item, lines):
+                db.set_result(item.job_id, WorkResult(output="not in the operator set",
                                                       worker_outcome=WorkerOutcome.SKIPPED))
-        score.sampled = len(keep)
-    if not tests:
+                continue
+            draw = hashlib.sha256(f"{path}:{mutation.operator_name}:{mutation.occurrence}".encode()).hexdigest()
+            session.candidates.append((draw, item.job_id, mutant_key(item, lines, seen)))
+    session.score.total = len(session.candidates)
+    return session
+
+
+def mark(session: Session, known: dict) -> None:
+    """Skip the mutants not drawn; count the drawn equivalents apart."""
+    with use_db(str(session.db_file), WorkDB.Mode.open) as db:
+        for _, job_id, key in session.candidates:
+            if job_id not in session.drawn:
+                db.set_result(job_id, WorkResult(output="not drawn", worker_outcome=WorkerOutcome.SKIPPED))
+            elif key in known:
+                session.score.equivalent += 1
+                db.set_result(job_id, WorkResult(output=f"equivalent: {known[key]}",
+                                                 worker_outcome=WorkerOutcome.SKIPPED))
+    session.score.sampled = len(session.drawn)
+
+
+def execute(session: Session, tree: Path, args, baselines: dict) -> Score:
+    """``cosmic-ray exec`` of the drawn mutants in ``tree``, then the file's score and survivors."""
+    score = session.score
+    if not session.drawn:
+        return score
+    if not session.tests:
+        score.note = "no test reaches it"
         score.survived = score.sampled - score.equivalent
         return score
-    if command not in baselines:
-        clean = subprocess.run(command, shell=True, cwd=tree, capture_output=True, text=True)
-        baselines[command] = "" if clean.returncode == 0 else clean.stdout[-2000:]
-    if baselines[command]:
+    if session.command not in baselines:
+        clean = subprocess.run(session.command, shell=True, cwd=tree, capture_output=True, text=True)
+        baselines[session.command] = "" if clean.returncode == 0 else clean.stdout[-2000:]
+    if baselines[session.command]:
         score.note = "the scoped tests fail unmutated"
-        print(f"{path}: the scoped tests fail without a mutant:\n{baselines[command]}", file=sys.stderr)
+        print(f"{session.path}: the scoped tests fail without a mutant:\n{baselines[session.command]}", file=sys.stderr)
         return score
-    cosmic_ray(args, "exec", config_file, db_file, tree)
-    with use_db(str(db_file), WorkDB.Mode.open) as db:
+    cosmic_ray(args, "exec", session.config_file, session.db_file, tree)
+    keys = {job_id: key for _, job_id, key in session.candidates}
+    with use_db(str(session.db_file), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
                 continue
             if result.worker_outcome == WorkerOutcome.NORMAL and result.test_outcome == TestOutcome.SURVIVED:
                 score.survived += 1
-                mutation = item.mutations[0]
-                key = mutant_key(item, lines, {})
+                mutation, key = item.mutations[0], keys[item.job_id]
                 score.survivors.append(
-                    f"## {path}:{mutation.start_pos[0]} {mutation.operator_name} (occurrence {mutation.occurrence})\n"
-                    f"# equivalent.txt key: {key[0]} | {key[1]} | {key[3]} | {key[4]} | {key[2]} | <reason>\n"
+                    f"## {session.path}:{mutation.start_pos[0]} {mutation.operator_name}\n"
+                    f"# equivalent.txt line: {key[0]} | {key[1]} | {key[3]} | {key[4]} | {key[2]} | <why>\n"
                     f"{result.diff}\n")
             elif result.worker_outcome == WorkerOutcome.NO_TEST:
                 score.sampled -= 1
@@ -200,7 +229,8 @@ def percent(killed: int, scored: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--module", default="", help="one file or folder of the modules in pyproject.toml")
-    parser.add_argument("--sample", type=int, default=int(CONFIG["sample"]), help="mutants per file, 0 for all")
+    parser.add_argument("--sample", type=int, default=int(CONFIG["sample"]),
+                        help="mutants per module, 0 for all")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--python", required=True, help="the program's venv python that runs the tests")
     parser.add_argument("--out", default=str(ROOT / "build" / "mutation"))
@@ -228,42 +258,53 @@ def main() -> int:
         tree = out / f"tree-{slot}"
         copy_tree(tree)
         trees.put(tree)
+    sessions = [prepare(module, path, out / "tree-0", out, args) for module, path in files]
+    for module in dict.fromkeys(m for m, _ in files):
+        pool = sorted((draw, job_id, s) for s in sessions if s.module == module for draw, job_id, _ in s.candidates)
+        for _, job_id, session in (pool if args.sample == 0 else pool[:args.sample]):
+            session.drawn.add(job_id)
+    for session in sessions:
+        mark(session, known)
     baselines: dict[str, str] = {}
 
-    def job(path: str) -> Score:
+    def job(session: Session) -> Score:
         tree = trees.get()
         try:
-            score = run_file(path, tree, out, args, known, baselines)
+            score = execute(session, tree, args, baselines)
         finally:
             trees.put(tree)
-        print(f"{path}: {score.killed} killed / {score.scored} ({score.equivalent} equivalent) {score.note}",
-              flush=True)
+        if session.drawn:
+            print(f"{session.path}: {score.killed} killed / {score.scored} ({score.equivalent} equivalent) {score.note}",
+                  flush=True)
         return score
 
+    busiest_first = sorted(sessions, key=lambda s: -len(s.drawn))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        scores = list(pool.map(job, [path for _, path in files]))
+        list(pool.map(job, busiest_first))
+    scores = [s.score for s in sessions]
 
     by_module: dict[str, list[Score]] = {}
     for (module, _), score in zip(files, scores):
         by_module.setdefault(module, []).append(score)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sample = "every mutant" if args.sample == 0 else f"{args.sample} mutants per file, drawn by a stable hash"
+    sample = "every mutant" if args.sample == 0 else f"{args.sample} mutants per module, drawn by a stable hash"
     lines = [f"Mutation scores, {when}, cosmic-ray {version('cosmic-ray')}, {sample}.", "",
-             "| module / file | killed / scored | score | equivalent | mutants in the file (operator set) |",
+             "| module / file | killed / scored | score | equivalent | drawn | mutants (operator set) |",
              "|---|---|---|---|---|"]
     failing = []
     for module, module_scores in by_module.items():
         killed = sum(s.killed for s in module_scores)
         scored = sum(s.scored for s in module_scores)
         lines.append(f"| **{module}** | **{killed} / {scored}** | **{percent(killed, scored)}** | "
-                     f"{sum(s.equivalent for s in module_scores)} | {sum(s.total for s in module_scores)} |")
+                     f"{sum(s.equivalent for s in module_scores)} | {sum(s.sampled for s in module_scores)} | "
+                     f"{sum(s.total for s in module_scores)} |")
         if scored and 100 * killed / scored < float(CONFIG["fail-under"]):
             failing.append(module)
         if len(module_scores) > 1:
             for s in module_scores:
                 note = f" ({s.note})" if s.note else ""
                 lines.append(f"| {s.path}{note} | {s.killed} / {s.scored} | {percent(s.killed, s.scored)} | "
-                             f"{s.equivalent} | {s.total} |")
+                             f"{s.equivalent} | {s.sampled} | {s.total} |")
     report = "\n".join(lines) + "\n"
     (out / "report.md").write_text(report)
     (out / "survivors.txt").write_text("\n".join(x for s in scores for x in s.survivors))
