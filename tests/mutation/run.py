@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import fnmatch
 import glob
 import hashlib
 import os
@@ -55,18 +56,38 @@ class Score:
         return self.killed + self.survived
 
 
-def equivalents() -> dict[tuple, str]:
-    """(file, operator, source line, column in it, n-th at that column) -> reason."""
-    table = {}
+@dataclass(frozen=True)
+class Equivalent:
+    """One line of the equivalents file; ``*`` in path (a glob), column or nth matches any."""
+
+    path: str
+    operator: str
+    column: str
+    nth: str
+    source: str
+    reason: str
+
+    def matches(self, key: tuple) -> bool:
+        path, operator, source, column, nth = key
+        return (fnmatch.fnmatch(path, self.path) and operator == self.operator and source == self.source
+                and self.column in ("*", str(column)) and self.nth in ("*", str(nth)))
+
+
+def equivalents() -> list[Equivalent]:
+    """The argued equivalent mutants (file | operator | column | nth | source line | reason)."""
+    table = []
     for number, line in enumerate((ROOT / CONFIG["equivalents"]).read_text().splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = [p.strip() for p in line.split(" | ")]
         if len(parts) != 6:
             sys.exit(f"{CONFIG['equivalents']}:{number}: need 'file | operator | column | nth | source line | reason'")
-        path, operator, column, nth, source, reason = parts
-        table[(path, operator, source, int(column), int(nth))] = reason
+        table.append(Equivalent(*parts))
     return table
+
+
+def equivalent_reason(known: list[Equivalent], key: tuple) -> str | None:
+    return next((e.reason for e in known if e.matches(key)), None)
 
 
 def mutant_key(item, source_lines: list[str], seen: dict) -> tuple:
@@ -173,16 +194,15 @@ def prepare(module: str, path: str, tree: Path, out: Path, args) -> Session:
     return session
 
 
-def mark(session: Session, known: dict) -> None:
+def mark(session: Session, known: list[Equivalent]) -> None:
     """Skip the mutants not drawn; count the drawn equivalents apart."""
     with use_db(str(session.db_file), WorkDB.Mode.open) as db:
         for _, job_id, key in session.candidates:
             if job_id not in session.drawn:
                 db.set_result(job_id, WorkResult(output="not drawn", worker_outcome=WorkerOutcome.SKIPPED))
-            elif key in known:
+            elif (reason := equivalent_reason(known, key)) is not None:
                 session.score.equivalent += 1
-                db.set_result(job_id, WorkResult(output=f"equivalent: {known[key]}",
-                                                 worker_outcome=WorkerOutcome.SKIPPED))
+                db.set_result(job_id, WorkResult(output=f"equivalent: {reason}", worker_outcome=WorkerOutcome.SKIPPED))
     session.score.sampled = len(session.drawn)
 
 
@@ -258,7 +278,8 @@ def main() -> int:
         tree = out / f"tree-{slot}"
         copy_tree(tree)
         trees.put(tree)
-    sessions = [prepare(module, path, out / "tree-0", out, args) for module, path in files]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        sessions = list(pool.map(lambda f: prepare(f[0], f[1], out / "tree-0", out, args), files))
     for module in dict.fromkeys(m for m, _ in files):
         pool = sorted((draw, job_id, s) for s in sessions if s.module == module for draw, job_id, _ in s.candidates)
         for _, job_id, session in (pool if args.sample == 0 else pool[:args.sample]):
