@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.builders import GPU, nodepool, patch, resource, workload
+from tests.policies.builders import GPU, UNKNOWN, nodepool, patch, resource, workload
 from tests.policies.conftest import one
 
 TAINTED, SCHEDULABLE = "gpu-pools-tainted", "gpu-workload-schedulable"
@@ -225,3 +225,30 @@ def test_a_key_no_requirement_or_label_sets_is_missing_on_karpenter_nodes(pack):
     one(pack.stack_messages([pool, workload(selector={"team": "ml"})], SCHEDULABLE),
         "Karpenter NodePool 'pool': its nodes cannot satisfy 'team'")
     assert pack.stack_messages([pool, workload(selector={K + "instance-family": "g6e"})], SCHEDULABLE) == []
+
+
+@pytest.mark.parametrize("auto_mode, prefix", [(False, K), (True, A)])
+def test_gpu_instance_labels_are_well_known_under_the_pools_own_prefix(pack, auto_mode, prefix):
+    """Karpenter (or Auto Mode) sets instance-gpu-* labels on each GPU node it launches, so a pod may
+    select on them without a requirement naming them; the other provisioner's prefix is absent."""
+    pool = patch(nodepool("pool"), {REQUIREMENTS: [req(prefix + "instance-category", "In", "g")]})
+    if auto_mode:
+        pool = patch(pool, {"spec.template.spec.nodeClassRef": {"group": "eks.amazonaws.com", "kind": "NodeClass",
+                                                                "name": "default"}})
+    label = "Auto Mode NodePool" if auto_mode else "Karpenter NodePool"
+    own = workload(selector={prefix + "instance-gpu-count": "1"})
+    assert pack.stack_messages([pool, own], SCHEDULABLE) == []
+    other = (A if prefix == K else K) + "instance-gpu-count"
+    one(pack.stack_messages([pool, workload(selector={other: "1"})], SCHEDULABLE),
+        f"{label} 'pool': its nodes cannot satisfy '{other}'")
+
+
+def test_a_requirement_whose_key_is_no_string_is_ignored(pack):
+    """A malformed requirement makes nothing GPU capacity and breaks nothing."""
+    assert pack.messages(untainted_nodepool({"key": 7, "operator": "In", "values": ["1"]}), TAINTED) == []
+
+
+def test_a_nodepool_whose_name_is_not_known_yet_admits_a_selector_on_its_name(pack):
+    """karpenter.sh/nodepool is the NodePool's name; while the name is computed, any value may match."""
+    pool = patch(nodepool("pool"), {("metadata", "name"): UNKNOWN})
+    assert pack.stack_messages([pool, workload(selector={"karpenter.sh/nodepool": "gpu"})], SCHEDULABLE) == []
