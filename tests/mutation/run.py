@@ -23,6 +23,7 @@ import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -128,12 +129,31 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(source, dest / name)
 
 
+RUNNING: set[subprocess.Popen] = set()
+
+
+def stop_children(signum: int, _frame) -> None:
+    """On Ctrl-C or SIGTERM, end the cosmic-ray processes too (each in its own process group, with the
+    test run it started), so no mutant is left written into a tree copy by an orphan."""
+    for process in list(RUNNING):
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)
+
+
 def cosmic_ray(args, command: str, config_file: Path, db_file: Path, tree: Path) -> None:
     """One cosmic-ray command in ``tree``; its own output only when it fails."""
-    done = subprocess.run([args.cosmic_ray, command, str(config_file), str(db_file)], cwd=tree,
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"cosmic-ray {command} {config_file.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    process = subprocess.Popen([args.cosmic_ray, command, str(config_file), str(db_file)], cwd=tree,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    RUNNING.add(process)
+    try:
+        _, stderr = process.communicate()
+    finally:
+        RUNNING.discard(process)
+    if process.returncode:
+        raise SystemExit(f"cosmic-ray {command} {config_file.name} failed ({process.returncode}):\n{stderr[-3000:]}")
 
 
 @dataclass
@@ -255,6 +275,8 @@ def main() -> int:
     parser.add_argument("--python", required=True, help="the program's venv python that runs the tests")
     parser.add_argument("--out", default=str(ROOT / "build" / "mutation"))
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, stop_children)
+    signal.signal(signal.SIGINT, stop_children)
     args.python = str(Path(args.python).absolute())
     args.cosmic_ray = str(Path(sys.executable).parent / "cosmic-ray")
     out = Path(args.out).absolute()

@@ -252,3 +252,50 @@ def test_a_nodepool_whose_name_is_not_known_yet_admits_a_selector_on_its_name(pa
     """karpenter.sh/nodepool is the NodePool's name; while the name is computed, any value may match."""
     pool = patch(nodepool("pool"), {("metadata", "name"): UNKNOWN})
     assert pack.stack_messages([pool, workload(selector={"karpenter.sh/nodepool": "gpu"})], SCHEDULABLE) == []
+
+
+# --- a managed group's scaling without scalingConfig: EKS's defaults, minSize 1 and maxSize 2 -------------
+
+SYSTEM_POOL = "system-pool-on-demand-ha"
+
+
+def test_a_system_group_without_scaling_config_has_eks_default_min_size_1(pack):
+    group = resource("eks:index:ManagedNodeGroup", "system", {
+        "instanceTypes": ["m7i.xlarge"], "capacityType": "ON_DEMAND", "taints": [],
+        "labels": {"node.kubernetes.io/purpose": "system", "llm-platform.io/capacity-type": "on-demand"}})
+    assert pack.messages(group, SYSTEM_POOL) == [
+        "Run the system node pool on-demand, untainted, with scalingConfig.minSize of at least 2.\n"
+        "ManagedNodeGroup 'system' is the system pool with minSize 1; it needs at least 2 nodes (spread over two "
+        "AZs) to survive a node loss. Raise scalingConfig.minSize to 2."]
+    sized = patch(group, {"scalingConfig": {"minSize": 2, "maxSize": 3}})
+    assert pack.messages(sized, SYSTEM_POOL) == []
+
+
+def test_a_gpu_group_without_scaling_config_counts_eks_default_max_size_2(pack):
+    """2 nodes x 4 GPUs (g5.12xlarge) = 8 GPUs: within a cap of 8, above a cap of 7."""
+    group = resource("eks:index:ManagedNodeGroup", "gpu", {
+        "amiType": "AL2023_x86_64_NVIDIA", "instanceTypes": ["g5.12xlarge"],
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]})
+    pack.configure({"gpu-capacity-cap": {"maxGpus": 8}})
+    assert pack.stack_messages([group], "gpu-capacity-cap") == []
+    pack.configure({"gpu-capacity-cap": {"maxGpus": 7}})
+    [message] = pack.stack_messages([group], "gpu-capacity-cap")
+    assert "Worst-case GPU count is 8, above the cap of 7 (managed node group 'gpu': 2 nodes x 4 GPUs at $" in message
+
+
+def test_a_pods_memory_selection_narrows_the_pools_memory_before_the_need_is_judged(pack):
+    """The pool may launch 22888 or 45776 MiB GPUs; a pod that selects the 22888 ones cannot have 40000."""
+    memory = "llm-platform.io/gpu-memory-mib"
+    pool = patch(nodepool("pool"), {
+        "spec.template.metadata.labels": {"node.kubernetes.io/purpose": "gpu-inference"},
+        REQUIREMENTS: [req(K + "instance-category", "In", "g"), req(memory, "In", "22888", "45776")]})
+
+    def pod(*sizes: str) -> dict:
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [req(memory, "In", *sizes)]}]}}}
+        return patch(workload(annotations={memory: "40000"}), {"spec.template.spec.affinity": affinity})
+
+    assert pack.stack_messages([pool, pod("45776")], SCHEDULABLE) == []
+    message = one(pack.stack_messages([pool, pod("22888")], SCHEDULABLE),
+                  "Karpenter NodePool 'pool': its GPUs have 22888 MiB, the pod needs 40000 MiB per GPU")
+    assert "45776" not in message.split("fits no pool")[1]
