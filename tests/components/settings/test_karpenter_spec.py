@@ -33,7 +33,8 @@ CRON_MESSAGE = ("Value error, {!r} is not a cron schedule like '0 9 * * mon-fri'
 @pytest.mark.parametrize(
     "schedule",
     ["0 9 * * mon-fri", "@daily", "@hourly", "59 23 31 12 6", "0 0 1 1 0", "*/15 * * * *", "0 0 * jan-dec sun-sat",
-     "0,30 8-17 * * 1-5", "0 */23 * * *", "0 9 * * MON"],
+     "0,30 8-17 * * 1-5", "0 */23 * * *", "0 9 * * MON", "0 9 * * 6-sat", "0 9 * * 0-sun", "0 9 * 1-jan *",
+     "0 9 * 12-dec *"],
 )
 def test_cron_schedules_in_range(schedule):
     assert messages(DisruptionBudget, {"nodes": "1", "schedule": schedule, "duration": "1h"}) == []
