@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.capacity.instances import Resources, load_instances
+from policies.capacity.instances import Instance, Resources, load_instances
 from policies.capacity.model import Cluster, Pool, Selection, Workload
 from policies.capacity.simulate import simulate
 
@@ -162,3 +162,32 @@ def test_a_cluster_autoscaler_group_at_zero_plans_only_on_its_first_type():
     assert (fit.resource, fit.need, fit.have) == ("nvidia.com/gpu", "2", "1")
     assert "(g5.xlarge)" in fit.message and "(g5.12xlarge)" not in fit.message
     assert "Cluster Autoscaler sizes a group at 0 nodes by its first instance type" in fit.message
+
+
+# --- the roomiest node named in a fit finding; plans without workloads -------------------------------
+
+CPU_HEAVY = Instance("cpu-heavy.8xlarge", "g", "cpu-heavy", 32, 65536, 1, "a10g", 22888, 2.0, 58)
+MEMORY_HEAVY = Instance("memory-heavy.8xlarge", "g", "memory-heavy", 16, 131072, 1, "a10g", 22888, 2.0, 58)
+
+
+def test_a_fit_finding_names_the_roomiest_type_by_gpus_then_cpu_then_memory():
+    """Neither 1-GPU type holds a 2-GPU pod; with GPUs equal, the one with more CPU is the roomiest."""
+    pool = Pool(name="gpu", kind="Karpenter NodePool", instances=[MEMORY_HEAVY, CPU_HEAVY], labels={}, taints=[],
+                gpu_limit=8, capacity_source="Karpenter")
+    cluster = Cluster(pools=[pool], workloads=[workload("b", 2, 1, 1, cpu_m=900)])
+    [fit] = [f for f in simulate(cluster).findings if f.check == "fit"]
+    assert (fit.resource, fit.need, fit.have) == ("nvidia.com/gpu", "2", "1")
+    assert "(cpu-heavy.8xlarge)" in fit.message and "memory-heavy" not in fit.message
+
+
+def test_a_pool_nothing_lands_on_plans_no_nodes():
+    plan = the_plan(Cluster(pools=[gpu_pool("g5.12xlarge", max_nodes=3)]))
+    assert (plan.nodes_at_min, plan.nodes_at_max, plan.gpus_at_min, plan.gpus_at_max) == (0, 0, 0, 0)
+
+
+def test_a_gpu_limit_bounds_no_nodes_of_a_pool_without_gpus():
+    cpu = Pool(name="cpu", kind="Karpenter NodePool", instances=[CATALOG.instances["m7i.xlarge"]], labels={},
+               taints=[], gpu_limit=4, capacity_source="Karpenter")
+    assert the_plan(Cluster(pools=[cpu])).max_nodes is None
+    cpu.node_limit = 6
+    assert the_plan(Cluster(pools=[cpu])).max_nodes == 6
