@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.checks.test_capacity_simulation import SIM, scaled_stack
+from tests.policies.builders import nodepool, patch
+from tests.policies.checks.test_capacity_simulation import KARPENTER, SIM, scaled_stack, scaler, server
 from tests.policies.conftest import one
 
 AWQ_70B = "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"
@@ -42,3 +43,19 @@ def test_a_catalog_name_as_model_uses_the_fallback(pack):
     args = ["--model", "/models/llama-3.1-70b-instruct-awq", "--max-model-len", "8192"]
     one(pack.stack_messages(scaled_stack(args=args), SIM), "vllm (llama-3.1-70b-instruct-awq, awq-int4,",
         "need", "39.6 GiB per GPU")
+
+
+def test_a_nodepool_requirement_that_a_gpu_label_does_not_exist_admits_only_cpu_types(pack):
+    """instance-gpu-count DoesNotExist keeps a g5/m7i NodePool to m7i types (Karpenter sets the label on
+    GPU types only), so a 1-GPU server fits none of them."""
+    def pool(*requirements: dict) -> dict:
+        return patch(nodepool(), {"spec.template.spec.requirements": [
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5", "m7i"]}, *requirements]})
+
+    selector = {"llm-platform.io/pool": "gpu-inference"}
+    cpu_only = pool({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"})
+    message = one(pack.stack_messages([KARPENTER, cpu_only, server(selector=selector), scaler()], SIM),
+                  "vllm requests 1 of nvidia.com/gpu per pod but the roomiest usable node of Karpenter NodePool "
+                  "'gpu-inference' (m7i.")
+    assert "(g5." not in message
+    assert pack.stack_messages([KARPENTER, pool(), server(selector=selector), scaler()], SIM) == []
