@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from automation.offline.pack.findings import PolicyConfigError
-from tests.policies.builders import resource_quota, workload
+from tests.policies.builders import gpu_node_group, nodepool, patch, resource_quota, workload
 from tests.policies.conftest import one
 
 QUOTA, CAP = "gpu-namespace-quota", "gpu-capacity-cap"
@@ -25,3 +25,15 @@ def test_the_gpu_cap_is_a_count_from_zero(pack):
     with pytest.raises(PolicyConfigError) as caught:
         pack.configure({"all": "mandatory", CAP: {"maxGpus": -1}})
     assert "gpu-capacity-cap: maxGpus: -1 is less than the minimum of 0" in str(caught.value)
+
+
+def test_a_static_nodepool_scaled_to_zero_adds_no_gpus(pack):
+    """3 nodes x 1 GPU (g5.xlarge group at maxSize 3) plus a static NodePool of 0 replicas: 3 GPUs."""
+    group = patch(gpu_node_group(), {"scalingConfig.maxSize": 3, "instanceTypes": ["g5.xlarge"]})
+    static = patch(nodepool("static"), {"spec.replicas": 0})
+    pack.configure({"all": "mandatory", CAP: {"maxGpus": 2}})
+    [message] = pack.stack_messages([group, static], CAP)
+    assert message.endswith("Worst-case GPU count is 3, above the cap of 2 (managed node group 'inference': 3 nodes "
+                            "x 1 GPUs at $1.006/h). Lower node group maxSize or NodePool GPU limits, or raise maxGpus "
+                            "for this stack.")
+    assert "static" not in message
