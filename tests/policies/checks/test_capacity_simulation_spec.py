@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.policies.builders import nodepool, patch
-from tests.policies.checks.test_capacity_simulation import KARPENTER, SIM, scaled_stack, scaler, server
+from tests.policies.checks.test_capacity_simulation import KARPENTER, OVER, SIM, scaled_stack, scaler, server
 from tests.policies.conftest import one
 
 AWQ_70B = "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"
@@ -59,3 +59,12 @@ def test_a_nodepool_requirement_that_a_gpu_label_does_not_exist_admits_only_cpu_
                   "'gpu-inference' (m7i.")
     assert "(g5." not in message
     assert pack.stack_messages([KARPENTER, pool(), server(selector=selector), scaler()], SIM) == []
+
+
+def test_overcommit_advice_is_attached_to_the_pool(pack):
+    """capacity-overcommit names the shared pool's resource, so the finding shows on it in a preview."""
+    stack = [*scaled_stack(max_size=3), server("other"), scaler("other", low=0, high=2,
+                                                                query='sum(rate(litellm_requests_total{model="other"}[2m]))')]
+    [violation] = pack.analyze_stack(stack, OVER)
+    group = next(r for r in stack if r["type"] == "eks:index:ManagedNodeGroup")
+    assert violation.urn == group["urn"]
