@@ -333,7 +333,7 @@ def main() -> int:
     sample = "every mutant" if args.sample == 0 else f"{args.sample} mutants per module, drawn by a stable hash"
     lines = [f"Mutation scores, {when}, cosmic-ray {version('cosmic-ray')}, {sample}.", "",
              "| module / file | killed / scored | score | equivalent | drawn | mutants (operator set) |",
-             "|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|"]
     failing = []
     for module, module_scores in by_module.items():
         killed = sum(s.killed for s in module_scores)
