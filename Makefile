@@ -7,7 +7,7 @@ STACK ?= dev
 GATEWAY_VENV := .venv-gateway
 GATEWAY_STAMP := $(GATEWAY_VENV)/.installed
 
-.PHONY: venv gateway-venv check test bench clean
+.PHONY: venv gateway-venv check test bench mutation clean
 
 $(STAMP): requirements.txt policies/requirements.txt tests/requirements-helm.txt
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,23 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_recording.py
 	$(VENV)/bin/python benchmarks/bench_policies.py build/bench/prod/plan.json
 	$(VENV)/bin/python benchmarks/bench_capacity.py
+
+# Mutation testing of the decision code (pyproject.toml [tool.cosmic-ray], tests/mutation/run.py):
+# cosmic-ray in its own .venv-mutation, the mutants' tests in .venv. Not part of `make test`.
+# `make mutation MODULE=policies/lib/pools.py` runs one module or file; SAMPLE=0 every mutant.
+MUTATION_VENV := .venv-mutation
+MUTATION_STAMP := $(MUTATION_VENV)/.installed
+MODULE ?=
+SAMPLE ?=
+
+$(MUTATION_STAMP): requirements-mutation.txt
+	$(PYTHON) -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements-mutation.txt
+	touch $(MUTATION_STAMP)
+
+mutation: $(STAMP) $(MUTATION_STAMP)
+	$(MUTATION_VENV)/bin/python tests/mutation/run.py --python $(VENV)/bin/python --jobs $$(nproc 2>/dev/null || echo 1) \
+		$(if $(MODULE),--module $(MODULE)) $(if $(SAMPLE),--sample $(SAMPLE))
 
 clean:
 	rm -rf build .pytest_cache

@@ -73,7 +73,65 @@ def fields(model: type[BaseModel], node: Any, path: tuple) -> Iterator[tuple[tup
                     yield from fields(sub, item, path + (key, i))
 
 
-def _bounds(info) -> tuple[float | None, float | None]:
+#: Every bounded numeric key's documented range (lowest, highest accepted; None: unbounded), as numbers:
+#: the out-of-range cases are built from these, so moving a bound in the code fails a case here instead of
+#: moving the case with it. A ``gt`` bound is listed as its excluded edge (0 for "above 0").
+RANGES: dict[tuple[str, ...], tuple[float | None, float | None]] = {
+    ('gpuBudget', 'maxGpus'): (0, 100_000),
+    ('gpuBudget', 'monthlyBudgetUsd'): (0, 1_000_000_000),
+    ('gpuHoursMonthlyBudget',): (1, 10_000_000),
+    ('gpuPools', 'diskSizeGib'): (50, 4000),
+    ('gpuPools', 'scaling', 'desiredSize'): (0, 1000),
+    ('gpuPools', 'scaling', 'maxSize'): (1, 1000),
+    ('gpuPools', 'scaling', 'minSize'): (0, 1000),
+    ('karpenter', 'nodeClasses', 'kubelet', 'imageGcHighThresholdPercent'): (1, 100),
+    ('karpenter', 'nodeClasses', 'kubelet', 'imageGcLowThresholdPercent'): (0, 99),
+    ('karpenter', 'nodeClasses', 'kubelet', 'maxPods'): (1, 737),
+    ('karpenter', 'nodeClasses', 'rootVolume', 'iops'): (3000, 16_000),
+    ('karpenter', 'nodeClasses', 'rootVolume', 'sizeGib'): (20, 16_384),
+    ('karpenter', 'nodeClasses', 'rootVolume', 'throughputMibps'): (125, 1000),
+    ('karpenter', 'nodePools', 'gpuLimit'): (1, 10_000),
+    ('karpenter', 'nodePools', 'weight'): (1, 100),
+    ('karpenter', 'replicas'): (1, 5),
+    ('kmsDeletionWindowDays',): (7, 30),
+    ('network', 'azCount'): (2, 6),
+    ('observability', 'prometheus', 'replicas'): (1, 5),
+    ('observability', 'prometheus', 'retentionDays'): (1, 400),
+    ('observability', 'prometheus', 'volumeSizeGib'): (10, 16_384),
+    ('serving', 'gateway', 'numRetries'): (0, 5),
+    ('serving', 'gateway', 'replicas'): (1, 20),
+    ('serving', 'gateway', 'timeoutSeconds'): (5, 600),
+    ('serving', 'tiers', 'models', 'architecture', 'headDim'): (1, 1024),
+    ('serving', 'tiers', 'models', 'architecture', 'hiddenSize'): (1, None),
+    ('serving', 'tiers', 'models', 'architecture', 'kvHeads'): (1, 1024),
+    ('serving', 'tiers', 'models', 'architecture', 'layers'): (1, 1000),
+    ('serving', 'tiers', 'models', 'architecture', 'maxPositionEmbeddings'): (1, None),
+    ('serving', 'tiers', 'models', 'architecture', 'parameters'): (1_000_000, 10_000_000_000_000),
+    ('serving', 'tiers', 'models', 'architecture', 'vocabSize'): (1, None),
+    ('serving', 'tiers', 'models', 'cacheSizeGib'): (10, 4000),
+    ('serving', 'tiers', 'models', 'gpuMemoryUtilization'): (0.5, 0.98),
+    ('serving', 'tiers', 'models', 'gpusPerReplica'): (1, 8),
+    ('serving', 'tiers', 'models', 'maxModelLen'): (256, 1_048_576),
+    ('serving', 'tiers', 'models', 'replicas', 'max'): (1, 100),
+    ('serving', 'tiers', 'models', 'replicas', 'min'): (0, 100),
+    ('serving', 'tiers', 'priority'): (0, 1_000_000_000),
+    ('serving', 'tiers', 'quota', 'gpus'): (0, 10_000),
+    ('serving', 'tiers', 'scaling', 'activationRequests'): (0, None),
+    ('serving', 'tiers', 'scaling', 'cooldownSeconds'): (30, 86_400),
+    ('serving', 'tiers', 'scaling', 'gatewayRequestsPerSecond'): (0, None),
+    ('serving', 'tiers', 'scaling', 'kvCacheUsage'): (0, 1),
+    ('serving', 'tiers', 'scaling', 'pollingSeconds'): (5, 300),
+    ('serving', 'tiers', 'scaling', 'ttftP95Seconds'): (0, None),
+    ('serving', 'tiers', 'scaling', 'waitingRequests'): (0, None),
+    ('systemPool', 'diskSizeGib'): (20, 1000),
+    ('systemPool', 'scaling', 'desiredSize'): (0, 1000),
+    ('systemPool', 'scaling', 'maxSize'): (1, 1000),
+    ('systemPool', 'scaling', 'minSize'): (0, 1000),
+}
+
+
+def _code_bounds(info) -> tuple[float | None, float | None]:
+    """The bounds a field declares (only to check RANGES against; cases never use them)."""
     low = high = None
     for meta in info.metadata:
         if isinstance(meta, annotated_types.Ge):
@@ -87,8 +145,9 @@ def _bounds(info) -> tuple[float | None, float | None]:
     return low, high
 
 
-def mutations(info, value: Any) -> Iterator[tuple[str, Any]]:
-    """Bad values for one field: wrong type, out of range, markup, inf/NaN."""
+def mutations(info, value: Any, key: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """Bad values for one field (``key``: its path without list indices): wrong type, out of range, markup,
+    inf/NaN."""
     kind, inner = _inner(info.annotation)
     if kind in ("model", "dict"):
         yield "type", 17
@@ -105,7 +164,7 @@ def mutations(info, value: Any) -> Iterator[tuple[str, Any]]:
         yield "type", "maybe"
     elif annotation in (int, float):
         yield "type", "many"
-        low, high = _bounds(info)
+        low, high = RANGES.get(key, (None, None))
         if low is not None:
             yield "below-range", low - 1
         if high is not None:
@@ -129,7 +188,7 @@ def cases() -> Iterator[tuple[str, str, tuple, Any]]:
         for path, info, current in fields(Settings, raw, ()):
             if _parent(raw, path) is None:
                 continue
-            for kind, bad in mutations(info, current):
+            for kind, bad in mutations(info, current, tuple(p for p in path if not isinstance(p, int))):
                 ident = (tuple(p for p in path if not isinstance(p, int)), kind)
                 if ident in seen:
                     continue
@@ -228,6 +287,19 @@ def test_generated_cases_cover_every_settings_key():
                  ("observability", "alerting", "receivers", "pagerDuty", "routingKey"), ("tags",)]:
         assert must in reached, must
     assert len(CASES) > 250, len(CASES)
+
+
+def test_the_ranges_are_the_bounds_every_numeric_key_declares():
+    """RANGES lists each bounded key once, with the bounds the models declare: a new bounded key, or a
+    bound moved either way, fails here (the out-of-range cases below catch a bound moved outward too)."""
+    declared = {}
+    for stack, config in BASES.items():
+        raw = {k.removeprefix("llm-platform:"): v for k, v in config.items()}
+        for path, info, _ in fields(Settings, raw, ()):
+            low, high = _code_bounds(info)
+            if low is not None or high is not None:
+                declared[tuple(p for p in path if not isinstance(p, int))] = (low, high)
+    assert declared == RANGES
 
 
 def test_every_generated_case_is_refused_by_check(capsys, tmp_path):
