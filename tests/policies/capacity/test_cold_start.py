@@ -17,7 +17,6 @@ quantization leaves them unquantized):
 
 from __future__ import annotations
 
-
 import pytest
 
 from policies.capacity import cold_start
