@@ -34,7 +34,7 @@ from tests.policies.builders import (
     resource,
     workload,
 )
-from tests.policies.conftest import Pack, engine_config, one
+from tests.policies.conftest import Pack, engine_config, one, stack_yaml_config
 
 POLICY = "cold-start-budget"
 IMAGE = "vllm/vllm-openai:v0.33.0"
@@ -147,3 +147,24 @@ def test_an_unreadable_budget_names_its_key():
     for pack in _pack(bad):
         one(pack.stack_messages(karpenter_stack("m"), POLICY),
             "llm-platform:serving.tiers[0].coldStartBudgetSeconds must be a number of seconds > 0")
+
+
+@pytest.mark.parametrize("budget, messages", [
+    (600, []),
+    (300, ["llama-3-1-70b-instruct-awq (tier interactive) starts cold in 520 s on a new g5.12xlarge of Karpenter "
+           "NodePool 'gpu-interactive', above its tier's coldStartBudgetSeconds of 300; the image step dominates with "
+           "198 s"]),
+])
+def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget, messages):
+    """The program's own prod objects: its 70B AWQ model lands on gpu-interactive, planned on g5.12xlarge, with the
+    EC2NodeClass root volume at 750 MiB/s that Pulumi.prod.yaml sets; the other tiers set no budget."""
+    config = stack_yaml_config("prod")
+    serving = json.loads(json.dumps(config["llm-platform:serving"]))
+    serving["tiers"][0]["coldStartBudgetSeconds"] = budget
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config({**config, "llm-platform:serving": serving})}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure({"all": "mandatory"})
+        found = [v.message for v in runner.analyze_plan(prod_plan.resources) if v.policy_name == POLICY]
+    assert len(found) == len(messages)
+    for message, expected in zip(found, messages):
+        assert expected in message, message
