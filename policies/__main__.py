@@ -12,6 +12,7 @@ from checks import (
     amis,
     autoscaling,
     capacity_simulation,
+    cold_start,
     dra,
     gpu_agents,
     gpu_capacity,
@@ -43,5 +44,6 @@ PolicyPack(
         *autoscaling.POLICIES,
         *dra.POLICIES,
         *capacity_simulation.POLICIES,
+        *cold_start.POLICIES,
     ],
 )

@@ -1,0 +1,368 @@
+"""How long a model takes from its first request to its first token: cold (no node) and warm (node up).
+
+A start is a sum of named steps, in the order the kubelet runs them for the model server's pod:
+
+1. ``node``: a GPU node is provisioned by the pool's capacity source and advertises its GPUs;
+2. ``image``: the model server's image is downloaded and unpacked (``images.json`` holds its size);
+3. ``weights``: the weights are copied from S3 to the node's disk (the init container), unless a
+   node-local cache already holds them;
+4. ``load``: the weights are read from the node's disk into GPU memory;
+5. ``compile``: vLLM's ``torch.compile`` and CUDA graph capture before it serves;
+6. ``readiness``: the startup probe sees the server up (at most one probe period later).
+
+Each step carries a typical figure (``seconds``: the prediction) and a planning bound
+(``bound_seconds``: the worst case the program waits for before it calls a rollout failed), both
+worked out from :class:`Figure` s that name their source: a documented measurement, a published
+number, or an estimate that says why it is one. :func:`await_budget` sums the bounds into the four
+parts the model server's ``pulumi.com/timeoutSeconds`` and ``progressDeadlineSeconds`` use, so the
+prediction and the bound come from one place.
+
+Pure Python (no Pulumi): the program's settings import it as ``policies.capacity.cold_start`` and
+the pack as ``capacity.cold_start``. Facts that live in the program (the root volume's throughput,
+the startup probe) are parameters, never imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .instances import Instance
+
+IMAGES_PATH = Path(__file__).resolve().parent / "images.json"
+MIB = 1024**2
+
+#: The cases a start is predicted for.
+COLD, WARM = "cold", "warm"
+#: Capacity sources, spelled as :attr:`capacity.model.Pool.capacity_source` spells them.
+KARPENTER, CLUSTER_AUTOSCALER, AUTO_MODE, FIXED_NODES = "Karpenter", "Cluster Autoscaler", "EKS Auto Mode", "fixed nodes"
+CAPACITY_SOURCES = (KARPENTER, CLUSTER_AUTOSCALER, AUTO_MODE, FIXED_NODES)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number a step is worked out from, with its unit and where it comes from."""
+
+    name: str
+    value: float
+    unit: str
+    source: str
+
+    def describe(self) -> str:
+        return f"{self.name} {self.value:g} {self.unit}"
+
+
+# --- the published and estimated figures ------------------------------------------------------
+
+KARPENTER_BATCH_IDLE = Figure(
+    "Karpenter batch idle duration", 1, "s",
+    "Karpenter settings reference: BATCH_IDLE_DURATION defaults to 1s (the window Karpenter waits for more "
+    "pending pods before it launches)")
+CLUSTER_AUTOSCALER_SCAN = Figure(
+    "Cluster Autoscaler scan interval", 10, "s",
+    "kubernetes/autoscaler cluster-autoscaler FAQ and main.go: --scan-interval defaults to 10s (how often "
+    "pending pods are looked at)")
+ASG_SCALE_OUT = Figure(
+    "Auto Scaling group scale-out activity", 30, "s",
+    "estimate: Cluster Autoscaler raises the group's desired capacity and EC2 Auto Scaling starts the "
+    "launch in its next activity; AWS publishes no latency for it")
+INSTANCE_LAUNCH_AND_JOIN = Figure(
+    "EC2 launch, boot and node join", 90, "s",
+    "estimate: RunInstances/CreateFleet to a Ready kubelet on the EKS AL2023 NVIDIA AMI (boot, nodeadm, "
+    "VPC CNI); no published figure for GPU AMIs; consistent with the 3-5 minutes components/serving/"
+    "model_server.py gives for a node with its GPUs advertised")
+GPU_ADVERTISED = Figure(
+    "device plugin advertises nvidia.com/gpu", 30, "s",
+    "estimate: the NVIDIA device plugin (or GPU Operator operands) DaemonSet starts on the new node and "
+    "registers its GPUs with the kubelet; the scheduler binds the pod only then")
+NODE_BOUND = Figure(
+    "node planning bound", 600, "s",
+    "planning bound, about twice the typical time (components/serving/model_server.py NODE_READY_SECONDS)")
+
+IMAGE_UNPACK = Figure(
+    "layer unpack rate", 150, "MiB/s",
+    "estimate: containerd decompresses each gzip layer on one core (no pigz by default) and writes it to the "
+    "node's disk; 28.6 GB at this rate takes about 3 minutes, within the 3-5 minutes components/serving/"
+    "model_server.py gives for the vLLM image")
+IMAGE_BOUND = Figure(
+    "image planning bound", 600, "s",
+    "planning bound, about twice the typical time (components/serving/model_server.py IMAGE_PULL_SECONDS)")
+
+S3_PER_CONNECTION = Figure(
+    "S3 throughput per connection", 85, "MB/s",
+    "AWS, Amazon S3 performance guidelines (optimizing-performance-guidelines, 'Horizontally scale storage "
+    "connections'): make one concurrent request for each 85-90 MB/s of desired network throughput")
+S3_CONNECTIONS = Figure(
+    "concurrent S3 requests of aws s3 sync", 10, "connections",
+    "AWS CLI S3 configuration reference (topic s3-config): max_concurrent_requests defaults to 10; the "
+    "fetch-weights init container runs aws s3 sync with the default")
+WEIGHTS_BOUND_RATE = Figure(
+    "weights planning copy rate", 100, "MiB/s",
+    "planning bound: the conservative copy rate components/serving/model_server.py assumes "
+    "(WEIGHTS_COPY_BYTES_PER_SECOND)")
+
+HOST_TO_GPU = Figure(
+    "host-to-GPU copy rate", 25, "GB/s",
+    "estimate: PCIe 4.0 x16 (A10G, L4, L40S, A100) carries 32 GB/s raw and about 25 GB/s in NVIDIA's "
+    "bandwidthTest; the node's disk is the slower side on every catalog GPU type")
+TORCH_COMPILE = Figure(
+    "torch.compile", 60, "s",
+    "estimate: vLLM compiles the model on its first start and caches it under ~/.cache/vllm/torch_compile_cache "
+    "(docs.vllm.ai design/torch_compile); the model server's HOME is an emptyDir, so every pod compiles afresh")
+CUDA_GRAPHS = Figure(
+    "CUDA graph capture", 30, "s",
+    "estimate: vLLM captures one CUDA graph per batch size it serves; a published capture of 371 sizes took 43 s "
+    "(huggingface.co nvidia/Nemotron-3-Embed-1B-NVFP4 discussion #4, vLLM 0.25.0), the default capture list is shorter")
+
+GP3_BASELINE = Figure(
+    "gp3 baseline throughput", 125, "MiB/s",
+    "AWS, Amazon EBS volume types: a gp3 volume delivers 125 MiB/s unless provisioned higher (up to 1000 MiB/s)")
+
+
+# --- steps ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One named step of a start: the prediction, the planning bound, and the figures behind both.
+
+    ``bound_seconds`` is ``None`` when another step's bound already covers this one (the startup probe's
+    window bounds load, compile and readiness together).
+    """
+
+    name: str
+    seconds: float
+    bound_seconds: float | None
+    figures: tuple[Figure, ...]
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.name} {_seconds(self.seconds)} ({self.detail})"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 100 or float(value).is_integer() else f"{value:.1f} s"
+
+
+def _bytes(value: float) -> str:
+    return f"{value / 1e9:.2f} GB"
+
+
+def _rate(bytes_per_second: float) -> str:
+    return f"{bytes_per_second / MIB:.0f} MiB/s"
+
+
+def network_bytes_per_second(instance: Instance) -> float:
+    """The instance's network bandwidth (catalog ``networkBandwidthMbps``, megabits) in bytes per second."""
+    if not instance.network_bandwidth_mbps:
+        raise ValueError(f"policies/instance_catalog.json has no networkBandwidthMbps for {instance.name}")
+    return instance.network_bandwidth_mbps * 1e6 / 8
+
+
+def _network_figure(instance: Instance) -> Figure:
+    return Figure(f"{instance.name} network bandwidth", float(instance.network_bandwidth_mbps or 0), "Mbps",
+                  "policies/instance_catalog.json networkBandwidthMbps (Karpenter's instance-network-bandwidth, "
+                  "from ec2:DescribeInstanceTypes)")
+
+
+def _disk_figure(disk_throughput_mibps: float) -> Figure:
+    return Figure("node root volume throughput", disk_throughput_mibps, "MiB/s",
+                  "the pool's root volume as the stack emits it (EC2NodeClass blockDeviceMappings or the managed "
+                  "group's launch template); gp3's 125 MiB/s baseline when it sets none")
+
+
+def node_provisioning(capacity_source: str | None) -> Step:
+    """A node of the pool, from the pending pod to GPUs the scheduler can bind to."""
+    if capacity_source == FIXED_NODES:
+        return Step("node", 0.0, 0.0, (), "fixed nodes: already up")
+    if capacity_source == KARPENTER:
+        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+    elif capacity_source == CLUSTER_AUTOSCALER:
+        figures = (CLUSTER_AUTOSCALER_SCAN, ASG_SCALE_OUT, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+    elif capacity_source == AUTO_MODE:
+        # Auto Mode is Karpenter run by EKS: the same batching and launch; its GPU AMI runs the device plugin.
+        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+    else:
+        raise ValueError(f"no capacity source {capacity_source!r}; expected one of {', '.join(CAPACITY_SOURCES)}")
+    seconds = float(sum(f.value for f in figures))
+    return Step("node", seconds, NODE_BOUND.value, (*figures, NODE_BOUND),
+                f"{capacity_source}: " + " + ".join(f"{f.name} {f.value:g} s" for f in figures))
+
+
+@dataclass(frozen=True)
+class ImageSize:
+    reference: str
+    compressed_bytes: int
+    uncompressed_bytes: int
+    source: str
+
+
+def image_key(image: str) -> str:
+    """``repository:tag`` of an image reference (a digest after ``@`` dropped; no tag means ``latest``)."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return name if ":" in last else f"{name}:latest"
+
+
+@lru_cache(maxsize=1)
+def _images() -> dict[str, Any]:
+    return json.loads(IMAGES_PATH.read_text())["images"]
+
+
+def image_size(image: str) -> ImageSize:
+    """The image's sizes from ``images.json``; :class:`KeyError` naming the image and the file when absent."""
+    key = image_key(image)
+    entry = _images().get(key)
+    if entry is None:
+        raise KeyError(f"image {key} has no size in policies/capacity/images.json")
+    return ImageSize(key, int(entry["compressedBytes"]), int(entry["uncompressedBytes"]), str(entry["source"]))
+
+
+def image_pull(image: str, instance: Instance, disk_throughput_mibps: float, *, present: bool = False) -> Step:
+    """Download the compressed layers over the lesser of the node's network and its disk, then unpack
+    them onto the disk at the lesser of the disk and the unpack rate."""
+    if present:
+        return Step("image", 0.0, 0.0, (), f"{image_key(image)} already on the node")
+    size = image_size(image)
+    disk = disk_throughput_mibps * MIB
+    download_rate = min(network_bytes_per_second(instance), disk)
+    unpack_rate = min(disk, IMAGE_UNPACK.value * MIB)
+    seconds = size.compressed_bytes / download_rate + size.uncompressed_bytes / unpack_rate
+    figures = (Figure(f"{size.reference} compressed", size.compressed_bytes, "bytes", size.source),
+               Figure(f"{size.reference} unpacked", size.uncompressed_bytes, "bytes", size.source),
+               _network_figure(instance), _disk_figure(disk_throughput_mibps), IMAGE_UNPACK, IMAGE_BOUND)
+    return Step("image", seconds, IMAGE_BOUND.value, figures,
+                f"{size.reference}: {_bytes(size.compressed_bytes)} at {_rate(download_rate)}, "
+                f"{_bytes(size.uncompressed_bytes)} unpacked at {_rate(unpack_rate)}")
+
+
+def s3_bytes_per_second() -> float:
+    """What one node's ``aws s3 sync`` draws from S3: connections x throughput per connection."""
+    return S3_CONNECTIONS.value * S3_PER_CONNECTION.value * 1e6
+
+
+def weights_bound_seconds(weight_bytes: float) -> int:
+    """The planning bound of the weight copy: the weights at the conservative copy rate, whole seconds up."""
+    return math.ceil(weight_bytes / (WEIGHTS_BOUND_RATE.value * MIB))
+
+
+def weight_fetch(weight_bytes: float, instance: Instance, disk_throughput_mibps: float, *,
+                 cached: bool = False) -> Step:
+    """Copy the weights from S3 onto the node's disk, at the lesser of S3 per node, the node's network
+    and the disk's write throughput; nothing when the node-local cache holds them."""
+    if cached:
+        return Step("weights", 0.0, 0.0, (), "node-local cache holds them")
+    rate = min(s3_bytes_per_second(), network_bytes_per_second(instance), disk_throughput_mibps * MIB)
+    figures = (Figure("weights", weight_bytes, "bytes", "policies/capacity/model_catalog.json: parameters x bits "
+                      "per weight of the quantization (policies/capacity/llm.py Architecture.weight_bytes)"),
+               S3_PER_CONNECTION, S3_CONNECTIONS, _network_figure(instance), _disk_figure(disk_throughput_mibps),
+               WEIGHTS_BOUND_RATE)
+    return Step("weights", weight_bytes / rate, float(weights_bound_seconds(weight_bytes)), figures,
+                f"{_bytes(weight_bytes)} from S3 at {_rate(rate)}")
+
+
+def gpu_load(weight_bytes: float, disk_throughput_mibps: float, *, probe_window_seconds: float) -> Step:
+    """Read the weights from the node's disk into GPU memory (the slower of the disk and the host-to-GPU
+    link). Its bound is the startup probe's whole window, which also covers compile and readiness."""
+    rate = min(disk_throughput_mibps * MIB, HOST_TO_GPU.value * 1e9)
+    window = Figure("startup probe window", probe_window_seconds, "s",
+                    "the model server's startupProbe: periodSeconds x failureThreshold, after which the kubelet "
+                    "restarts the container (Kubernetes pod lifecycle: container probes)")
+    return Step("load", weight_bytes / rate, probe_window_seconds, (_disk_figure(disk_throughput_mibps), HOST_TO_GPU, window),
+                f"{_bytes(weight_bytes)} from disk at {_rate(rate)}")
+
+
+def compile_and_capture() -> Step:
+    return Step("compile", TORCH_COMPILE.value + CUDA_GRAPHS.value, None, (TORCH_COMPILE, CUDA_GRAPHS),
+                f"torch.compile {TORCH_COMPILE.value:g} s + CUDA graphs {CUDA_GRAPHS.value:g} s")
+
+
+def readiness(startup_probe_period_seconds: float) -> Step:
+    figure = Figure("startup probe period", startup_probe_period_seconds, "s",
+                    "the model server's startupProbe.periodSeconds: the server is seen up at most one period after it is")
+    return Step("readiness", float(startup_probe_period_seconds), None, (figure,),
+                f"startup probe every {startup_probe_period_seconds:g} s")
+
+
+# --- a start ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Start:
+    """One model's start on one pool's node type, cold or warm, as named steps."""
+
+    model: str
+    pool: str
+    instance: str
+    case: str
+    steps: tuple[Step, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    @property
+    def bound_seconds(self) -> float:
+        return sum(s.bound_seconds or 0.0 for s in self.steps)
+
+    @property
+    def dominant(self) -> Step:
+        """The longest step (the first of equals), where shortening the start pays most."""
+        return max(self.steps, key=lambda s: s.seconds)
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)
+
+    def describe(self) -> str:
+        return (f"{self.model} starts {self.case} in {_seconds(self.seconds)} on {self.instance} ({self.pool}): "
+                + ", ".join(s.describe() for s in self.steps))
+
+
+def start(model: str, pool: str, *, weight_bytes: float, instance: Instance, capacity_source: str | None, image: str,
+          disk_throughput_mibps: float, startup_probe_period_seconds: float, startup_probe_failures: int,
+          case: str = COLD, weights_cached: bool = False) -> Start:
+    """The model's start. ``cold``: a new node (provisioned, image pulled, nothing cached). ``warm``: a pod
+    rescheduled or scaled out onto a node that is up and has the image; the weights are fetched again unless
+    ``weights_cached`` (a node-local cache that outlives the pod)."""
+    if case not in (COLD, WARM):
+        raise ValueError(f"case must be {COLD!r} or {WARM!r}, not {case!r}")
+    cold = case == COLD
+    steps = (
+        node_provisioning(capacity_source) if cold else Step("node", 0.0, 0.0, (), "node already up"),
+        image_pull(image, instance, disk_throughput_mibps, present=not cold),
+        weight_fetch(weight_bytes, instance, disk_throughput_mibps, cached=weights_cached and not cold),
+        gpu_load(weight_bytes, disk_throughput_mibps,
+                 probe_window_seconds=startup_probe_period_seconds * startup_probe_failures),
+        compile_and_capture(),
+        readiness(startup_probe_period_seconds),
+    )
+    return Start(model, pool, instance.name, case, steps)
+
+
+@dataclass(frozen=True)
+class AwaitBudget:
+    """The planning bound of a cold start in the four parts the model server's Deployment is given
+    (``pulumi.com/timeoutSeconds`` and ``progressDeadlineSeconds``): node, image, weights, and the startup
+    probe's window for load, compile and readiness."""
+
+    node_ready: int
+    image_pull: int
+    weights: int
+    load: int
+
+    @property
+    def total(self) -> int:
+        return self.node_ready + self.image_pull + self.weights + self.load
+
+
+def await_budget(cold: Start) -> AwaitBudget:
+    """The bound of a cold :class:`Start`, as whole seconds."""
+    if cold.case != COLD:
+        raise ValueError("the await budget bounds a cold start")
+    bound = {s.name: math.ceil(s.bound_seconds or 0) for s in cold.steps}
+    return AwaitBudget(node_ready=bound["node"], image_pull=bound["image"], weights=bound["weights"],
+                       load=bound["load"])

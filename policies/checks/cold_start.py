@@ -1,0 +1,168 @@
+"""A model's cold start fits its tier's budget: ``cold-start-budget``.
+
+The stack's ``llm-platform:serving`` configuration (``PULUMI_CONFIG``, see :mod:`lib.stack_config`)
+gives each tier an optional ``coldStartBudgetSeconds`` and lists the tier's models. For every model
+Deployment of such a tier the pack finds the pool it lands on and the node type the autoscaler plans
+with (:func:`capacity.simulate`), the pool's root volume throughput (EC2NodeClass, Auto Mode
+NodeClass, or the managed group's launch template; gp3's baseline when none is set), the model's
+weights (its architecture annotation or catalog entry), its image and its startup probe, and
+predicts the cold start with :mod:`capacity.cold_start`. A model over its budget is reported with
+the step that dominates and every step's figure. Tiers without a budget, and stacks whose deciding
+fields are not known yet (preview), are not judged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from capacity import simulate
+from capacity.cold_start import GP3_BASELINE, start
+from capacity.engine import SELF_METRIC_PREFIXES, cluster_from_resources
+from capacity.model import Workload, quantity
+from checks.capacity_simulation import _knowable
+from lib.kit import MANDATORY, Stack, stack_policy
+from lib.resources import EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
+from lib.stack_config import NAMESPACE, StackConfigError, stack_config
+
+SERVING_KEY = f"{NAMESPACE}:serving"
+BUDGET_FIELD = "coldStartBudgetSeconds"
+#: Kubernetes' probe defaults (core/v1 Probe: periodSeconds 10, failureThreshold 3).
+PROBE_PERIOD_DEFAULT, PROBE_FAILURES_DEFAULT = 10, 3
+AUTO_MODE_NODECLASS = "kubernetes:eks.amazonaws.com/v1:NodeClass"
+
+
+def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, float]]:
+    """Model name -> (tier, ``coldStartBudgetSeconds``) for every tier that sets a budget.
+
+    :class:`StackConfigError` names the key when the value is unreadable.
+    """
+    value = (stack_config() if config is None else config).get(SERVING_KEY)
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise StackConfigError(f"{SERVING_KEY} is not a JSON object (the stack's configuration)") from None
+    tiers = value.get("tiers") if isinstance(value, dict) else None
+    budgets: dict[str, tuple[str, float]] = {}
+    for index, tier in enumerate(tiers if isinstance(tiers, list) else []):
+        if not isinstance(tier, dict) or tier.get(BUDGET_FIELD) is None:
+            continue
+        budget = tier[BUDGET_FIELD]
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf:
+            raise StackConfigError(f"{SERVING_KEY}.tiers[{index}].{BUDGET_FIELD} must be a number of seconds > 0 "
+                                   "(the stack's configuration)")
+        name = str(tier.get("name") or f"tiers[{index}]")
+        for model in tier.get("models") or []:
+            if isinstance(model, dict) and model.get("name"):
+                budgets[str(model["name"])] = (name, float(budget))
+    return budgets
+
+
+def _throughput(ebs: Any) -> float | None:
+    number = quantity(ebs.get("throughput")) if isinstance(ebs, dict) else None
+    return number if number else None
+
+
+def root_volume_mibps(stack: Stack, pool_urn: str) -> float | None:
+    """The root volume throughput (MiB/s) the pool's nodes get, ``None`` when the stack sets none."""
+    resource = stack.by_urn.get(pool_urn)
+    if resource is None:
+        return None
+    if resource.type == NODEPOOL:
+        ref = ((resource.props.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
+        for node_class in stack.of_type(EC2NODECLASS, AUTO_MODE_NODECLASS):
+            if (node_class.props.get("metadata") or {}).get("name") != ref.get("name"):
+                continue
+            spec = node_class.props.get("spec") or {}
+            if node_class.type == AUTO_MODE_NODECLASS:
+                return _throughput(spec.get("ephemeralStorage"))
+            mappings = [m for m in spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+            root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
+            return _throughput((root or {}).get("ebs"))
+        return None
+    # A managed group's launch template is its sibling (or an ancestor's child).
+    owners = {resource.parent, *stack.ancestors(resource)} - {None, ""}
+    for template in stack.of_type(LAUNCH_TEMPLATE):
+        if template.parent in owners:
+            for mapping in template.props.get("blockDeviceMappings") or []:
+                if isinstance(mapping, dict) and (found := _throughput(mapping.get("ebs"))):
+                    return found
+    return None
+
+
+def _server_container(pod: dict[str, Any]) -> dict[str, Any] | None:
+    containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
+    return next((c for c in containers if "vllm" in str(c.get("image") or "")), containers[0] if containers else None)
+
+
+def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tuple[Workload, str, float, Any]]:
+    cluster = cluster_from_resources(stack.resources, self_prefixes=SELF_METRIC_PREFIXES)
+    if not cluster.pools:
+        return
+    simulation = simulate(cluster)
+    plans = {plan.pool.name: plan for plan in simulation.plans}
+    for workload in cluster.workloads:
+        resource = stack.by_urn.get(workload.key)
+        name = str(((resource.props.get("metadata") or {}) if resource else {}).get("name") or "")
+        if workload.kind != "Deployment" or name not in budgets or workload.model is None:
+            continue
+        plan = plans.get(simulation.placements.get(workload.name, ""))
+        shape = plan.planning if plan else None
+        if plan is None or shape is None:
+            continue  # capacity-simulation reports a model that lands nowhere
+        pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
+        server = _server_container(pod) or {}
+        probe = server.get("startupProbe") or {}
+        tier, budget = budgets[name]
+        yield workload, tier, budget, start(
+            name, f"{plan.pool.kind} '{plan.pool.name}'",
+            weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
+            capacity_source=plan.pool.capacity_source, image=str(server.get("image") or ""),
+            disk_throughput_mibps=root_volume_mibps(stack, plan.pool.key) or GP3_BASELINE.value,
+            startup_probe_period_seconds=float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT),
+            startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT))
+
+
+def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    try:
+        budgets = tier_budgets()
+    except StackConfigError as error:
+        yield str(error), None
+        return
+    if not budgets or not _knowable(stack):
+        return
+    try:
+        starts = list(_starts(stack, budgets))
+    except KeyError as error:  # an image without a size: the table must learn it first
+        yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None
+        return
+    for workload, tier, budget, cold in starts:
+        if cold.seconds <= budget:
+            continue
+        dominant = cold.dominant
+        yield (
+            f"{cold.model} (tier {tier}) starts cold in {cold.seconds:.0f} s on a new {cold.instance} of {cold.pool}, "
+            f"above its tier's {BUDGET_FIELD} of {budget:g}; the {dominant.name} step dominates with "
+            f"{dominant.seconds:.0f} s ({dominant.detail}). Steps: "
+            + ", ".join(f"{s.name} {s.seconds:.0f} s" for s in cold.steps)
+            + ". Shorten the dominant step (docs/cold-start.md: pre-pull the image, cache or stream the weights, "
+              "keep warm nodes or min replicas) or raise the budget."
+        ), workload.key
+
+
+POLICIES = [
+    stack_policy(
+        name="cold-start-budget",
+        description=(
+            "Keep each model's predicted cold start (node, image, weights, load, compile, readiness) within its "
+            "tier's coldStartBudgetSeconds from the stack's serving configuration."
+        ),
+        check=_check,
+        enforcement=MANDATORY,
+    ),
+]

@@ -1,0 +1,170 @@
+"""cold-start-budget over gRPC: each tier's coldStartBudgetSeconds (the stack's llm-platform:serving, as the
+engine hands it in PULUMI_CONFIG) against the cold start capacity/cold_start.py predicts.
+
+The pack below runs with two tiers: ``roomy`` (600 s) and ``tight`` (500 s). The figures (literal, from
+the module's sources; see tests/policies/capacity/test_cold_start.py for the arithmetic):
+- Llama-3.1-70B AWQ on a Karpenter NodePool of g5.12xlarge whose EC2NodeClass root volume runs at
+  750 MiB/s: node 121 s + image 198 s + weights 51 s + load 51 s + compile 90 s + readiness 10 s = 520 s;
+- Llama-3.1-8B on a Cluster Autoscaler group of g5.2xlarge whose launch template sets 500 MiB/s:
+  node 160 s + image 206 s + weights 31 s + load 31 s + compile 90 s + readiness 10 s = 527 s;
+- the same group with no throughput in its launch template runs at gp3's 125 MiB/s baseline
+  (131,072,000 B/s): image 12.64e9 / 131,072,000 = 96.4 s + 28.6e9 / 131,072,000 = 218.2 s = 315 s,
+  weights and load 16,060,522,496 / 131,072,000 = 122.5 s each: 160 + 315 + 123 + 123 + 90 + 10 = 820 s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from automation.offline.pack.runner import PolicyPackRunner
+from policies.capacity.engine import MODEL_ANNOTATION
+from policies.capacity.llm import model_catalog
+from tests.policies.builders import (
+    GPU,
+    GPU_POOL_LABELS,
+    ec2nodeclass,
+    gpu_node_group,
+    helm_release,
+    launch_template,
+    nodepool,
+    patch,
+    resource,
+    workload,
+)
+from tests.policies.conftest import Pack, engine_config, one, stack_yaml_config
+
+POLICY = "cold-start-budget"
+IMAGE = "vllm/vllm-openai:v0.33.0"
+AUTOSCALER = helm_release("cluster-autoscaler", "9.59.0", values={}, repo="https://kubernetes.github.io/autoscaler")
+KARPENTER = helm_release("karpenter", "1.14.1", values={}, repo="oci://public.ecr.aws/karpenter")
+TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+SERVING = {"enabled": True, "tiers": [
+    {"name": "roomy", "coldStartBudgetSeconds": 600, "models": [{"name": "llama-70b-roomy"}, {"name": "llama-8b-roomy"}]},
+    {"name": "tight", "coldStartBudgetSeconds": 500, "models": [{"name": "llama-70b-tight"}, {"name": "llama-8b-tight"}]},
+    {"name": "unbudgeted", "models": [{"name": "llama-8b-free"}]},
+]}
+
+
+def _pack(serving) -> Iterator[Pack]:
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config({"llm-platform:serving": serving})}
+    with PolicyPackRunner(env=env) as runner:
+        pack = Pack(runner)
+        pack.configure()
+        yield pack
+
+
+@pytest.fixture(scope="module")
+def budgeted() -> Iterator[Pack]:
+    yield from _pack(SERVING)
+
+
+def server(name: str, catalog: str, gpus: int, pool: str, *, cpu: str, memory: str) -> dict:
+    """A model Deployment as the program emits it: vLLM image, architecture annotation, startup probe 10 s x 180."""
+    res = workload(name=name, gpus=gpus, selector={"llm-platform.io/pool": pool},
+                   annotations={MODEL_ANNOTATION: json.dumps(model_catalog()[catalog].to_json())})
+    return patch(res, {"spec.template.spec.containers.0": {
+        "name": "vllm", "image": IMAGE,
+        "args": ["/models/x", "--tensor-parallel-size", str(gpus), "--max-model-len", "8192"],
+        "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory, GPU: str(gpus)}},
+        "startupProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, "failureThreshold": 180},
+    }})
+
+
+def karpenter_stack(name: str) -> list[dict]:
+    pool = patch(nodepool("gpu-interactive"), {
+        "spec.template.spec.requirements.1.values": ["12xlarge"], "spec.limits": {GPU: "8"}})
+    node_class = patch(ec2nodeclass(), {"spec.blockDeviceMappings.0.ebs.throughput": 750})
+    return [KARPENTER, pool, node_class,
+            server(name, "llama-3.1-70b-instruct-awq", 4, "gpu-interactive", cpu="40", memory="160Gi")]
+
+
+def managed_stack(name: str, throughput: int | None = 500) -> list[dict]:
+    owner = resource("llm-platform:index:GpuNodePool", "inference", {})
+    group = patch(gpu_node_group(), {"instanceTypes": ["g5.2xlarge", "g5.4xlarge"],
+                                     "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 4}})
+    group = resource(group["type"], "inference", group["inputs"], parent=owner)
+    template = launch_template("inference-lt")
+    if throughput is not None:
+        template = patch(template, {"blockDeviceMappings.0.ebs.throughput": throughput})
+    template = resource(template["type"], "inference-lt", template["inputs"], parent=owner)
+    tags = {f"{TEMPLATE}/label/{k}": v for k, v in GPU_POOL_LABELS.items()}
+    tags[f"{TEMPLATE}/taint/nvidia.com/gpu"] = "true:NoSchedule"
+    tags[f"{TEMPLATE}/resources/nvidia.com/gpu"] = "1"
+    asg_tags = [resource("aws:autoscaling/tag:Tag", f"tag-{i}", {"autoscalingGroupName": "eks-inference",
+                                                                 "tag": {"key": k, "value": v, "propagateAtLaunch": False}},
+                         parent=owner) for i, (k, v) in enumerate(tags.items())]
+    return [owner, group, template, AUTOSCALER, *asg_tags,
+            server(name, "llama-3.1-8b-instruct", 1, "inference", cpu="6", memory="28Gi")]
+
+
+def test_prod_like_70b_fits_a_600_second_budget(budgeted):
+    assert budgeted.stack_messages(karpenter_stack("llama-70b-roomy"), POLICY) == []
+
+
+def test_prod_like_70b_over_a_500_second_budget_names_the_step(budgeted):
+    one(budgeted.stack_messages(karpenter_stack("llama-70b-tight"), POLICY),
+        "llama-70b-tight (tier tight) starts cold in 520 s on a new g5.12xlarge of Karpenter NodePool 'gpu-interactive'",
+        "above its tier's coldStartBudgetSeconds of 500",
+        "the image step dominates with 198 s (vllm/vllm-openai:v0.33.0: 12.64 GB at 750 MiB/s, 28.60 GB unpacked at 150 MiB/s)",
+        "Steps: node 121 s, image 198 s, weights 51 s, load 51 s, compile 90 s, readiness 10 s.")
+
+
+def test_dev_like_8b_on_cluster_autoscaler(budgeted):
+    assert budgeted.stack_messages(managed_stack("llama-8b-roomy"), POLICY) == []
+    one(budgeted.stack_messages(managed_stack("llama-8b-tight"), POLICY),
+        "llama-8b-tight (tier tight) starts cold in 527 s on a new g5.2xlarge of managed node group 'inference'",
+        "the image step dominates with 206 s",
+        "Steps: node 160 s, image 206 s, weights 31 s, load 31 s, compile 90 s, readiness 10 s.")
+
+
+def test_a_launch_template_without_throughput_runs_at_the_gp3_baseline(budgeted):
+    one(budgeted.stack_messages(managed_stack("llama-8b-roomy", throughput=None), POLICY),
+        "starts cold in 820 s", "above its tier's coldStartBudgetSeconds of 600",
+        "the image step dominates with 315 s (vllm/vllm-openai:v0.33.0: 12.64 GB at 125 MiB/s, 28.60 GB unpacked at 125 MiB/s)",
+        "weights 123 s, load 123 s")
+
+
+def test_a_tier_without_a_budget_is_not_judged(budgeted):
+    assert budgeted.stack_messages(managed_stack("llama-8b-free", throughput=None), POLICY) == []
+
+
+def test_an_image_without_a_size_is_named(budgeted):
+    stack = karpenter_stack("llama-70b-tight")
+    stack[-1] = patch(stack[-1], {"spec.template.spec.containers.0.image": "vllm/vllm-openai:v9.9.9"})
+    one(budgeted.stack_messages(stack, POLICY), "image vllm/vllm-openai:v9.9.9 has no size in policies/capacity/images.json")
+
+
+def test_without_a_serving_budget_nothing_is_judged(pack):
+    """The session's pack has no PULUMI_CONFIG: no tier has a budget."""
+    assert pack.stack_messages(karpenter_stack("llama-70b-tight"), POLICY) == []
+
+
+def test_an_unreadable_budget_names_its_key():
+    bad = {"tiers": [{"name": "interactive", "coldStartBudgetSeconds": "fast", "models": [{"name": "m"}]}]}
+    for pack in _pack(bad):
+        one(pack.stack_messages(karpenter_stack("m"), POLICY),
+            "llm-platform:serving.tiers[0].coldStartBudgetSeconds must be a number of seconds > 0")
+
+
+@pytest.mark.parametrize("budget, messages", [
+    (600, []),
+    (300, ["llama-3-1-70b-instruct-awq (tier interactive) starts cold in 520 s on a new g5.12xlarge of Karpenter "
+           "NodePool 'gpu-interactive', above its tier's coldStartBudgetSeconds of 300; the image step dominates with "
+           "198 s"]),
+])
+def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget, messages):
+    """The program's own prod objects: its 70B AWQ model lands on gpu-interactive, planned on g5.12xlarge, with the
+    EC2NodeClass root volume at 750 MiB/s that Pulumi.prod.yaml sets; the other tiers set no budget."""
+    config = stack_yaml_config("prod")
+    serving = json.loads(json.dumps(config["llm-platform:serving"]))
+    serving["tiers"][0]["coldStartBudgetSeconds"] = budget
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config({**config, "llm-platform:serving": serving})}
+    with PolicyPackRunner(env=env) as runner:
+        runner.configure({"all": "mandatory"})
+        found = [v.message for v in runner.analyze_plan(prod_plan.resources) if v.policy_name == POLICY]
+    assert len(found) == len(messages)
+    for message, expected in zip(found, messages):
+        assert expected in message, message
