@@ -119,6 +119,13 @@ def dcgm_exporter_values() -> dict[str, object]:
 _RUNTIME_DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
+def _operator_image(image: versions.Image) -> dict[str, str]:
+    """An image as the GPU Operator's values spell it: ``repository`` (the registry path without the
+    name), ``image`` (the name) and ``version`` (the tag, ``tag@digest`` when pinned by digest)."""
+    repository, name = image.repository.rsplit("/", 1)
+    return {"repository": repository, "image": name, "version": image.chart_tag}
+
+
 def gpu_operator_values(*, install_driver: bool, dcgm_exporter: bool = True) -> dict[str, object]:
     """Driver and toolkit only where a node lacks them (hybrid nodes: ``install_driver``)."""
     tolerations = contract.gpu_agent_tolerations()
@@ -134,8 +141,12 @@ def gpu_operator_values(*, install_driver: bool, dcgm_exporter: bool = True) -> 
         # ClusterPolicy; the operator mounts it into the exporter and points DCGM_EXPORTER_COLLECTORS
         # at it (gpu-operator controllers/object_controls.go, TransformDCGMExporter). It adds the
         # windowed XID count the alerts use; the env pins that count's window.
+        # The same exporter release as the standalone chart (versions.DCGM_EXPORTER_IMAGE), not the
+        # operator chart's default (4.6.0-4.8.3-distroless): the alerts' and dashboards' metric
+        # contract is checked against that one release.
         "dcgmExporter": {
             "enabled": dcgm_exporter,
+            **_operator_image(versions.DCGM_EXPORTER_IMAGE),
             "serviceMonitor": {"enabled": dcgm_exporter},
             "config": {"name": GPU_OPERATOR_COUNTERS_CONFIGMAP, "create": True, "data": counters_csv()},
             "env": xid_window_env(),

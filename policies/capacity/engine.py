@@ -319,7 +319,9 @@ def _model(pod_meta: dict[str, Any], pod: dict[str, Any]) -> ModelServing | None
         if arch is None:
             model = _arg(args, "--model")
             arch = by_hugging_face_id(model) if model else None
-            if arch is None and model:
+            # A catalog name (or a local path ending in one) is looked up by its last segment; a
+            # Hugging Face id the catalog does not know is no model of ours, whatever its last segment.
+            if arch is None and model and (model.startswith("/") or "/" not in model):
                 arch = model_catalog().get(model.rstrip("/").rsplit("/", 1)[-1].lower())
         if arch is None:
             return None

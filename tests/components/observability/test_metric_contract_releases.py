@@ -196,21 +196,7 @@ def test_dcgm_units_literally():
     )
 
 
-@pytest.mark.parametrize(
-    "stack",
-    [
-        "dev",
-        pytest.param(
-            "prod",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the GPU Operator runs its chart's default dcgm-exporter image (gpu-operator v26.7.0 "
-                "values: dcgmExporter.version 4.6.0-4.8.3-distroless), not versions.DCGM_EXPORTER_IMAGE: "
-                "components/gpu/operator.py sets no dcgmExporter repository/image/version",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_dcgm_exporter_the_plan_runs_is_the_contract_release(stack, request):
     plan = request.getfixturevalue(f"{stack}_plan")
     images = []

@@ -9,7 +9,6 @@ room they leave, then new nodes open.
 
 from __future__ import annotations
 
-import pytest
 
 from policies.capacity.instances import Instance, Resources, load_instances
 from policies.capacity.model import Cluster, Pool, Selection, Workload
@@ -105,9 +104,6 @@ def test_one_node_fewer_and_both_workloads_miss_their_max():
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simulate._pool_findings: the loop's `per_node = _fit_count(capacity, pod) or 1` rebinds the name that "
-    "over() reads as GPUs per node, so a 2-GPU workload's 3 nodes count as 6 GPUs, not 12"))
 def test_the_larger_workload_alone_needs_new_nodes_for_its_extra_replicas():
     """b at max (3 x 2 GPUs) with a at min: base b a a | a a a leaves 1 GPU, no room for a 2-GPU pod, so
     b's 2 extra replicas open ceil(2 / 2) = 1 node: 3. A GPU limit of 8 (2 nodes) refuses it."""
