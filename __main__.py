@@ -2,8 +2,7 @@
 
 import pulumi
 
-from components.platform import Platform
-from components.settings import stack_settings
+from components.platform import Platform, stack_settings
 
 platform = Platform("llm-platform", stack_settings())
 

@@ -9,7 +9,7 @@ import yaml
 
 from components.settings import Settings, SettingsError, config_strings, parse_settings
 
-from automation.offline.plan import ROOT
+from automation.paths import ROOT
 
 
 class StackFileError(Exception):

@@ -31,7 +31,7 @@ from components.managed_pools.node_groups import (
 )
 from components.observability.prometheus import Observability, ObservabilityArgs
 from components.serving.tier import ServingTier, ServingTierArgs
-from components.settings import Settings
+from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 
 TYPE = "llm-platform:index:Platform"
 
@@ -358,3 +358,18 @@ class Platform(pulumi.ComponentResource):
                 opts=after_platform,
             )
             self.gateway_url = gateway.url
+
+
+def stack_settings() -> Settings:
+    """Settings of the running stack, from the config the language host passes to the program.
+
+    Credentials set with ``--secret`` arrive decrypted and are used only inside ``Output.secret``;
+    one set in plain text is accepted with a warning naming the key."""
+    config = pulumi.runtime.get_config_env()
+    try:
+        settings = parse_settings(config)
+    except SettingsError as exc:
+        raise pulumi.RunError(str(exc)) from None
+    for line in settings_warnings(config, settings, pulumi.runtime.get_config_secret_keys_env()):
+        pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
+    return settings

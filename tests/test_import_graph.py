@@ -119,8 +119,6 @@ def test_components_and_policies_import_without_a_cycle(runtime):
     assert cycle is None, "import cycle: " + _describe(graph, cycle or [])
 
 
-@pytest.mark.xfail(strict=True, reason="automation/driver/postdeploy.py and preflight.py import each other "
-                                       "(function-local imports in postdeploy); outside the specs change")
 @pytest.mark.parametrize("runtime", [True, False], ids=["as-executed", "as-read"])
 def test_the_whole_project_imports_without_a_cycle(runtime):
     graph = import_graph(runtime=runtime)

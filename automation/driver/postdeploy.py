@@ -37,6 +37,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from automation.driver.preflight import bedrock_checks, bedrock_targets
+from automation.driver.results import CheckResult
 from components import contract, versions
 
 #: ``nvidia-smi`` comes from the node's driver (the NVIDIA runtime mounts it); the image only needs
@@ -120,21 +122,6 @@ def kubeconfig_file(kubeconfig: Any) -> Iterator[Path]:
         yield Path(name)
     finally:
         os.unlink(name)
-
-
-@dataclass
-class CheckResult:
-    name: str
-    ok: bool
-    detail: str
-    skipped: bool = False
-
-    @property
-    def status(self) -> str:
-        return "SKIP" if self.skipped else "PASS" if self.ok else "FAIL"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": self.detail}
 
 
 @dataclass
@@ -437,7 +424,6 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
                                           model.replicas.min >= 1))
     gateway = bool(serving is not None and serving.enabled and serving.gateway.enabled)
     pools = {name: facts.purpose for name, facts in settings.gpu_pool_facts().items()}
-    from automation.driver.preflight import bedrock_targets
 
     return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for,
                      bedrock=bedrock_targets(settings) if wait_for is None else (),
@@ -540,7 +526,6 @@ def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) ->
         plan = CheckPlan(gpu_software_target("device-plugin"), {plan.pool: plan.purpose}, wait_for=plan)
     results = cluster_checks(kubectl, plan, poller)
     if plan.bedrock:
-        from automation.driver.preflight import bedrock_checks
 
         results.extend(bedrock_checks(plan.bedrock, plan.bedrock_region))
     return results

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from automation.driver.postdeploy import CheckResult
+from automation.driver.results import CheckResult
 
 TIMEOUT = 30.0
 

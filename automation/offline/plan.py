@@ -30,8 +30,9 @@ from google.protobuf.struct_pb2 import ListValue, Struct
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import provider_pb2, resource_pb2
 
+from automation.paths import ROOT
+
 PROJECT = "llm-platform"
-ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT_ID = "123456789012"
 MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 

@@ -52,7 +52,6 @@ from components.settings.stack import (
     kubernetes_warnings,
     parse_settings,
     settings_warnings,
-    stack_settings,
 )
 
 __all__ = [
@@ -100,5 +99,4 @@ __all__ = [
     "kubernetes_warnings",
     "settings_warnings",
     "support_date",
-    "stack_settings",
 ]

@@ -156,19 +156,3 @@ def settings_warnings(config: Mapping[str, Any], settings: Settings, secret_keys
     return secret_warnings(config, secret_keys) + kubernetes_warnings(settings)
 
 
-def stack_settings() -> Settings:
-    """Settings of the running stack, from the config the language host passes to the program.
-
-    Credentials set with ``--secret`` arrive decrypted and are used only inside ``Output.secret``;
-    one set in plain text is accepted with a warning naming the key."""
-    import pulumi
-
-    config = pulumi.runtime.get_config_env()
-    try:
-        settings = parse_settings(config)
-    except SettingsError as exc:
-        raise pulumi.RunError(str(exc)) from None
-    for line in settings_warnings(config, settings, pulumi.runtime.get_config_secret_keys_env()):
-        pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
-    return settings
-

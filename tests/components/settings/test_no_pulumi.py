@@ -30,9 +30,9 @@ def test_parsing_both_stacks_loads_no_pulumi_module():
 #: Where settings and specs may reach: themselves, the contract and versions, the capacity model.
 ALLOWED = ("components.settings", "components.specs", "components.contract", "components.versions",
            "components.tags", "components.observability.dcgm_counters", "policies.capacity")
-#: The one Pulumi import left in settings: the program's entry point (``__main__.py``) imports
-#: ``stack_settings`` from here; it moves beside ``Platform`` when ``__main__.py`` does.
-PULUMI_ALLOWED = {("components/settings/stack.py", "stack_settings")}
+#: Pulumi imports allowed in settings and specs: none (``stack_settings``, which reads the engine's
+#: config, lives beside ``Platform``).
+PULUMI_ALLOWED: set[tuple[str, str]] = set()
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:

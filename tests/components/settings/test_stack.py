@@ -455,7 +455,7 @@ def test_program_takes_a_decrypted_secret_and_warns_only_for_plain_text(monkeypa
     a plain one is used too, with one warning that names the key and never the value."""
     import json
 
-    from components.settings import stack_settings
+    from components.platform import stack_settings
 
     token = "hf_CANARYprogram0123456789"
     config = config_strings(serving_with(tiers__0__models__0__source={"huggingFace": "meta-llama/Llama-3.1-8B-Instruct"}))
