@@ -19,6 +19,7 @@ from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.problems import MISSING, Problem
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
 from components.specs.capacity import problem_key, settings_cluster, settings_simulation
+from policies.capacity.instances import UnpricedInstanceError
 
 if TYPE_CHECKING:
     from components.settings.root import Settings
@@ -182,8 +183,15 @@ def _observability(s: Settings) -> Iterable[Problem]:
 @_rule("gpuBudget", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "serving", "observability",
        "hybridNodes", "environment")
 def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
-    """The stack's own worst case (the capacity model's, as the pack computes it) within ``gpuBudget``."""
-    for key, value, reason in over_budget(s):
+    """The stack's own worst case (the capacity model's, as the pack computes it) within ``gpuBudget``,
+    priced in the stack's region; a type the catalog has no price for there is a problem at
+    ``region`` (refresh the catalog for it), never a price borrowed from another region."""
+    try:
+        problems = list(over_budget(s))
+    except UnpricedInstanceError as exc:
+        yield _p("region", s.region, str(exc))
+        return
+    for key, value, reason in problems:
         yield _p(key, value, reason)
 
 

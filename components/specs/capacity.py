@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from policies.capacity.engine import cluster_from_resources
+from policies.capacity.instances import load_instances
 from policies.capacity.model import Cluster, ScaleFromZeroTemplate
 from policies.capacity.simulate import Finding, Simulation, simulate
 
@@ -162,7 +163,9 @@ _last_cluster: tuple[Settings, tuple[Cluster, Keyed]] | None = None
 
 def _settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
     resources, keys = emitted(settings)
-    cluster = cluster_from_resources(resources)
+    # Prices are the stack's region's: a type unpriced there is refused by the cost figures (never
+    # priced at another region's rate).
+    cluster = cluster_from_resources(resources, catalog=load_instances(region=settings.region))
     for pool in cluster.pools:
         pool.key = keys.pools.get(pool.name, pool.name)
         if pool.kind == "managed node group" and pool.capacity_source is None:
