@@ -19,6 +19,19 @@ _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]
 _QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")
 _BEDROCK_MODEL_RE = re.compile(r"^([a-z]{2}\.)?[a-z0-9-]+\.[A-Za-z0-9.:-]+$")
 _EMBEDDING_ID_RE = re.compile(r"[.-]embed")
+#: IAM's limit on a role name, and what Pulumi's auto-naming adds to a resource's name ("-" and 7
+#: random characters).
+IAM_ROLE_NAME_MAX = 64
+PULUMI_NAME_SUFFIX = 8
+
+
+def weights_role_name(tier: str, model: str) -> str:
+    """The name the program gives a model's S3 reader role: the component names Platform
+    (``tier-<tier>``), ServingTier (``<tier component>-<model>``) and ModelServer (``<name>-weights``)
+    compose, before Pulumi's suffix; a test holds this equal to the recorded plan's roles."""
+    return f"tier-{tier}-{model}-weights"
+
+
 #: Production rules for the tier that faces users: replicas that survive a node loss, no Spot.
 INTERACTIVE_TIER = "interactive"
 MIN_INTERACTIVE_REPLICAS = 2
@@ -126,6 +139,8 @@ class ServedModel(_Model):
     def _quantity(cls, value: str) -> str:
         if not _QUANTITY_RE.match(value):
             raise ValueError(f"{value!r} is not a Kubernetes quantity like '4', '500m' or '32Gi'")
+        if float(re.sub(r"[A-Za-z]+$", "", value)) == 0:
+            raise ValueError(f"{value!r}: a model server needs more than zero (vLLM cannot start without CPU or memory)")
         return value
 
     @field_validator("catalog")
@@ -140,6 +155,26 @@ class ServedModel(_Model):
     def _one_architecture(self) -> ServedModel:
         if (self.catalog is None) == (self.architecture is None):
             raise ValueError("set exactly one of catalog (a model_catalog.json name) or architecture")
+        return self
+
+    @model_validator(mode="after")
+    def _tensor_parallel_divides_the_heads(self) -> ServedModel:
+        """vLLM shards attention heads over ``--tensor-parallel-size`` and refuses a size that does not
+        divide them (ModelConfig.verify_with_parallel_config: "Total number of attention heads (N) must
+        be divisible by tensor parallel size (M)"); KV heads are split, or replicated when the size is
+        a multiple of them, so either must divide the other. Attention heads: hiddenSize / headDim."""
+        if (self.catalog is None) == (self.architecture is None):
+            return self
+        arch = self.resolved_architecture()
+        tp = self.gpus_per_replica
+        heads = arch.hidden_size // arch.head_dim if arch.head_dim else 0
+        if heads and heads % tp:
+            raise keyed(f"{tp} GPUs does not divide the model's {heads} attention heads (hiddenSize {arch.hidden_size} "
+                        f"/ headDim {arch.head_dim}): vLLM refuses that tensor-parallel size; use a divisor of {heads}",
+                        "gpusPerReplica")
+        if arch.kv_heads % tp and tp % arch.kv_heads:
+            raise keyed(f"{tp} GPUs and the model's {arch.kv_heads} KV heads: neither divides the other, so vLLM "
+                        "cannot split or replicate the KV heads evenly", "gpusPerReplica")
         return self
 
     def resolved_architecture(self) -> Architecture:
@@ -168,11 +203,13 @@ class TierScaling(_Model):
     model. The gateway signal is the one that exists while a model is scaled to zero, so it wakes it
     (``activationRequests``) while the gateway serves the cold model's traffic from Bedrock."""
 
-    waiting_requests: float = Field(default=5, gt=0)
+    # Upper bounds where a larger number means "never": a TTFT target of 1e300 s or a queue of a
+    # million requests per replica would silently switch the trigger off.
+    waiting_requests: float = Field(default=5, gt=0, le=10_000)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
-    ttft_p95_seconds: float = Field(default=2.0, gt=0)
-    activation_requests: float = Field(default=0, ge=0)
-    gateway_requests_per_second: float = Field(default=2, gt=0)
+    ttft_p95_seconds: float = Field(default=2.0, gt=0, le=600)
+    activation_requests: float = Field(default=0, ge=0, le=10_000)
+    gateway_requests_per_second: float = Field(default=2, gt=0, le=100_000)
     cooldown_seconds: int = Field(default=300, ge=30, le=86400)
     polling_seconds: int = Field(default=15, ge=5, le=300)
 
@@ -210,6 +247,12 @@ class ServingTier(_Model):
         for name in repeated(names):
             raise keyed(f"model name {name!r} is repeated; model names must be unique within a tier",
                         "models", len(names) - 1 - names[::-1].index(name), "name")
+        for index, model in enumerate(self.models):
+            role = weights_role_name(self.name, model.name)
+            if len(role) + PULUMI_NAME_SUFFIX > IAM_ROLE_NAME_MAX:
+                raise keyed(f"the model's S3 reader role would be named {role!r} plus Pulumi's "
+                            f"{PULUMI_NAME_SUFFIX}-character suffix, {len(role) + PULUMI_NAME_SUFFIX} characters; "
+                            f"IAM allows {IAM_ROLE_NAME_MAX}: shorten the tier or model name", "models", index, "name")
         # Quota against max replicas plus rollout surge (GPUs, CPU, memory) is judged by the capacity
         # simulation (components/specs/capacity.py), with the other capacity rules.
         return self
