@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from automation.offline.manifests import redact_secrets
+
 FIELDS = ("urn", "type", "name", "parent", "custom", "inputs", "provider", "dependencies")
-SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 
 def canonical(plan: dict[str, Any]) -> dict[str, Any]:
@@ -38,22 +38,9 @@ def digest(plan: dict[str, Any]) -> str:
 
 
 def redacted(value: Any) -> Any:
-    """Secret values' leaves replaced by ``[secret]``, their shape kept (for test data on disk)."""
-    if isinstance(value, dict):
-        if value.get(SIG_KEY) == SECRET_SIG:
-            return {SIG_KEY: SECRET_SIG, "value": _hide(value.get("value"))}
-        return {k: redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redacted(v) for v in value]
-    return value
-
-
-def _hide(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _hide(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_hide(v) for v in value]
-    return "[secret]"
+    """Secret values' leaves replaced by ``[secret]``, their shape kept (for test data on disk): the
+    check's own redaction, in the wire form plan.json keeps."""
+    return redact_secrets(value, wire=True)
 
 
 def lines(plan: dict[str, Any]) -> str:
