@@ -16,10 +16,11 @@ from rich.table import Table
 from rich.text import Text
 
 from components.contract import GPU_RESOURCE, POOL_LABEL
+from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, start
 from policies.capacity.cost import per_gpu_hourly_usd
 from policies.capacity.engine import cluster_from_resources
-from policies.capacity.model import Cluster, Pool
-from policies.capacity.simulate import simulate
+from policies.capacity.model import Cluster, Pool, quantity
+from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
 from automation.offline.pack.findings import PackReport
@@ -27,6 +28,8 @@ from automation.offline.plan import Plan
 
 NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")
 NODE_POOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
+EC2_NODE_CLASS_TYPE = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
 @dataclass
@@ -60,6 +63,30 @@ class ModelSummary:
 
 
 @dataclass
+class StartStep:
+    """One step of a model's start: seconds cold and warm, and how the cold figure is made up."""
+
+    step: str
+    cold_seconds: float
+    warm_seconds: float
+    detail: str
+
+
+@dataclass
+class ColdStartSummary:
+    """A model's predicted start from first request to first token (policies/capacity/cold_start.py):
+    cold on a new node of its pool's planning type, warm on a node that is up with the image."""
+
+    tier: str
+    pool: str
+    instance: str
+    cold_seconds: float
+    warm_seconds: float
+    dominant_step: str
+    steps: list[StartStep]
+
+
+@dataclass
 class Summary:
     project: str
     stack: str
@@ -73,6 +100,7 @@ class Summary:
     worst_case_gpu_monthly_usd: float = 0.0
     hours_per_month: int = 730
     capacity: list[CapacityRow] = field(default_factory=list)
+    cold_start: dict[str, ColdStartSummary] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +192,66 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
     return sorted(models, key=lambda m: (m.tier, m.model))
 
 
+def _root_volume_mibps(plan: Plan, pool: Pool) -> float:
+    """The root volume throughput the plan gives the pool's nodes: a NodePool's EC2NodeClass, a managed
+    group's launch template (its sibling); gp3's baseline where none is set (Auto Mode's NodeClass).
+    The pack's cold-start-budget reads the same fields (policies/checks/cold_start.py root_volume_mibps)."""
+    by_urn = {r.urn: r for r in plan.resources}
+    owner = by_urn.get(pool.key)
+    mappings: list[Any] = []
+    if owner is not None and owner.type == NODE_POOL_TYPE:
+        ref = (((owner.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+        for node_class in plan.of_type(EC2_NODE_CLASS_TYPE):
+            if (node_class.inputs.get("metadata") or {}).get("name") == ref.get("name"):
+                found = [m for m in (node_class.inputs.get("spec") or {}).get("blockDeviceMappings") or [] if isinstance(m, dict)]
+                mappings = [m for m in found if m.get("rootVolume")] or found[:1]
+    elif owner is not None:
+        mappings = [m for t in plan.of_type(LAUNCH_TEMPLATE_TYPE) if t.parent and t.parent == owner.parent
+                    for m in t.inputs.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+    for mapping in mappings:
+        if throughput := quantity((mapping.get("ebs") or {}).get("throughput")):
+            return throughput
+    return GP3_BASELINE.value
+
+
+def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[str, ColdStartSummary]:
+    """Each model Deployment's start, cold and warm, on the planning type of the pool it lands on, with the
+    image and startup probe the plan gives its server container."""
+    plans = {p.pool.name: p for p in simulation.plans}
+    deployments = {f"Deployment {(r.inputs.get('metadata') or {}).get('namespace')}/{(r.inputs.get('metadata') or {}).get('name')}": r
+                   for r in plan.of_type("kubernetes:apps/v1:Deployment")}
+    starts: dict[str, ColdStartSummary] = {}
+    for workload in cluster.workloads:
+        resource = deployments.get(workload.name)
+        pool_plan = plans.get(simulation.placements.get(workload.name, ""))
+        if (workload.model is None or resource is None or pool_plan is None or pool_plan.planning is None
+                or not pool_plan.pool.capacity_source):
+            continue
+        template = (resource.inputs.get("spec") or {}).get("template") or {}
+        containers = [c for c in (template.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+        server = next((c for c in containers if "vllm" in str(c.get("image") or "")), None)
+        probe = (server or {}).get("startupProbe") or {}
+        if server is None or not probe.get("periodSeconds") or not probe.get("failureThreshold"):
+            continue
+        name = str((resource.inputs.get("metadata") or {}).get("name"))
+        pool = pool_plan.pool
+        facts = dict(weight_bytes=workload.model.architecture.weight_bytes(), instance=pool_plan.planning.instance,
+                     capacity_source=pool.capacity_source, image=str(server.get("image")),
+                     disk_throughput_mibps=_root_volume_mibps(plan, pool),
+                     startup_probe_period_seconds=float(probe["periodSeconds"]),
+                     startup_probe_failures=int(probe["failureThreshold"]))
+        cold: Start = start(name, f"{pool.kind} '{pool.name}'", **facts)
+        warm: Start = start(name, f"{pool.kind} '{pool.name}'", case=WARM, **facts)
+        tier = ((template.get("metadata") or {}).get("labels") or {}).get("llm-platform.io/tier", "")
+        key = name if name not in starts else f"{tier}/{name}"
+        starts[key] = ColdStartSummary(
+            tier=tier, pool=pool.name, instance=cold.instance, cold_seconds=round(cold.seconds, 1),
+            warm_seconds=round(warm.seconds, 1), dominant_step=cold.dominant.name,
+            steps=[StartStep(c.name, round(float(c.seconds), 1), round(float(w.seconds), 1), c.detail)
+                   for c, w in zip(cold.steps, warm.steps, strict=True)])
+    return dict(sorted(starts.items()))
+
+
 def summarize(plan: Plan) -> Summary:
     """The plan's summary; every GPU count and price comes from the capacity model (``policies.capacity``),
     the calculator the pack's cap and budget use."""
@@ -173,7 +261,8 @@ def summarize(plan: Plan) -> Summary:
     pools = [
         _node_group(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type in NODE_GROUP_TYPES
     ] + [_node_pool(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type == NODE_POOL_TYPE]
-    capacity = capacity_rows(cluster, simulate(cluster))
+    simulation = simulate(cluster)
+    capacity = capacity_rows(cluster, simulation)
     worst = stack_worst_case(cluster.pools)
     hours = cluster.hours_per_month
     quotas = {
@@ -193,6 +282,7 @@ def summarize(plan: Plan) -> Summary:
         worst_case_gpu_monthly_usd=round(worst.hourly_usd * hours, 2),
         hours_per_month=int(hours),
         capacity=capacity,
+        cold_start=_cold_starts(plan, cluster, simulation),
     )
 
 
@@ -236,6 +326,8 @@ def render(summary: Summary, console: Console) -> None:
         console.print(tiers)
     if summary.capacity:
         render_capacity(summary, console)
+    if summary.cold_start:
+        render_cold_starts(summary, console)
     console.print(Text.assemble(
         "GPU capacity (worst case): ", (str(summary.worst_case_gpus), "bold"), " GPUs; GPU cost at on-demand prices: ",
         (f"${summary.worst_case_gpu_hourly_usd:,.2f}/h", "bold"), ", ",
@@ -261,6 +353,20 @@ def render_capacity(summary: Summary, console: Console) -> None:
             num(row.max_gpus), "\n".join(row.workloads) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
             f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}", f"{row.hourly_usd_at_min * hours:,.0f}",
             "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",
+        )
+    console.print(table)
+
+
+def render_cold_starts(summary: Summary, console: Console) -> None:
+    """Per model: first request to first token, cold (a new node) and warm (a node with the image), by step."""
+    table = Table(title="Cold start (predicted, docs/cold-start.md)", title_justify="left")
+    for column in ("model", "pool (node type)", "cold", "warm", "steps cold / warm", "dominant"):
+        table.add_column(column, overflow="fold")
+    for model, start_ in summary.cold_start.items():
+        table.add_row(
+            model, f"{start_.pool} ({start_.instance})", f"{start_.cold_seconds:.0f} s", f"{start_.warm_seconds:.0f} s",
+            "\n".join(f"{s.step} {s.cold_seconds:.0f} / {s.warm_seconds:.0f} s" for s in start_.steps),
+            start_.dominant_step,
         )
     console.print(table)
 

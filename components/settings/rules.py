@@ -18,7 +18,8 @@ from components.settings.cluster import service_cidr
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.problems import MISSING, Problem
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
-from components.specs.capacity import problem_key, settings_cluster, settings_simulation
+from components.specs import serving as serving_specs
+from components.specs.capacity import model_pools, problem_key, settings_cluster, settings_simulation
 from policies.capacity.instances import UnpricedInstanceError
 
 if TYPE_CHECKING:
@@ -178,6 +179,32 @@ def _observability(s: Settings) -> Iterable[Problem]:
         if unknown:
             yield _p(f"observability.alerting.routes[{i}].tiers", route.tiers,
                      f"names unknown tier(s) {', '.join(unknown)}; tiers: {', '.join(sorted(tiers)) or 'none'}")
+
+
+@_rule("serving", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "observability", "hybridNodes",
+       "region", "environment")
+def _cold_starts_within_budget(s: Settings) -> Iterable[Problem]:
+    """Each model's predicted cold start (a new node of its pool's planning type, the image pulled, the
+    weights fetched and loaded; policies/capacity/cold_start.py, the model the pack's cold-start-budget
+    also uses) within its tier's ``coldStartBudgetSeconds``, reported at the model with the step to shorten."""
+    budgets = {t.name: t.cold_start_budget_seconds for t in s.serving.tiers if t.cold_start_budget_seconds}
+    if not (s.serving.enabled and budgets):
+        return
+    pools = model_pools(s)
+    for where, tier, model in _models(s):
+        budget = budgets.get(tier.name)
+        if budget is None or where not in pools:
+            continue  # a model that lands nowhere is the capacity rules' finding
+        cold = serving_specs.model_start(model, pools[where][1])
+        if cold.seconds <= budget:
+            continue
+        dominant = cold.dominant
+        yield _p(where, round(cold.seconds),
+                 f"predicted cold start {cold.seconds:.0f} s on a new {cold.instance} of {cold.pool} is above "
+                 f"serving.tiers[{tier.name}].coldStartBudgetSeconds {budget}; the {dominant.name} step dominates "
+                 f"with {dominant.seconds:.0f} s ({dominant.detail}); steps: "
+                 + ", ".join(f"{step.name} {step.seconds:.0f} s" for step in cold.steps)
+                 + ". Shorten that step (docs/cold-start.md) or raise the budget")
 
 
 @_rule("gpuBudget", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "serving", "observability",

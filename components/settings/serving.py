@@ -230,13 +230,18 @@ class TierQuota(_Model):
 
 
 class ServingTier(_Model):
-    """A tier: its namespace, PriorityClass (higher ``priority`` preempts lower), quota and models."""
+    """A tier: its namespace, PriorityClass (higher ``priority`` preempts lower), quota, models, and the
+    cold start its models must fit (``coldStartBudgetSeconds``, 30..7200; the settings and the pack's
+    ``cold-start-budget`` both judge it)."""
 
     name: str
     priority: int = Field(ge=0, le=1_000_000_000)
     preempt_lower: bool = True
     quota: TierQuota
     scaling: TierScaling = Field(default_factory=TierScaling)
+    #: The longest a model of the tier may take from its first request to its first token when it needs a
+    #: new node (policies/capacity/cold_start.py predicts it; docs/cold-start.md). None: not judged.
+    cold_start_budget_seconds: int | None = Field(default=None, ge=30, le=7200)
     models: list[ServedModel] = Field(default_factory=list)
 
     _name = field_validator("name")(lambda v: _dns_name(v))

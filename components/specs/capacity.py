@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from policies.capacity.cold_start import GP3_BASELINE
 from policies.capacity.engine import cluster_from_resources
 from policies.capacity.instances import load_instances
 from policies.capacity.model import Cluster, ScaleFromZeroTemplate
@@ -46,6 +47,7 @@ from components.specs.observability import PROMETHEUS_URL, prometheus_stack_valu
 
 if TYPE_CHECKING:
     from components.settings.root import Settings
+    from components.settings.serving import ServedModel
 
 #: Stands for the EC2NodeClass's node role (an IAM role's name, known once the role exists).
 NODE_ROLE_PLACEHOLDER = "node"
@@ -228,3 +230,38 @@ def _lookup(raw: dict[str, Any], path: str) -> Any:
         if node is None:
             return None
     return node
+
+
+def _disk_throughput_mibps(settings: Settings, pool_name: str) -> float:
+    """The root volume throughput the program gives the pool's nodes: a managed group's launch template,
+    a Karpenter pool's EC2NodeClass; Auto Mode's built-in NodeClass sets none (gp3's baseline)."""
+    for pool in settings.gpu_pools:
+        if pool.name == pool_name:
+            return pool.disk_throughput_mibps
+    classes = {node_class.name: node_class for node_class in settings.karpenter.node_classes}
+    for node_pool in settings.karpenter.node_pools if settings.karpenter.enabled else []:
+        if node_pool.name == pool_name and node_pool.node_class in classes:
+            return classes[node_pool.node_class].root_volume.throughput_mibps
+    return GP3_BASELINE.value
+
+
+def model_pools(settings: Settings) -> dict[str, tuple[ServedModel, serving.ModelPool]]:
+    """Each served model's pool as its start sees it, by the model's settings key
+    (``serving.tiers[<tier>].models[<model>]``): the pool the simulation places it on, the node type that
+    pool's autoscaler plans with (:attr:`PoolPlan.planning`), its capacity source and root volume
+    throughput. A model that lands nowhere, or on a pool with no capacity source, is left out: the
+    capacity rules report it."""
+    cluster, keys = settings_cluster(settings)
+    simulation = simulate(cluster)
+    plans = {plan.pool.name: plan for plan in simulation.plans}
+    found: dict[str, tuple[ServedModel, serving.ModelPool]] = {}
+    for workload in cluster.workloads:
+        key, model = keys.workloads.get(workload.name, ("", None))
+        plan = plans.get(simulation.placements.get(workload.name, ""))
+        if not key.startswith("serving.tiers") or plan is None or plan.planning is None or not plan.pool.capacity_source:
+            continue
+        found[key] = (model, serving.ModelPool(
+            name=f"{plan.pool.kind} '{plan.pool.name}'", instance=plan.planning.instance,
+            capacity_source=plan.pool.capacity_source,
+            disk_throughput_mibps=_disk_throughput_mibps(settings, plan.pool.name)))
+    return found

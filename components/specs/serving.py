@@ -13,7 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policies.capacity.cold_start import (
+    COLD,
+    IMAGE_BOUND,
+    NODE_BOUND,
+    AwaitBudget,
+    Start,
+    await_budget,
+    start,
+    weights_bound_seconds,
+)
 from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
+from policies.capacity.instances import Instance
 
 from components import contract, versions
 from components.specs.gateway import demand_query
@@ -87,52 +98,51 @@ STARTUP_PROBE_FAILURES = 180
 # (`pulumi.com/skipAwait`) would report success for a model that never became ready; instead each
 # model Deployment carries an explicit budget, and `progressDeadlineSeconds` matches it so the
 # Deployment's own Progressing condition does not report a stalled rollout (ProgressDeadlineExceeded,
-# default 600 s) while the budget still runs. Figures are planning bounds (about twice the typical
-# time), not measurements: a real failure (image pull, CrashLoopBackOff) is printed by the awaiter
-# as it happens, so the budget only bounds how long a slow but healthy start may take.
-
-#: A GPU node launched (Karpenter or Cluster Autoscaler), joined, and its GPUs advertised by the
-#: device plugin: typically 3-5 minutes on EKS.
-NODE_READY_SECONDS = 600
-#: The vLLM image (roughly 10 GB compressed) pulled and unpacked on a fresh node: typically 3-5 minutes.
-IMAGE_PULL_SECONDS = 600
-#: Sustained copy rate assumed for the weights (S3 sync by the init container, or a Hugging Face
-#: download by vLLM): a conservative 100 MiB/s.
-WEIGHTS_COPY_BYTES_PER_SECOND = 100 * 1024 * 1024
+# default 600 s) while the budget still runs. The budget is the planning bound of the model's cold
+# start on its pool (policies/capacity/cold_start.py, the one cold-start model; docs/cold-start.md
+# gives every figure's source): a real failure (image pull, CrashLoopBackOff) is printed by the
+# awaiter as it happens, so the budget only bounds how long a slow but healthy start may take.
 
 
 @dataclass(frozen=True)
-class ColdStartBudget:
-    """The seconds a first replica of a model may take to become ready, by step."""
+class ModelPool:
+    """What a model's start depends on in the pool it lands on: the pool (as the capacity simulation
+    names it), the node type its autoscaler plans with, how its nodes arrive (a ``cold_start``
+    capacity source), and its nodes' root volume throughput."""
 
-    node_ready: int
-    image_pull: int
-    weights: int
-    load: int
-
-    @property
-    def total(self) -> int:
-        return self.node_ready + self.image_pull + self.weights + self.load
+    name: str
+    instance: Instance
+    capacity_source: str
+    disk_throughput_mibps: float
 
 
-def cold_start_budget(model: ServedModel) -> ColdStartBudget:
-    """Node, image, weights (the model's size at the assumed copy rate), then the load, bounded by
-    the startup probe: the await must outlast it, or Pulumi gives up before the kubelet would."""
-    return ColdStartBudget(
-        node_ready=NODE_READY_SECONDS,
-        image_pull=IMAGE_PULL_SECONDS,
-        weights=math.ceil(model.resolved_architecture().weight_bytes() / WEIGHTS_COPY_BYTES_PER_SECOND),
-        load=STARTUP_PROBE_PERIOD_SECONDS * STARTUP_PROBE_FAILURES,
-    )
+def model_start(model: ServedModel, pool: ModelPool, case: str = COLD) -> Start:
+    """The model's start on a node of ``pool``: its weights, the vLLM image, the startup probe."""
+    return start(
+        model.name, pool.name, weight_bytes=model.resolved_architecture().weight_bytes(), instance=pool.instance,
+        capacity_source=pool.capacity_source, image=str(versions.VLLM_IMAGE), disk_throughput_mibps=pool.disk_throughput_mibps,
+        startup_probe_period_seconds=STARTUP_PROBE_PERIOD_SECONDS, startup_probe_failures=STARTUP_PROBE_FAILURES,
+        case=case)
+
+
+def cold_start_bound(model: ServedModel, pool: ModelPool | None) -> AwaitBudget:
+    """The await bound of the model's cold start: :func:`cold_start.await_budget` of its start on
+    ``pool``. ``None`` (a caller that does not know the pool): the bound of a pool that provisions its
+    nodes, the longest the node step can be, from the same figures."""
+    if pool is not None:
+        return await_budget(model_start(model, pool))
+    return AwaitBudget(node_ready=math.ceil(NODE_BOUND.value), image_pull=math.ceil(IMAGE_BOUND.value),
+                       weights=weights_bound_seconds(model.resolved_architecture().weight_bytes()),
+                       load=STARTUP_PROBE_PERIOD_SECONDS * STARTUP_PROBE_FAILURES)
 
 
 #: The annotation pulumi-kubernetes reads for a resource's await timeout (seconds, a string).
 AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 
 
-def deployment_annotations(model: ServedModel) -> dict[str, str]:
+def deployment_annotations(model: ServedModel, pool: ModelPool | None = None) -> dict[str, str]:
     """The await budget, as the provider reads it from the Deployment's own metadata."""
-    return {AWAIT_TIMEOUT_ANNOTATION: str(cold_start_budget(model).total)}
+    return {AWAIT_TIMEOUT_ANNOTATION: str(cold_start_bound(model, pool).total)}
 
 
 #: The init container's script (its own file, so it can be read, linted and run as a script).
@@ -424,15 +434,18 @@ def deployment(
     priority_class: Any,
     api_key_secret: str | None = None,
     hf_token_secret: Any = None,
+    pool: ModelPool | None = None,
 ) -> dict[str, Any]:
     """The model's Deployment (``metadata`` and ``spec``). ``namespace`` and ``priority_class`` are
-    outputs in the program (the objects' names) and plain names in the capacity check."""
+    outputs in the program (the objects' names) and plain names in the capacity check. ``pool`` sets the
+    await bound (:func:`cold_start_bound`); the capacity adapter, which works the pool out from these
+    very objects, leaves it out (the bound does not change where a pod lands)."""
     labels = pod_labels(model.name, tier)
     return {
-        "metadata": {"name": model.name, "namespace": namespace, "labels": labels, "annotations": deployment_annotations(model)},
+        "metadata": {"name": model.name, "namespace": namespace, "labels": labels, "annotations": deployment_annotations(model, pool)},
         "spec": {
             "selector": {"matchLabels": instance_selector(model.name)},
-            "progressDeadlineSeconds": cold_start_budget(model).total,
+            "progressDeadlineSeconds": cold_start_bound(model, pool).total,
             "strategy": contract.rollout_strategy(model.rollout),
             "template": {
                 "metadata": {"labels": labels, "annotations": pod_annotations(model)},

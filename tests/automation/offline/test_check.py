@@ -243,7 +243,7 @@ def test_a_configuration_too_long_for_the_engines_environment_is_refused(tmp_pat
     """The textbook answer: the program runs under mocks in this process whatever the size of its
     configuration. The engine's: it hands the configuration to the program and to the policy pack
     in one environment variable, and Linux refuses an exec with a variable over 131,072 bytes
-    ("argument list too long", pulumi/pulumi#20402). 600 generated models make 145,123 bytes of
+    ("argument list too long", pulumi/pulumi#20402). 600 generated models make 145,156 bytes of
     PULUMI_CONFIG; the check refuses the stack before anything runs, naming the largest key."""
     from benchmarks.generated_stack import write_stack
 
@@ -252,7 +252,7 @@ def test_a_configuration_too_long_for_the_engines_environment_is_refused(tmp_pat
                      "--out", str(tmp_path / "out"))
     assert done.returncode == exit_codes.USAGE, done.stderr[-2000:]
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("error: stack 'bench600': its configuration is 145,123 bytes as PULUMI_CONFIG "
+    assert line.startswith("error: stack 'bench600': its configuration is 145,156 bytes as PULUMI_CONFIG "
                            "(largest key llm-platform:serving, ")
     assert "above the 131,072 bytes Linux allows one environment variable" in line and "pulumi/pulumi#20402" in line
     assert not (tmp_path / "out").exists()

@@ -105,3 +105,37 @@ def test_the_capacity_check_reads_the_objects_the_components_emit():
     assert by_key[("kubernetes:karpenter.sh/v1:NodePool", pool.name)]["spec"]["template"]["spec"]["nodeClassRef"] == {
         "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class}
     assert by_key[("kubernetes:apps/v1:Deployment", "llm-gateway")]["spec"]["replicas"] == settings.serving.gateway.replicas
+
+
+def test_the_await_bound_is_the_cold_start_models_on_the_models_pool():
+    """One source: the Deployment's timeoutSeconds and progressDeadlineSeconds are cold_start.await_budget
+    of the model's start on its pool (prod's 70B AWQ model: 39.80 GB of weights at the 100 MiB/s planning
+    rate is 380 s; node 600 + image 600 + startup probe 10 x 180 = 1800)."""
+    from components.specs.capacity import model_pools
+
+    settings = parse_settings(read_stack_config("prod"))
+    model, pool = model_pools(settings)["serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"]
+    assert (pool.name, pool.instance.name, pool.capacity_source, pool.disk_throughput_mibps) == (
+        "Karpenter NodePool 'gpu-interactive'", "g5.12xlarge", "Karpenter", 750)
+    bound = serving.cold_start_bound(model, pool)
+    assert (bound.node_ready, bound.image_pull, bound.weights, bound.load, bound.total) == (600, 600, 380, 1800, 3380)
+    described = serving.deployment(model, namespace="serving-interactive", tier="interactive",
+                                   pool_purpose="gpu-inference", priority_class="llm-interactive", pool=pool)
+    assert described["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "3380"}
+    assert described["spec"]["progressDeadlineSeconds"] == 3380
+
+
+def test_a_fixed_node_pool_has_no_node_step_in_its_await_bound(llama):
+    """Textbook: every cold start waits for a node. The cold-start model: a pool of fixed nodes has them up
+    already, so the bound drops the 600 s node step (llama-3.1-8b: 16.06 GB at 100 MiB/s is 154 s)."""
+    from policies.capacity.instances import load_instances
+
+    instance = load_instances().instances["g5.2xlarge"]
+    fixed = serving.ModelPool("managed node group 'fixed'", instance, "fixed nodes", 500)
+    growing = serving.ModelPool("managed node group 'grows'", instance, "Cluster Autoscaler", 500)
+    assert serving.cold_start_bound(llama, fixed).total == 0 + 600 + 154 + 1800
+    assert serving.cold_start_bound(llama, growing).total == 600 + 600 + 154 + 1800
+    assert serving.cold_start_bound(llama, None).total == 600 + 600 + 154 + 1800
+    described = serving.deployment(llama, namespace="serving-interactive", tier="interactive",
+                                   pool_purpose="gpu-inference", priority_class="llm-interactive", pool=fixed)
+    assert described["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "2554"}

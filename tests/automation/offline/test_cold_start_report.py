@@ -1,0 +1,77 @@
+"""`check` prints each model's start, cold and warm, by step (policies/capacity/cold_start.py on the plan).
+
+Expected figures are worked out by hand from docs/cold-start.md's figures: the vLLM image is 12.64 GB
+compressed (downloaded at the lesser of the node's network and its root volume) and 28.60 GB unpacked
+(at 150 MiB/s); weights come from S3 at the lesser of 10 x 85 MB/s, the network and the root volume, and
+load from the root volume; compile is 60 + 30 s; readiness one 10 s probe period. Cold adds a node
+(Karpenter 1 + 90 + 30 = 121 s; Cluster Autoscaler 10 + 30 + 90 + 30 = 160 s) and the image; warm has both.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from rich.console import Console
+
+from automation.offline.plan import ROOT
+from automation.offline.report import render, summarize
+
+
+def _figures(summary) -> dict:
+    return {model: (s.pool, s.instance, s.cold_seconds, s.warm_seconds, s.dominant_step,
+                    [(step.step, step.cold_seconds, step.warm_seconds) for step in s.steps])
+            for model, s in summary.cold_start.items()}
+
+
+def test_dev_models_start_cold_and_warm_by_step(dev_plan):
+    assert _figures(summarize(dev_plan)) == {
+        # a Cluster Autoscaler group's g5.2xlarge (5 Gbps, 500 MiB/s root volume), 16.06 GB of weights
+        "llama-3-1-8b-instruct": ("inference", "g5.2xlarge", 527.2, 161.3, "image", [
+            ("node", 160.0, 0.0), ("image", 205.9, 0.0), ("weights", 30.6, 30.6), ("load", 30.6, 30.6),
+            ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)]),
+        # Karpenter's cheapest fitting type, g5.4xlarge, 15.23 GB of weights
+        "qwen2-5-7b-instruct": ("gpu-inference", "g5.4xlarge", 485.0, 158.1, "image", [
+            ("node", 121.0, 0.0), ("image", 205.9, 0.0), ("weights", 29.1, 29.1), ("load", 29.1, 29.1),
+            ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)]),
+    }
+
+
+def test_prod_models_start_cold_and_warm_by_step(prod_plan):
+    figures = _figures(summarize(prod_plan))
+    # The 70B AWQ model on a new g5.12xlarge (40 Gbps) whose EC2NodeClass gives 750 MiB/s: 39.80 GB of
+    # weights at 750 MiB/s each way; about 520 s cold, within prod's 900 s interactive budget.
+    assert figures["llama-3-1-70b-instruct-awq"] == ("gpu-interactive", "g5.12xlarge", 520.1, 201.2, "image", [
+        ("node", 121.0, 0.0), ("image", 197.9, 0.0), ("weights", 50.6, 50.6), ("load", 50.6, 50.6),
+        ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)])
+    # Textbook: weights arrive at the disk's speed. The engine's answer on a g6e.xlarge: its 2.5 Gbps
+    # network (298 MiB/s) is slower than the 500 MiB/s root volume, so the S3 copy takes 62 s, the load 37 s.
+    assert figures["qwen2-5-32b-instruct"][2:4] == (581.1, 198.8)
+    assert figures["qwen2-5-32b-instruct"][5][2:4] == [("weights", 61.9, 61.9), ("load", 36.9, 36.9)]
+    assert figures["bge-m3"][:5] == ("inference-a10g", "g5.2xlarge", 470.3, 104.3, "image")
+
+
+def test_the_summary_renders_a_cold_start_section(prod_plan):
+    out = io.StringIO()
+    render(summarize(prod_plan), Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    assert "Cold start (predicted, docs/cold-start.md)" in text
+    row = next(line for line in text.splitlines() if "llama-3-1-70b-instruct-awq" in line and "g5.12xlarge" in line)
+    assert "520 s" in row and "201 s" in row and "node 121 / 0 s" in row and "image" in row
+
+
+def test_check_json_carries_cold_start_per_model(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "automation", "check", "--stack", "dev", "--out", str(tmp_path / "out"),
+         "--output", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cold_start = json.loads(done.stdout)["summary"]["cold_start"]
+    assert sorted(cold_start) == ["llama-3-1-8b-instruct", "qwen2-5-7b-instruct"]
+    llama = cold_start["llama-3-1-8b-instruct"]
+    assert (llama["cold_seconds"], llama["warm_seconds"], llama["dominant_step"]) == (527.2, 161.3, "image")
+    assert llama["steps"][1] == {
+        "step": "image", "cold_seconds": 205.9, "warm_seconds": 0.0,
+        "detail": "vllm/vllm-openai:v0.33.0: 12.64 GB at 500 MiB/s, 28.60 GB unpacked at 150 MiB/s"}

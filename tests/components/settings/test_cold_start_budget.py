@@ -1,0 +1,74 @@
+"""serving.tiers[].coldStartBudgetSeconds: each model's predicted cold start (policies/capacity/cold_start.py
+on its pool's planning instance) within its tier's budget, or a settings problem at the model's key.
+
+Expected figures are the cold-start model's, worked out by hand from docs/cold-start.md: prod's 70B AWQ
+model on a new Karpenter g5.12xlarge (40 Gbps, root volume 750 MiB/s): node 1 + 90 + 30 = 121 s; image
+12.64 GB at 750 MiB/s + 28.60 GB unpacked at 150 MiB/s = 198 s; weights 39.80 GB at 750 MiB/s = 51 s, load
+the same; compile 60 + 30 = 90 s; readiness 10 s: 520 s.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from automation.stacks import read_stack_config
+from components.settings import SettingsError, parse_settings
+
+PROD_70B = "llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"
+
+
+def _with_budget(stack: str, tier: str, budget: object) -> dict:
+    config = copy.deepcopy(read_stack_config(stack))
+    serving = config["llm-platform:serving"]
+    for entry in serving["tiers"]:
+        if entry["name"] == tier:
+            entry["coldStartBudgetSeconds"] = budget
+    return config
+
+
+def _problems(config: dict) -> list:
+    with pytest.raises(SettingsError) as raised:
+        parse_settings(config)
+    return raised.value.problems
+
+
+def test_prod_sets_a_budget_its_interactive_model_fits():
+    settings = parse_settings(read_stack_config("prod"))
+    interactive = next(t for t in settings.serving.tiers if t.name == "interactive")
+    assert interactive.cold_start_budget_seconds == 900
+
+
+def test_a_tighter_budget_names_the_model_the_dominant_step_and_the_numbers():
+    (problem,) = _problems(_with_budget("prod", "interactive", 300))
+    assert problem.key == PROD_70B
+    assert problem.value == 520
+    assert problem.reason.startswith(
+        "predicted cold start 520 s on a new g5.12xlarge of Karpenter NodePool 'gpu-interactive' is above "
+        "serving.tiers[interactive].coldStartBudgetSeconds 300; the image step dominates with 198 s "
+        "(vllm/vllm-openai:v0.33.0: 12.64 GB at 750 MiB/s, 28.60 GB unpacked at 150 MiB/s); steps: node 121 s, "
+        "image 198 s, weights 51 s, load 51 s, compile 90 s, readiness 10 s.")
+
+
+def test_the_budget_is_judged_at_the_pools_planning_instance_and_capacity_source():
+    """dev's 8B model runs on a managed group Cluster Autoscaler grows: its node step is 10 + 30 + 90 + 30 =
+    160 s (Karpenter's is 121 s), on a g5.2xlarge (5 Gbps, 500 MiB/s root volume): 527 s in all."""
+    (problem,) = _problems(_with_budget("dev", "interactive", 500))
+    assert problem.key == "llm-platform:serving.tiers[interactive].models[llama-3-1-8b-instruct]"
+    assert problem.value == 527
+    assert "on a new g5.2xlarge of managed node group 'inference'" in problem.reason
+    assert "steps: node 160 s, image 206 s, weights 31 s, load 31 s, compile 90 s, readiness 10 s." in problem.reason
+    assert parse_settings(_with_budget("dev", "interactive", 528)) is not None
+
+
+def test_a_budget_only_judges_its_own_tier():
+    """dev's batch model predicts 485 s; a 400 s interactive budget names only the interactive model."""
+    (problem,) = _problems(_with_budget("dev", "interactive", 400))
+    assert problem.key.endswith("models[llama-3-1-8b-instruct]")
+
+
+@pytest.mark.parametrize("budget", [29, 7201, 0, -5, "soon", True])
+def test_a_budget_out_of_range_is_refused_at_its_key(budget):
+    problems = _problems(_with_budget("prod", "interactive", budget))
+    assert [p.key for p in problems] == ["llm-platform:serving.tiers[0].coldStartBudgetSeconds"]
