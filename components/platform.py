@@ -12,6 +12,7 @@ from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, Clust
 from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
 from components.serving.gateway import Gateway, GatewayArgs
+from components.specs.capacity import model_pools
 from components.specs.gateway import Route
 from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
@@ -321,6 +322,7 @@ class Platform(pulumi.ComponentResource):
         )
         token = settings.hugging_face_token
         pools = settings.gpu_pool_facts()
+        starts = model_pools(settings)  # where each model starts: its await bound
         api_keys: dict[str, pulumi.Output[str]] = {}
         for tier in serving.tiers:
             served = ServingTier(
@@ -332,6 +334,7 @@ class Platform(pulumi.ComponentResource):
                     cluster_name=cluster_name,
                     hf_token=pulumi.Output.secret(token.get_secret_value()) if token is not None else None,
                     tags=tags,
+                    model_pools={m.name: pool for m, pool in starts.values() if m in tier.models},
                 ),
                 opts=after_platform,
             )

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from components.iam import pod_identity_role
 from components.settings import PoolFacts, ServedModel, TierScaling
 from components.specs.serving import (
+    ModelPool,
     API_KEY_SECRET_KEY,
     POD_LABELS,
     PORT,
@@ -53,6 +54,10 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     #: The AWS partition of the weights bucket's ARN; the tier looks it up once for all its models
     #: (one provider call, not one per model); ``None``: looked up here.
     partition: pulumi.Input[str] | None = None
+    #: Where the model starts (the capacity simulation's pool, planning node type, capacity source and
+    #: root volume): its cold start's planning bound is the Deployment's await timeout. ``None``: the
+    #: bound of a start that must provision a node.
+    pool: ModelPool | None = None
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -79,6 +84,7 @@ class ModelServer(pulumi.ComponentResource):
             priority_class=args.priority_class,
             api_key_secret=args.api_key_secret,
             hf_token_secret=args.hf_token_secret,
+            pool=args.pool,
         )
         k8s.apps.v1.Deployment(
             f"{name}-deployment",

@@ -18,7 +18,7 @@ from components.settings import PoolFacts
 from components.settings import ServingTier as TierSettings
 from components.specs import gateway, observability
 from components.specs import serving as model_server
-from components.specs.serving import namespace_name, priority_class_name, quota_spec
+from components.specs.serving import ModelPool, namespace_name, priority_class_name, quota_spec
 
 TYPE = "llm-platform:index:ServingTier"
 
@@ -41,6 +41,8 @@ class ServingTierArgs:
     cluster_name: str
     hf_token: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    #: Each model's pool as its start sees it, by model name (``components.specs.capacity.model_pools``).
+    model_pools: dict[str, ModelPool] = field(default_factory=dict)
 
 
 class ServingTier(pulumi.ComponentResource):
@@ -153,6 +155,7 @@ class ServingTier(pulumi.ComponentResource):
                     hf_token_secret=hf_secret_name,
                     api_key_secret=API_KEY_SECRET,
                     tags=args.tags,
+                    pool=args.model_pools.get(model.name),
                     partition=partition,
                 ),
                 opts=in_namespace,

@@ -73,24 +73,24 @@ ASG_SCALE_OUT = Figure(
 INSTANCE_LAUNCH_AND_JOIN = Figure(
     "EC2 launch, boot and node join", 90, "s",
     "estimate: RunInstances/CreateFleet to a Ready kubelet on the EKS AL2023 NVIDIA AMI (boot, nodeadm, "
-    "VPC CNI); no published figure for GPU AMIs; consistent with the 3-5 minutes components/serving/"
-    "model_server.py gives for a node with its GPUs advertised")
+    "VPC CNI); no published figure for GPU AMIs; consistent with the 3-5 minutes docs/first-deploy.md "
+    "gives for a node with its GPUs advertised")
 GPU_ADVERTISED = Figure(
     "device plugin advertises nvidia.com/gpu", 30, "s",
     "estimate: the NVIDIA device plugin (or GPU Operator operands) DaemonSet starts on the new node and "
     "registers its GPUs with the kubelet; the scheduler binds the pod only then")
 NODE_BOUND = Figure(
     "node planning bound", 600, "s",
-    "planning bound, about twice the typical time (components/serving/model_server.py NODE_READY_SECONDS)")
+    "planning bound, about twice the typical time (the await budget's node figure since issue 28)")
 
 IMAGE_UNPACK = Figure(
     "layer unpack rate", 150, "MiB/s",
     "estimate: containerd decompresses each gzip layer on one core (no pigz by default) and writes it to the "
-    "node's disk; 28.6 GB at this rate takes about 3 minutes, within the 3-5 minutes components/serving/"
-    "model_server.py gives for the vLLM image")
+    "node's disk; 28.6 GB at this rate takes about 3 minutes, within the 3-5 minutes docs/first-deploy.md "
+    "gives for the vLLM image")
 IMAGE_BOUND = Figure(
     "image planning bound", 600, "s",
-    "planning bound, about twice the typical time (components/serving/model_server.py IMAGE_PULL_SECONDS)")
+    "planning bound, about twice the typical time (the await budget's image figure since issue 28)")
 
 S3_PER_CONNECTION = Figure(
     "S3 throughput per connection", 85, "MB/s",
@@ -102,8 +102,8 @@ S3_CONNECTIONS = Figure(
     "fetch-weights init container runs aws s3 sync with the default")
 WEIGHTS_BOUND_RATE = Figure(
     "weights planning copy rate", 100, "MiB/s",
-    "planning bound: the conservative copy rate components/serving/model_server.py assumes "
-    "(WEIGHTS_COPY_BYTES_PER_SECOND)")
+    "planning bound: a conservative copy rate, below one S3 connection's guideline figure, kept from the "
+    "await budget of issue 28")
 
 HOST_TO_GPU = Figure(
     "host-to-GPU copy rate", 25, "GB/s",

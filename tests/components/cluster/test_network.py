@@ -93,6 +93,14 @@ def test_s3_gateway_endpoint_serves_every_private_route_table(stack, dev_plan, p
 
 
 def test_s3_gateway_endpoint_follows_the_region():
-    plan = plan_with("dev", region="eu-west-1")
+    # without gpuBudget: the catalog ships no eu-west-1 prices, and a budget there is refused
+    # (tests/components/settings/test_regional_pricing.py)
+    from automation.offline.plan import record_plan
+    from automation.stacks import read_stack_config
+    from components.settings import config_strings
+
+    config = {k: v for k, v in read_stack_config("dev").items() if k != "llm-platform:gpuBudget"}
+    config["llm-platform:region"] = "eu-west-1"
+    plan = record_plan("dev", config_strings(config), region="eu-west-1")
     assert s3_endpoint(plan).inputs["serviceName"] == "com.amazonaws.eu-west-1.s3"
     assert len(s3_endpoint(plan).inputs["routeTableIds"]) == 3
