@@ -257,6 +257,8 @@ AGENTS = "gpu-agents-reach-gpu-nodes"
 def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, override):
     from tests.policies.builders import helm_release
     pool = gpu_node_group()
+    if chart == "nvidia-dra-driver-gpu":  # the kubelet plugin serves DRA pools only (agentPlacement)
+        pool = gpu_node_group(labels={**pool["inputs"]["labels"], "node.kubernetes.io/purpose": "gpu-dra"})
     one(pack.stack_messages([pool, helm_release(chart, version, {})], AGENTS),
         f"(chart {chart})", f"({chart} {version} default)", "does not tolerate taint nvidia.com/gpu=true:NoSchedule")
     assert pack.stack_messages([pool, helm_release(chart, version, override)], AGENTS) == []
