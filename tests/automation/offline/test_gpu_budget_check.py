@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import pytest
+
 from automation import exit_codes
+from automation.offline import check
+from automation.offline.pack.findings import PolicyConfigError
 from automation.offline.plan import ROOT
 
 
@@ -23,3 +28,19 @@ def test_a_policy_config_that_disagrees_with_the_stack_file_is_a_usage_error(tmp
     (line,) = done.stderr.strip().splitlines()
     assert "llm-platform:gpuBudget.maxGpus is 20" in line and "gpu-capacity-cap.maxGpus sets 16" in line
     assert line.startswith("error: dev.json: ") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value, shown", [("32", "'32' is not of type 'integer'"), ([16], "[16] is not of type 'integer'")])
+def test_a_wrongly_typed_number_in_the_stack_policy_config_is_one_line_naming_the_key(tmp_path, monkeypatch, value, shown):
+    """``policies/config/<stack>.json`` with ``maxGpus: "32"`` or ``[16]``: the pack's Configure names the key
+    (it used to end in a traceback comparing the numbers)."""
+    config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
+    config["gpu-capacity-cap"]["maxGpus"] = value
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(config))
+    # The stack's own config path (not an override, which skips the gpuBudget comparison).
+    monkeypatch.setattr(check, "policy_config_for", lambda stack, override=None: path)
+    with pytest.raises(PolicyConfigError) as raised:
+        check.run_check("dev", tmp_path / "out")
+    assert f"gpu-capacity-cap: maxGpus: {shown}" in str(raised.value)
+    assert "Traceback" not in str(raised.value)
