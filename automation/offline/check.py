@@ -19,6 +19,10 @@ from typing import Any
 from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
 
+from policies.capacity.instances import UnpricedInstanceError, load_instances
+
+from automation import exit_codes
+from automation.errors import DriverError
 from automation.offline.files import write_json, write_manifests, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
 from automation.offline.pack.findings import PackReport, PolicyConfigError
@@ -196,7 +200,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     finally:
         pack.close()
     analyzed = lap()
-    summary = summarize(plan)
+    try:
+        summary = summarize(plan, load_instances(region=settings.region))
+    except UnpricedInstanceError as error:  # never another region's prices
+        raise DriverError(str(error), exit_codes.USAGE) from None
     with _writing_to(out):
         plan_path = write_plan(plan, out)
         manifest_paths = write_manifests(plan, out / "manifests")

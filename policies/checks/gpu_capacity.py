@@ -10,17 +10,21 @@ upper bound):
   its requirements admit (all catalog GPU types if the catalog cannot tell);
 - static NodePool (``replicas``): replicas x GPUs per node, at the most expensive admitted type.
 
-Prices and GPU counts come only from ``instance_catalog.json``; a GPU instance type missing from it
-is reported, because its cost cannot be bounded.
+Prices and GPU counts come only from ``instance_catalog.json``, priced for the stack's region
+(``llm-platform:region``); a GPU instance type missing from it is reported, because its cost cannot
+be bounded, and so is a type the catalog has no on-demand price for in that region (its GPU count
+still counts against the cap; never another region's price).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from capacity.cost import node_group_worst_case, nodepool_worst_case
+from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
+from capacity.instances import Instance, UnpricedInstanceError
 from lib.catalog import load_catalog
 from checks.gpu_workloads import asks_for_gpu
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
@@ -50,6 +54,22 @@ class Item:
     usd: float | None
     detail: str
     problem: str | None = None
+    #: Why the pool's cost is not known: its types have no price in the stack's region.
+    unpriced: str | None = None
+
+
+def _priced(pool: Pool, hours: float, worst_case: Callable[[Sequence[Instance]], WorstCase | None],
+            types: Sequence[Instance]) -> Item | None:
+    """The pool's worst case; with a type unpriced in the region, its GPUs alone (they do not depend on
+    prices) and the refusal naming the type, region and refresh command."""
+    try:
+        worst = worst_case(types)
+    except UnpricedInstanceError as error:
+        gpus_only = worst_case([replace(t, hourly_usd=0.0) for t in types])
+        return Item(pool, gpus_only.gpus if gpus_only else None, None, "", unpriced=str(error))
+    if worst is None:
+        return None
+    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
 
 
 def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
@@ -69,8 +89,9 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
             max_size = as_int(node_group_scaling(pool.resource).get("maxSize"))
             if max_size is None:
                 continue
-            worst = node_group_worst_case(pool.label, max_size, pool.instance_types)
-            items.append(Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail))
+            label = pool.label
+            items.append(_priced(pool, hours, lambda types: node_group_worst_case(label, max_size, types),
+                                 pool.instance_types))
             continue
         items.append(_nodepool_item(pool, gpu_resource, hours))
     return [i for i in items if i is not None]
@@ -85,13 +106,16 @@ def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
     limits = resource.get("spec", "limits", default={})
     if UNKNOWN in (replicas, limit) or limits is UNKNOWN:
         return None
-    worst = nodepool_worst_case(
-        pool.label, types, static_nodes=None if replicas is None else as_int(replicas) or 0,
-        gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
-    )
-    if worst is None:
+    def worst_case(priced: Sequence[Instance]) -> WorstCase | None:
+        return nodepool_worst_case(
+            pool.label, priced, static_nodes=None if replicas is None else as_int(replicas) or 0,
+            gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
+        )
+
+    item = _priced(pool, hours, worst_case, types)
+    if item is None:
         return Item(pool, None, None, "", f"has no limits['{gpu_resource}'], so its GPU count is unbounded")
-    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
+    return item
 
 
 def _summary(items: list[Item], value: str) -> str:
@@ -119,6 +143,8 @@ def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, s
         if item.problem:
             yield (f"{item.pool.label} {item.problem}; its monthly cost cannot be bounded. Add the type to "
                    f"policies/instance_catalog.json or set a limit.", item.pool.resource.urn)
+        elif item.unpriced:
+            yield (f"{item.pool.label}: its monthly cost cannot be bounded: {item.unpriced}.", item.pool.resource.urn)
     total = sum(i.usd for i in items if i.usd is not None)
     if total > config["monthlyBudgetUsd"]:
         yield (

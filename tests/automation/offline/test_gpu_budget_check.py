@@ -44,3 +44,22 @@ def test_a_wrongly_typed_number_in_the_stack_policy_config_is_one_line_naming_th
         check.run_check("dev", tmp_path / "out")
     assert f"gpu-capacity-cap: maxGpus: {shown}" in str(raised.value)
     assert "Traceback" not in str(raised.value)
+
+
+def test_a_stack_in_a_region_without_prices_is_refused_not_priced_at_us_east_1(tmp_path):
+    """The summary prices with the stack's region (the shipped catalog prices us-east-1 only):
+    one line naming the types, the region and the refresh command, exit 2, nothing written."""
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    moved = text.replace("llm-platform:region: us-east-1", "llm-platform:region: eu-west-1")
+    assert moved != text
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(moved)
+    done = subprocess.run(
+        [sys.executable, "-m", "automation", "check", "--stack", "dev", "--stack-file", str(stack_file),
+         "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == exit_codes.USAGE, done.stdout[-2000:] + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "no on-demand price for g5.2xlarge, g5.4xlarge in eu-west-1" in line
+    assert "python -m automation catalog refresh --region eu-west-1" in line
+    assert "$" not in done.stdout and not (tmp_path / "out" / "plan.json").exists()
