@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
+from lib.contract_config import OTHER_GPU_RESOURCES, SHARED_GPU_RESOURCE
 from lib.kit import MANDATORY, resource_policy
 from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
 from lib.resources import Resource
 from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates
 
 #: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
-MIG_RESOURCES = ["nvidia.com/mig-*"]
+MIG_RESOURCES = OTHER_GPU_RESOURCES  # time-sliced and MIG GPUs (lib/contract_config.py)
 
 
 def tolerates_gpu_key(toleration: Any, key: str) -> bool | None:
@@ -140,6 +141,12 @@ def _template_contract(template: PodTemplate, config: dict[str, Any]) -> Iterato
                     f"{subject}: container '{name}' has {resource_name} request {fmt(request)} but limit {fmt(limit)}; "
                     f"the API server rejects extended resources whose request differs from the limit. Make them equal."
                 )
+            if limit is not None and not _whole(limit):
+                yield (
+                    f"{subject}: container '{name}' has {resource_name} limit {fmt(limit)}; the API server refuses "
+                    f"extended resources that are not whole numbers (a GPU cannot be split by quantity). Request a "
+                    f"whole GPU, or share one through time-slicing ({SHARED_GPU_RESOURCE}) or a MIG slice."
+                )
             if limit is not None and quantity(limit) != 0 and resource_name not in in_limits:
                 in_limits.append(resource_name)
     if not in_limits:
@@ -150,6 +157,14 @@ def _template_contract(template: PodTemplate, config: dict[str, Any]) -> Iterato
             f"{subject} requests {', '.join(in_limits)} but does not tolerate the GPU taint '{key}', so it can never "
             f"schedule on a GPU pool. Add tolerations: [{{key: {key}, operator: Exists, effect: NoSchedule}}]."
         )
+
+
+def _whole(value: Any) -> bool:
+    """Whether an extended resource quantity is an integer, as the API server requires
+    (kubernetes/kubernetes pkg/apis/core/validation/validation.go, ``validateResourceQuantityValue``:
+    an ``IsIntegerResourceName`` resource, every extended resource, "must be an integer")."""
+    number = quantity(value)
+    return number is None or float(number).is_integer()
 
 
 def _check_contract(resource: Resource, config: dict[str, Any]) -> Iterator[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.policies.builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, template_path, workload
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 CONTRACT, WASTE = "gpu-workload-contract", "gpu-toleration-without-gpu"
 KINDS = list(WORKLOAD_KINDS)
@@ -118,3 +118,39 @@ def test_dra_claims_count_as_asking_for_a_device(pack):
 def test_unknown_values_are_not_judged(pack, changes, gpus):
     res = patch(workload(gpus=gpus, tolerate=gpus is None), changes)
     assert pack.messages(res, CONTRACT) == [] and pack.messages(res, WASTE) == []
+
+
+# --- GPUs under other names, quantities the API server refuses (issue 31) ---------------------------
+
+PROD_CONFIG = ROOT / "policies" / "config" / "prod.json"
+
+
+def time_sliced(*, tolerate: bool = True, gpus: str = "1"):
+    """A workload on the device plugin's renamed time-sliced GPU (renameByDefault: nvidia.com/gpu.shared)."""
+    spec = template_path("Deployment")
+    return patch(workload(gpus=None, tolerate=tolerate), {
+        f"{spec}.containers.0.resources.limits": {"memory": "16Gi", "nvidia.com/gpu.shared": gpus},
+    })
+
+
+def test_a_tolerating_time_sliced_workload_is_not_a_toleration_without_gpu(pack):
+    pack.configure(PROD_CONFIG)
+    assert pack.messages(time_sliced(), WASTE) == []
+    assert pack.messages(time_sliced(), CONTRACT) == []
+
+
+def test_a_time_sliced_workload_is_held_to_the_gpu_contract(pack):
+    pack.configure(PROD_CONFIG)
+    one(pack.messages(time_sliced(tolerate=False), CONTRACT),
+        "requests nvidia.com/gpu.shared but does not tolerate the GPU taint 'nvidia.com/gpu'")
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/gpu", "nvidia.com/gpu.shared"])
+def test_a_fractional_gpu_limit_is_refused(pack, resource):
+    pack.configure(PROD_CONFIG)
+    spec = template_path("Deployment")
+    half = patch(workload(), {f"{spec}.containers.0.resources.limits": {"memory": "16Gi", resource: "500m"}})
+    one(pack.messages(half, CONTRACT), f"container 'vllm' has {resource} limit 500m",
+        "the API server refuses extended resources that are not whole numbers")
+    whole = patch(workload(), {f"{spec}.containers.0.resources.limits": {"memory": "16Gi", resource: "1000m"}})
+    assert pack.messages(whole, CONTRACT) == []
