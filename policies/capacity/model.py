@@ -310,9 +310,37 @@ def resources_of(spec: dict[str, Any] | None, *, pods: int = 0) -> Resources:
     )
 
 
+def is_sidecar(container: dict[str, Any]) -> bool:
+    """A native sidecar: an init container with ``restartPolicy: Always`` (KEP-753), which keeps
+    running beside the app containers."""
+    return container.get("restartPolicy") == "Always"
+
+
+def _largest(a: Resources, b: Resources) -> Resources:
+    return Resources(*(max(x, y) for x, y in zip(a._tuple(), b._tuple())))
+
+
+def effective(apps: list[Resources], inits: list[tuple[Resources, bool]]) -> Resources:
+    """Kubernetes' effective pod request: app containers plus native sidecars summed (they run
+    together), against each ordinary init container plus the sidecars started before it (kubernetes/
+    kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go, ``AggregateContainerRequests``;
+    KEP-753 "Resources calculation for scheduling and pod admission"). The textbook max(apps, any init)
+    undercounts a pod with sidecars."""
+    total = sum(apps, Resources())
+    sidecars, peak = Resources(), Resources()
+    for res, sidecar in inits:
+        if sidecar:
+            total = total + res
+            sidecars = sidecars + res
+            peak = _largest(peak, sidecars)
+        else:
+            peak = _largest(peak, res + sidecars)
+    return _largest(total, peak)
+
+
 def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
-    """Effective requests and limits of a pod: the larger of the sum of app containers and any init
-    container (Kubernetes' rule); a limit without a request counts as the request."""
+    """Effective requests and limits of a pod (:func:`effective`); a limit without a request counts
+    as the request."""
 
     def container(c: dict[str, Any]) -> tuple[Resources, Resources]:
         res = c.get("resources") or {}
@@ -321,12 +349,9 @@ def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
         return resources_of(requests), resources_of(limits)
 
     apps = [container(c) for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
-    inits = [container(c) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)]
-    req = sum((a[0] for a in apps), Resources())
-    lim = sum((a[1] for a in apps), Resources())
-    for r, li in inits:
-        req = Resources(*(max(a, b) for a, b in zip(req._tuple(), r._tuple())))
-        lim = Resources(*(max(a, b) for a, b in zip(lim._tuple(), li._tuple())))
+    inits = [(container(c), is_sidecar(c)) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)]
+    req = effective([a[0] for a in apps], [(r, side) for (r, _), side in inits])
+    lim = effective([a[1] for a in apps], [(li, side) for (_, li), side in inits])
     return Resources(req.cpu_m, req.memory_mib, req.gpus, req.ephemeral_mib, 1), lim
 
 

@@ -70,7 +70,10 @@ def container_gpus(container: dict[str, Any], resource_name: str) -> tuple[Any, 
 
 
 def pod_gpus(template: PodTemplate, resource_name: str) -> float | None:
-    """GPUs one pod holds: the larger of the app containers' sum and the largest init container."""
+    """GPUs one pod holds: app containers and native sidecars (init containers with ``restartPolicy:
+    Always``) summed, against each ordinary init container plus the sidecars before it (Kubernetes'
+    effective request: kubernetes/kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go,
+    ``AggregateContainerRequests``; KEP-753)."""
     if template.spec is UNKNOWN:
         return None
     total = 0.0
@@ -79,13 +82,19 @@ def pod_gpus(template: PodTemplate, resource_name: str) -> float | None:
         if limit is UNKNOWN:
             return None
         total += quantity(limit) or 0
-    init = 0.0
+    sidecars = peak = 0.0
     for container in template.containers("initContainers"):
         limit, _ = container_gpus(container, resource_name)
         if limit is UNKNOWN:
             return None
-        init = max(init, quantity(limit) or 0)
-    return max(total, init)
+        gpus = quantity(limit) or 0
+        if container.get("restartPolicy") == "Always":
+            total += gpus
+            sidecars += gpus
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, gpus + sidecars)
+    return max(total, peak)
 
 
 def asks_for_gpu(template: PodTemplate, resource_name: str) -> bool | None:

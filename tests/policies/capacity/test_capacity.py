@@ -266,3 +266,18 @@ def test_nodepool_problems_name_the_gpu_limit():
     (problem,) = caught.value.problems
     assert problem.key == "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].replicas.max"
     assert "limit 2" in problem.reason and problem.value == 4
+
+
+@pytest.mark.parametrize("order, cpu_m", [(("init", "sidecar"), 1500.0), (("sidecar", "init"), 1700.0)])
+def test_native_sidecars_sum_with_the_app_containers(order, cpu_m):
+    """KEP-753's effective request (component-helpers AggregateContainerRequests): app 1000m + sidecar
+    500m run together (1500m); an init container after the sidecar runs beside it (1200m + 500m = 1700m).
+    The textbook max(sum of apps, largest init) says 1200m for both."""
+    from policies.capacity.model import pod_requests
+
+    containers = {"init": {"name": "migrate", "resources": {"requests": {"cpu": "1200m"}}},
+                  "sidecar": {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}}
+    spec = {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}],
+            "initContainers": [containers[name] for name in order]}
+    requests, _ = pod_requests(spec)
+    assert requests.cpu_m == cpu_m
