@@ -483,19 +483,30 @@ def _memory_findings(workload: Workload, plan: PoolPlan | None, require_fit: boo
             f"{workload.name} sets max-model-len {model.max_model_len} above {arch.name}'s "
             f"{arch.max_position_embeddings} positions; vLLM refuses to start. Lower maxModelLen.",
             workload_key=workload.key, where_key=plan.pool.key))
+    pod_gpus = int(workload.requests.gpus)
+    if pod_gpus and model.tensor_parallel > pod_gpus:
+        out.append(Finding(
+            "model-memory", workload.name, plan.pool.name, "tensor-parallel", str(model.tensor_parallel), str(pod_gpus),
+            f"{workload.name} sets --tensor-parallel-size {model.tensor_parallel} but its pod has {pod_gpus} GPU(s): "
+            f"vLLM needs one GPU per tensor-parallel rank and will not start. Request {model.tensor_parallel} GPUs "
+            f"per pod or set tensorParallelSize to {pod_gpus}.",
+            workload_key=workload.key, where_key=plan.pool.key))
     sizes = [s.instance.gpu_memory_mib for s in plan.usable
              if s.instance.gpu_memory_mib and (_fits(s, plan.pool, workload) or not require_fit)]
     if not sizes:
         return out
     gpu_memory = max(sizes)
-    fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=model.tensor_parallel,
+    # Weights split over the ranks only when each rank has its own GPU; with more ranks than GPUs
+    # the split the textbook formula assumes never happens (the pod's GPUs hold them).
+    ranks = model.tensor_parallel if not pod_gpus or model.tensor_parallel <= pod_gpus else pod_gpus
+    fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=ranks,
                      gpu_memory_mib=gpu_memory, utilization=model.gpu_memory_utilization)
     if not fit.fits:
         need = f"{fit.need_per_gpu / GIB:.1f} GiB"
         have = f"{fit.budget_per_gpu / GIB:.1f} GiB"
         out.append(Finding(
             "model-memory", workload.name, plan.pool.name, "gpu-memory", need, have,
-            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {model.tensor_parallel}, "
+            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {ranks}, "
             f"max-model-len {model.max_model_len}) needs {fit.describe()}, but {model.gpu_memory_utilization} of a "
             f"{gpu_memory / 1024:.1f} GiB GPU on '{plan.pool.name}' is {have}: it will not load. Use a quantized "
             f"checkpoint, more GPUs per replica, a shorter maxModelLen or a larger GPU.",

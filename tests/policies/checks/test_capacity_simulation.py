@@ -21,7 +21,7 @@ from tests.policies.builders import (
     scaled_object,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 SIM, OVER = "capacity-simulation", "capacity-overcommit"
 POOL = "llm-platform:index:GpuNodePool"
@@ -416,3 +416,16 @@ def test_gpu_limit_counts_the_gpus_of_the_nodes_not_the_pods_per_node(pack):
     one(pack.stack_messages([KARPENTER, interactive_pool(12), *llama_70b(strategy=NO_SURGE)], SIM),
         "can never reach its 4 max replicas on Karpenter NodePool 'gpu-interactive'", "16 GPUs of g5.12xlarge",
         "limit 12")
+
+
+def test_tensor_parallel_above_the_pods_gpus(pack):
+    """--tensor-parallel-size 2 on a 1-GPU pod: vLLM will not start, and the weights are not split
+    (the textbook estimate halves them and says the 16k-token AWQ model fits one 24 GiB GPU)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    args = ["--model", "Qwen/Qwen2.5-32B-Instruct-AWQ", "--max-model-len", "16384", "--tensor-parallel-size", "2"]
+    messages = pack.stack_messages(scaled_stack(args=args, gpus=1), SIM)
+    assert len(messages) == 2, messages
+    assert any("sets --tensor-parallel-size 2 but its pod has 1 GPU(s)" in m and "will not start" in m for m in messages)
+    assert any("tensor parallel 1" in m and "KV cache 4.0 GiB" in m and "will not load" in m for m in messages)
+    # the compliant shape: as many GPUs per pod as ranks
+    assert pack.stack_messages(scaled_stack(args=args, gpus=2, types=("g5.12xlarge",)), SIM) == []
