@@ -198,6 +198,7 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 instances=[catalog.instances[t] for t in types if t in catalog.instances],
                 labels={str(k): str(v) for k, v in (props.get("labels") or {}).items()}, taints=taints,
                 min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=disk,
+                desired_nodes=_int(scaling.get("desiredSize"), low or 0),
                 template=templates.get(owner or "") if autoscaler else None,
                 flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
             ))

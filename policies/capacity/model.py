@@ -179,6 +179,8 @@ class Pool:
     node_limit: float | None = None
     #: Static NodePool replicas (fixed nodes), else ``None``.
     static_nodes: int | None = None
+    #: A managed group's ``desiredSize``: the nodes it keeps when nothing scales it (``None``: not a group).
+    desired_nodes: int | None = None
     #: Labels a Karpenter pool may set per node from its requirements (``None`` = any value).
     flexible: dict[str, frozenset[str] | None] = field(default_factory=dict)
     #: Who adds nodes: "Cluster Autoscaler", "Karpenter", "EKS Auto Mode", "fixed nodes", or None.

@@ -305,13 +305,20 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     label = f"{pool.kind} '{pool.name}'"
     if pool.capacity_source is None:
         grows = pool.max_nodes is None or pool.max_nodes > pool.min_nodes
+        # Nothing scales the pool, so it keeps what it was created with: a managed group its
+        # desiredSize (EKS creates that many nodes). That fixed capacity may already hold every
+        # workload at max replicas; only a shortfall is a finding.
+        stays = pool.desired_nodes if pool.desired_nodes is not None else pool.min_nodes
+        if grows and plan.planning is not None and plan.workloads and stays:
+            maxes = {w.name: w.max_replicas for w in plan.workloads}
+            grows = _pack(_pods(plan.workloads, maxes), plan.planning.free) > stays
         if grows:
             out.append(Finding(
                 "capacity-source", None, pool.name, "nodes", f"up to {_fmt(pool.max_nodes) if pool.max_nodes is not None else 'unbounded'} nodes",
-                f"{pool.min_nodes} (nothing adds nodes)",
+                f"{stays} (nothing adds nodes)",
                 f"{label} may grow from {pool.min_nodes} to {pool.max_nodes if pool.max_nodes is not None else 'its limits'} "
                 f"nodes but nothing adds them (managed groups need Cluster Autoscaler, NodePools a Karpenter "
-                f"controller), so it stays at {pool.min_nodes}. Install the autoscaler for it or set enough fixed nodes.",
+                f"controller), so it stays at {stays}. Install the autoscaler for it or set enough fixed nodes.",
                 where_key=pool.key))
     elif pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
         template = pool.template or ScaleFromZeroTemplate()

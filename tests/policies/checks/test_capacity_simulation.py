@@ -429,3 +429,17 @@ def test_tensor_parallel_above_the_pods_gpus(pack):
     assert any("tensor parallel 1" in m and "KV cache 4.0 GiB" in m and "will not load" in m for m in messages)
     # the compliant shape: as many GPUs per pod as ranks
     assert pack.stack_messages(scaled_stack(args=args, gpus=2, types=("g5.12xlarge",)), SIM) == []
+
+
+@pytest.mark.parametrize("desired, finding", [(2, None), (1, "so it stays at 1")])
+def test_a_group_without_autoscaler_keeps_its_desired_size(pack, desired, finding):
+    """min 0, desired N, max 3, no autoscaler: EKS keeps N nodes. 2 desired nodes hold the server's 2 max
+    replicas (1 GPU each, g5.2xlarge has 1); 1 does not. Judged before as 'stays at 0' either way."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    owner, group = pool(min_size=0, max_size=3)
+    group["inputs"]["scalingConfig"]["desiredSize"] = desired
+    messages = pack.stack_messages([owner, group, server(), scaler()], SIM)
+    if finding is None:
+        assert messages == []
+    else:
+        one(messages, "managed node group 'inference' may grow from 0 to 3 nodes but nothing adds them", finding)
