@@ -29,7 +29,7 @@ from lib.catalog import load_catalog
 from checks.gpu_workloads import asks_for_gpu
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
-from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
+from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, fmt, quantity
 from lib.resources import NODEPOOL, RESOURCE_QUOTA, Resource
 
 
@@ -155,28 +155,58 @@ def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, s
         )
 
 
+def counts_priority(scope_selector: Any, priority: Any) -> bool:
+    """Whether a quota with this ``scopeSelector`` counts a pod of priority class ``priority``.
+
+    Kubernetes' rule (kubernetes/kubernetes pkg/quota/v1/evaluator/core/pods.go, ``podMatchesScopeFunc``
+    with ``PriorityClass``): every PriorityClass expression must match: ``In``/``NotIn`` the pod's
+    ``priorityClassName``, ``Exists``/``DoesNotExist`` whether it has one. Other scopes (BestEffort,
+    Terminating, ...) are not judged here: such a quota is taken as counting the pod.
+    """
+    if not isinstance(scope_selector, dict):
+        return True
+    for expression in as_list(scope_selector.get("matchExpressions") or []):
+        if not isinstance(expression, dict) or expression.get("scopeName") != "PriorityClass":
+            continue
+        values = [str(v) for v in as_list(expression.get("values") or [])]
+        operator, name = expression.get("operator"), priority if isinstance(priority, str) and priority else None
+        matched = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
+                   "DoesNotExist": name is None}.get(operator, True)
+        if not matched:
+            return False
+    return True
+
+
 def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
     gpu = config["gpuResource"]
-    quotas: dict[str, list[dict[str, Any]]] = {}
+    quotas: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for quota in stack.of_type(RESOURCE_QUOTA):
         namespace = quota.get("metadata", "namespace", default="default")
         hard = quota.get("spec", "hard", default={})
-        if namespace is UNKNOWN or contains_unknown(hard):
+        scope = quota.get("spec", "scopeSelector", default=None)
+        if namespace is UNKNOWN or contains_unknown(hard) or contains_unknown(scope):
             return
-        quotas.setdefault(namespace, []).append(as_dict(hard))
+        quotas.setdefault(namespace, []).append((as_dict(hard), scope))
     reported = set()
     for template in stack_workloads(stack, config):
         resource = template.resource
-        if not isinstance(template.namespace, str) or template.namespace in reported:
+        if not isinstance(template.namespace, str):
             continue
         if asks_for_gpu(template, gpu) is not True:
             continue
         namespace = template.namespace
-        hards = quotas.get(namespace, [])
-        if any(f"requests.{gpu}" in hard for hard in hards):
+        priority = template.spec.get("priorityClassName") if isinstance(template.spec, dict) else None
+        if priority is UNKNOWN or (namespace, priority) in reported:
             continue
-        reported.add(namespace)
-        if any(f"limits.{gpu}" in hard for hard in hards):
+        counting = [hard for hard, scope in quotas.get(namespace, []) if counts_priority(scope, priority)]
+        if any(f"requests.{gpu}" in hard for hard in counting):
+            continue
+        reported.add((namespace, priority))
+        scoped = [hard for hard, scope in quotas.get(namespace, []) if f"requests.{gpu}" in hard and hard not in counting]
+        if scoped:
+            why = (f"its ResourceQuota with requests.{gpu} has a PriorityClass scopeSelector that does not select "
+                   f"this workload's priority class ({priority or 'none'}), so its pods are never counted")
+        elif any(f"limits.{gpu}" in hard for hard in counting):
             why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
                    f"resources (only the requests. prefix is)")
         else:
