@@ -17,10 +17,10 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from lib.contract_config import OTHER_GPU_RESOURCES, SHARED_GPU_RESOURCE
-from lib.kit import MANDATORY, resource_policy
+from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy
 from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
-from lib.resources import Resource
-from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates
+from lib.resources import HELM_TYPES, Resource
+from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates, workload_paths
 
 #: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
 MIG_RESOURCES = OTHER_GPU_RESOURCES  # time-sliced and MIG GPUs (lib/contract_config.py)
@@ -223,6 +223,50 @@ _EXTRA_GPU = {
 
 
 WORKLOAD_TYPES = frozenset(POD_TEMPLATE_PATHS)
+#: How deep an unknown kind is searched for something shaped like a pod spec.
+_SEARCH_DEPTH = 8
+
+
+def _pod_spec_path(node: Any, where: str = "", depth: int = 0) -> str | None:
+    """The path of the first object that looks like a pod spec (a ``containers`` list of objects
+    with an ``image``), else ``None``."""
+    if depth > _SEARCH_DEPTH:
+        return None
+    if isinstance(node, dict):
+        containers = node.get("containers")
+        if isinstance(containers, list) and any(isinstance(c, dict) and "image" in c for c in containers):
+            return where or "(the object)"
+        for key, child in node.items():
+            found = _pod_spec_path(child, f"{where}.{key}" if where else str(key), depth + 1)
+            if found:
+                return found
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            found = _pod_spec_path(child, f"{where}[{index}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
+def _check_undeclared_kinds(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    """Kubernetes kinds outside the pod-template table that carry something shaped like a pod spec:
+    the workload policies cannot judge them, so say so once for the stack instead of passing silently."""
+    known = set(workload_paths(config)) | set(HELM_TYPES)
+    found: dict[str, str] = {}
+    for resource in stack.resources:
+        if not resource.type.startswith("kubernetes:") or resource.type in known or resource.type in found:
+            continue
+        path = _pod_spec_path(resource.props)
+        if path:
+            found[resource.type] = path
+    if found:
+        kinds = "; ".join(f"{kind} (at {path})" for kind, path in sorted(found.items()))
+        yield (
+            f"The pack does not know where these kinds keep their pod templates, so their GPU requests, tolerations "
+            f"and images are not judged: {kinds}. Declare each under customWorkloads (type -> template paths) in "
+            f"this policy's and the workload policies' config.",
+            None,
+        )
 
 POLICIES = [
     resource_policy(
@@ -254,6 +298,17 @@ POLICIES = [
             },
             **_EXTRA_GPU,
         },
+        custom_workloads=True,
+    ),
+    stack_policy(
+        name="workload-kinds-known",
+        description=(
+            "Declare every custom kind that carries pod templates under customWorkloads (type -> template paths) so "
+            "the workload policies can judge it; built in: apps/batch/core kinds, LeaderWorkerSet, KubeRay, KServe "
+            "InferenceService and Kubeflow PyTorchJob."
+        ),
+        check=_check_undeclared_kinds,
+        enforcement=ADVISORY,
         custom_workloads=True,
     ),
 ]
