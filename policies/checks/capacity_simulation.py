@@ -101,9 +101,9 @@ POLICIES = [
         description=(
             "Make every workload land, fit, load and scale: give each pool a capacity source (and Cluster "
             "Autoscaler node-template tags when it sits at zero), size pods within a node's allocatable after "
-            "DaemonSets, keep min and max replicas within pool maximums and GPU limits, fit model weights plus "
-            "KV cache in GPU memory, cover max replicas plus surge in quotas, and wake scale-to-zero models "
-            "from outside their pods."
+            "DaemonSets, keep min and max replicas within pool maximums and GPU limits, keep vLLM's tensor-parallel "
+            "size within the pod's GPUs, fit model weights plus KV cache in GPU memory, cover max replicas plus "
+            "surge in quotas, and wake scale-to-zero models from outside their pods."
         ),
         check=_check,
         enforcement=MANDATORY,

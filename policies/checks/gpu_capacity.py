@@ -238,7 +238,11 @@ POLICIES = [
     ),
     stack_policy(
         name="gpu-monthly-budget",
-        description="Keep the stack's worst-case monthly GPU spend at on-demand prices within monthlyBudgetUsd.",
+        description=(
+            "Keep the stack's worst-case monthly GPU spend at the stack region's on-demand prices within "
+            "monthlyBudgetUsd, refreshing the catalog (python -m automation catalog refresh --region R) for a region "
+            "it has no prices for."
+        ),
         check=_check_budget,
         enforcement=MANDATORY,
         contract=("gpuResource",),
@@ -247,7 +251,10 @@ POLICIES = [
     ),
     stack_policy(
         name="gpu-namespace-quota",
-        description="Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu.",
+        description=(
+            "Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu whose "
+            "PriorityClass scopeSelector, if any, selects those workloads' priority classes."
+        ),
         check=_check_quota,
         custom_workloads=True,
         enforcement=ADVISORY,

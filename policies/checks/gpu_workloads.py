@@ -272,8 +272,8 @@ POLICIES = [
     resource_policy(
         name="gpu-workload-contract",
         description=(
-            "Request nvidia.com/gpu in container limits (not only requests) and tolerate the GPU taint in every "
-            "workload that uses a GPU."
+            "Request nvidia.com/gpu (or a time-sliced or MIG GPU) in container limits as a whole number (not only in "
+            "requests, never 500m) and tolerate the GPU taint in every workload that uses a GPU."
         ),
         types=WORKLOAD_TYPES,
         check=_check_contract,
