@@ -26,7 +26,8 @@ from typing import Any
 from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
 from capacity.instances import Instance, UnpricedInstanceError
 from lib.catalog import load_catalog
-from checks.gpu_workloads import asks_for_gpu
+from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
+from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
 from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, fmt, quantity
@@ -192,30 +193,38 @@ def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, st
         resource = template.resource
         if not isinstance(template.namespace, str):
             continue
-        if asks_for_gpu(template, gpu) is not True:
-            continue
-        namespace = template.namespace
-        priority = template.spec.get("priorityClassName") if isinstance(template.spec, dict) else None
-        if priority is UNKNOWN or (namespace, priority) in reported:
-            continue
-        counting = [hard for hard, scope in quotas.get(namespace, []) if counts_priority(scope, priority)]
-        if any(f"requests.{gpu}" in hard for hard in counting):
-            continue
-        reported.add((namespace, priority))
-        scoped = [hard for hard, scope in quotas.get(namespace, []) if f"requests.{gpu}" in hard and hard not in counting]
-        if scoped:
-            why = (f"its ResourceQuota with requests.{gpu} has a PriorityClass scopeSelector that does not select "
-                   f"this workload's priority class ({priority or 'none'}), so its pods are never counted")
-        elif any(f"limits.{gpu}" in hard for hard in counting):
-            why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
-                   f"resources (only the requests. prefix is)")
-        else:
-            why = f"it has no ResourceQuota with requests.{gpu}"
-        yield (
-            f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
-            f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
-            resource.urn,
-        )
+        # The contract's GPU and the GPUs under other names (time-sliced, MIG: lib/contract_config.py);
+        # a quota on one name does not count another.
+        names = {gpu} | {n for c in template.containers("initContainers", "containers")
+                         for n in gpu_resource_names(c, gpu, OTHER_GPU_RESOURCES)}
+        for name in sorted(n for n in names if asks_for_gpu(template, n) is True):
+            yield from _quota_for(template, name, quotas, reported)
+
+
+def _quota_for(template: Any, gpu: str, quotas: dict[str, list[tuple[dict[str, Any], Any]]],
+               reported: set[tuple[str, Any, str]]) -> Iterator[tuple[str, str | None]]:
+    namespace = template.namespace
+    priority = template.spec.get("priorityClassName") if isinstance(template.spec, dict) else None
+    if priority is UNKNOWN or (namespace, priority, gpu) in reported:
+        return
+    counting = [hard for hard, scope in quotas.get(namespace, []) if counts_priority(scope, priority)]
+    if any(f"requests.{gpu}" in hard for hard in counting):
+        return
+    reported.add((namespace, priority, gpu))
+    scoped = [hard for hard, scope in quotas.get(namespace, []) if f"requests.{gpu}" in hard and hard not in counting]
+    if scoped:
+        why = (f"its ResourceQuota with requests.{gpu} has a PriorityClass scopeSelector that does not select "
+               f"this workload's priority class ({priority or 'none'}), so its pods are never counted")
+    elif any(f"limits.{gpu}" in hard for hard in counting):
+        why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
+               f"resources (only the requests. prefix is)")
+    else:
+        why = f"it has no ResourceQuota with requests.{gpu}"
+    yield (
+        f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
+        f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
+        template.resource.urn,
+    )
 
 
 POLICIES = [

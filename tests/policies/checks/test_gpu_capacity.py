@@ -275,3 +275,12 @@ def test_a_priority_scoped_quota_covers_its_class(pack):
     pack.configure(ROOT / "policies" / "config" / "prod.json")
     assert pack.stack_messages([_with_priority("interactive"), _scoped("In", "interactive")], QUOTA) == []
     assert pack.stack_messages([_with_priority("batch"), _scoped("NotIn", "interactive")], QUOTA) == []
+
+
+def test_time_sliced_gpus_need_their_own_quota(pack):
+    """nvidia.com/gpu.shared is a GPU by another name: a quota on requests.nvidia.com/gpu does not count it."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    shared = patch(workload(gpus=None), {f"{template_path('Deployment')}.containers.0.resources.limits":
+                                         {"memory": "16Gi", "nvidia.com/gpu.shared": "1"}})
+    one(pack.stack_messages([shared, resource_quota()], QUOTA), "it has no ResourceQuota with requests.nvidia.com/gpu.shared")
+    assert pack.stack_messages([shared, resource_quota(hard={"requests.nvidia.com/gpu.shared": "8"})], QUOTA) == []
