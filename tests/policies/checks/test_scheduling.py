@@ -230,3 +230,16 @@ def test_a_native_sidecar_gpu_adds_to_the_pods_gpus(pack):
 def test_an_ordinary_init_container_gpu_is_maxed(pack):
     pack.configure(ROOT / "policies" / "config" / "prod.json")
     assert pack.stack_messages([*pools(), _with_init(None)], POLICY) == []
+
+
+def _time_sliced(selector):
+    return patch(workload(gpus=None, selector=selector), {f"{SPEC}.containers.0.resources.limits":
+                                                           {"memory": "16Gi", "nvidia.com/gpu.shared": "1"}})
+
+
+def test_a_time_sliced_workload_needs_a_gpu_pool(pack):
+    """nvidia.com/gpu.shared counts as a GPU request: on the CPU pool it stays Pending (it was not judged)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    one(pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "system"})], POLICY),
+        "managed node group 'system': it has no GPUs")
+    assert pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "gpu-inference"})], POLICY) == []
