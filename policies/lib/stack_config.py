@@ -22,6 +22,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 #: The environment variable the engine sets for a policy pack (``constructEnv``).
@@ -86,8 +87,15 @@ def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
 
 
 def stack_region(environ: Mapping[str, str] | None = None) -> str | None:
-    """The stack's ``region`` (``None`` when its configuration has none: a pack started by hand)."""
-    value = stack_config(environ).get(REGION_KEY)
+    """The stack's ``region`` (``None`` when its configuration has none: a pack started by hand).
+
+    Asked for every catalog lookup, so the parse is kept per ``PULUMI_CONFIG`` text."""
+    return _region((os.environ if environ is None else environ).get(CONFIG_ENV) or "")
+
+
+@lru_cache(maxsize=4)
+def _region(raw: str) -> str | None:
+    value = stack_config({CONFIG_ENV: raw}).get(REGION_KEY)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
