@@ -407,6 +407,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, model=_model(template.get("metadata") or {}, pod),
             scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
+            priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,
         ))
     return out
 
@@ -427,8 +428,10 @@ def _quotas(resources: list[Any]) -> list[Quota]:
                 number = quantity(value)
                 if number is not None:
                     hard[key] = number
+        scope = _get(props, "spec", "scopeSelector")
         out.append(Quota(str(_get(props, "metadata", "namespace") or "default"),
-                         str(_get(props, "metadata", "name") or r.name), hard, key=r.urn))
+                         str(_get(props, "metadata", "name") or r.name), hard, key=r.urn,
+                         scope_selector=scope if isinstance(scope, dict) else None))
     return out
 
 

@@ -236,6 +236,8 @@ class Workload:
     #: that exists without the model's own pods (``None``: not scaled by KEDA).
     scale_to_zero: bool = False
     wake_signal: bool | None = None
+    #: The pod's ``priorityClassName`` (``None``: none), which PriorityClass-scoped quotas select on.
+    priority_class: str | None = None
     wake_detail: str = ""
     resource_claims: bool = False
     key: str = ""
@@ -249,6 +251,35 @@ class Quota:
     name: str
     hard: dict[str, float]
     key: str = ""
+    #: ``spec.scopeSelector`` as written (``None``: the quota counts every pod of its namespace).
+    scope_selector: dict[str, Any] | None = None
+
+    def counts(self, priority_class: str | None) -> bool:
+        return counts_priority(self.scope_selector, priority_class)
+
+
+def counts_priority(scope_selector: Any, priority: Any) -> bool:
+    """Whether a quota with this ``scopeSelector`` counts a pod of priority class ``priority``.
+
+    Kubernetes' rule (kubernetes/kubernetes pkg/quota/v1/evaluator/core/pods.go, ``podMatchesScopeFunc``
+    with ``PriorityClass``): every PriorityClass expression must match: ``In``/``NotIn`` the pod's
+    ``priorityClassName``, ``Exists``/``DoesNotExist`` whether it has one. Other scopes (BestEffort,
+    Terminating, ...) are not judged: such a quota is taken as counting the pod.
+    """
+    if not isinstance(scope_selector, dict):
+        return True
+    expressions = scope_selector.get("matchExpressions") or []
+    for expression in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expression, dict) or expression.get("scopeName") != "PriorityClass":
+            continue
+        raw = expression.get("values") or []
+        values = [str(v) for v in raw] if isinstance(raw, list) else []
+        name = priority if isinstance(priority, str) and priority else None
+        matched = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
+                   "DoesNotExist": name is None}.get(expression.get("operator"), True)
+        if not matched:
+            return False
+    return True
 
 
 @dataclass

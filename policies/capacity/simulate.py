@@ -533,7 +533,8 @@ _QUOTA_KEYS = {
 def _quota_findings(cluster: Cluster) -> list[Finding]:
     out = []
     for quota in cluster.quotas:
-        workloads = [w for w in cluster.workloads if w.namespace == quota.namespace]
+        # a PriorityClass-scoped quota counts only the pods of the classes it selects
+        workloads = [w for w in cluster.workloads if w.namespace == quota.namespace and quota.counts(w.priority_class)]
         if not workloads:
             continue
         for key, hard in sorted(quota.hard.items()):

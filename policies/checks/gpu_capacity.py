@@ -25,12 +25,13 @@ from typing import Any
 
 from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
 from capacity.instances import Instance, UnpricedInstanceError
+from capacity.model import counts_priority
 from lib.catalog import load_catalog
 from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
 from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
-from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, fmt, quantity
+from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
 from lib.resources import NODEPOOL, RESOURCE_QUOTA, Resource
 
 
@@ -154,28 +155,6 @@ def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, s
             f"choose cheaper instance types, or raise monthlyBudgetUsd for this stack.",
             None,
         )
-
-
-def counts_priority(scope_selector: Any, priority: Any) -> bool:
-    """Whether a quota with this ``scopeSelector`` counts a pod of priority class ``priority``.
-
-    Kubernetes' rule (kubernetes/kubernetes pkg/quota/v1/evaluator/core/pods.go, ``podMatchesScopeFunc``
-    with ``PriorityClass``): every PriorityClass expression must match: ``In``/``NotIn`` the pod's
-    ``priorityClassName``, ``Exists``/``DoesNotExist`` whether it has one. Other scopes (BestEffort,
-    Terminating, ...) are not judged here: such a quota is taken as counting the pod.
-    """
-    if not isinstance(scope_selector, dict):
-        return True
-    for expression in as_list(scope_selector.get("matchExpressions") or []):
-        if not isinstance(expression, dict) or expression.get("scopeName") != "PriorityClass":
-            continue
-        values = [str(v) for v in as_list(expression.get("values") or [])]
-        operator, name = expression.get("operator"), priority if isinstance(priority, str) and priority else None
-        matched = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
-                   "DoesNotExist": name is None}.get(operator, True)
-        if not matched:
-            return False
-    return True
 
 
 def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:

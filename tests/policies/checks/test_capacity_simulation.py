@@ -443,3 +443,24 @@ def test_a_group_without_autoscaler_keeps_its_desired_size(pack, desired, findin
         assert messages == []
     else:
         one(messages, "managed node group 'inference' may grow from 0 to 3 nodes but nothing adds them", finding)
+
+
+def test_a_priority_scoped_quota_counts_only_its_class(pack):
+    """The 2-GPU quota stalls the server (3 GPUs at max + surge) only when its scopeSelector selects the
+    server's priority class."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    quota = resource_quota(hard={f"requests.{GPU}": "2"})
+
+    def scoped(*classes):
+        return patch(quota, {"spec.scopeSelector": {"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": list(classes)}]}})
+
+    def batch_stack(extra):
+        stack = scaled_stack(extra)
+        for res in stack:
+            if res["type"] == "kubernetes:apps/v1:Deployment":
+                res["inputs"]["spec"]["template"]["spec"]["priorityClassName"] = "batch"
+        return stack
+
+    one(pack.stack_messages(batch_stack(scoped("batch")), SIM), f"requests.{GPU} 2", "need 3 at max replicas")
+    assert pack.stack_messages(batch_stack(scoped("interactive")), SIM) == []
