@@ -46,7 +46,7 @@ def offline_check_seconds() -> float:
 
 
 def main() -> None:
-    from components.capacity_input import emitted, settings_cluster, settings_simulation
+    from components.specs.capacity import emitted, settings_cluster, settings_simulation
     from components.settings import config_strings, parse_settings
     from policies.capacity.engine import cluster_from_resources
     from policies.capacity.simulate import simulate

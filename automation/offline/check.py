@@ -14,10 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
 
+from policies.capacity.instances import UnpricedInstanceError, load_instances
+
+from automation import exit_codes
+from automation.errors import DriverError
 from automation.offline.files import write_json, write_manifests, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
 from automation.offline.pack.findings import PackReport, PolicyConfigError
@@ -157,11 +162,20 @@ def run_check(
         return _check(stack, out_dir, stack_file, policy_config)
 
 
+def _budget_disagreements(settings: Any, config_path: Path) -> list[str]:
+    """The gpuBudget numbers the pack config does not repeat; none when it holds a non-number there
+    (``"32"``, ``[16]``): the pack's Configure then refuses the file, naming the key (its config schema)."""
+    try:
+        return pack_config_disagreements(settings.gpu_budget, config_path)
+    except (TypeError, ValueError):
+        return []
+
+
 def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_config: Path | None) -> CheckResult:
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
     # The stack's own pack config must repeat its gpuBudget; an explicit --policy-config is an override.
-    disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
+    disagreements = [] if policy_config else _budget_disagreements(settings, config_path)
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     strings = config_strings(config)
@@ -186,7 +200,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     finally:
         pack.close()
     analyzed = lap()
-    summary = summarize(plan)
+    try:
+        summary = summarize(plan, load_instances(region=settings.region))
+    except UnpricedInstanceError as error:  # never another region's prices
+        raise DriverError(str(error), exit_codes.USAGE) from None
     with _writing_to(out):
         plan_path = write_plan(plan, out)
         manifest_paths = write_manifests(plan, out / "manifests")

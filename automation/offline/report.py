@@ -19,6 +19,7 @@ from components.contract import GPU_RESOURCE, POOL_LABEL
 from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, start
 from policies.capacity.cost import per_gpu_hourly_usd
 from policies.capacity.engine import cluster_from_resources
+from policies.capacity.instances import InstanceCatalog
 from policies.capacity.model import Cluster, Pool, quantity
 from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
@@ -252,11 +253,12 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     return dict(sorted(starts.items()))
 
 
-def summarize(plan: Plan) -> Summary:
+def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
     """The plan's summary; every GPU count and price comes from the capacity model (``policies.capacity``),
-    the calculator the pack's cap and budget use."""
+    the calculator the pack's cap and budget use, priced from ``catalog`` (the stack's region's; a type
+    unpriced there raises :class:`UnpricedInstanceError`)."""
     by_type = Counter(r.type for r in plan.resources)
-    cluster = cluster_from_resources(plan.resources)
+    cluster = cluster_from_resources(plan.resources, catalog=catalog)
     modelled = {p.key: p for p in cluster.pools}
     pools = [
         _node_group(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type in NODE_GROUP_TYPES

@@ -198,6 +198,7 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 instances=[catalog.instances[t] for t in types if t in catalog.instances],
                 labels={str(k): str(v) for k, v in (props.get("labels") or {}).items()}, taints=taints,
                 min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=disk,
+                desired_nodes=_int(scaling.get("desiredSize"), low or 0),
                 template=templates.get(owner or "") if autoscaler else None,
                 flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
             ))
@@ -408,6 +409,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, model=_model(template.get("metadata") or {}, pod),
             scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
+            priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,
         ))
     return out
 
@@ -428,8 +430,10 @@ def _quotas(resources: list[Any]) -> list[Quota]:
                 number = quantity(value)
                 if number is not None:
                     hard[key] = number
+        scope = _get(props, "spec", "scopeSelector")
         out.append(Quota(str(_get(props, "metadata", "namespace") or "default"),
-                         str(_get(props, "metadata", "name") or r.name), hard, key=r.urn))
+                         str(_get(props, "metadata", "name") or r.name), hard, key=r.urn,
+                         scope_selector=scope if isinstance(scope, dict) else None))
     return out
 
 

@@ -47,6 +47,15 @@ CLUSTER_TYPES = frozenset({EKS_CLUSTER, AWS_EKS_CLUSTER})
 #: the leader template optional); KubeRay ``ray.io/v1`` (``RayClusterSpec.headGroupSpec.template``,
 #: ``workerGroupSpecs[].template``; a RayJob embeds the cluster spec at ``spec.rayClusterSpec`` and may
 #: set ``spec.submitterPodTemplate``, a RayService at ``spec.rayClusterConfig``).
+#: KServe ``serving.kserve.io/v1beta1`` InferenceService: ``spec.predictor`` (and ``transformer``,
+#: ``explainer``) is a pod spec inline (PredictorSpec embeds PodSpec; kserve/kserve
+#: pkg/apis/serving/v1beta1/predictor.go), marked by :data:`INLINE_POD_SPEC`; its model/framework
+#: fields are containers (:data:`KSERVE_CONTAINER_FIELDS`). Kubeflow ``kubeflow.org/v1`` PyTorchJob:
+#: ``spec.pytorchReplicaSpecs.{Master,Worker}.template`` (kubeflow/training-operator
+#: pkg/apis/kubeflow.org/v1/pytorch_types.go).
+INLINE_POD_SPEC = "@"
+KSERVE_CONTAINER_FIELDS = ("model", "huggingface", "pytorch", "tensorflow", "triton", "onnx", "sklearn", "xgboost",
+                           "lightgbm", "pmml", "paddle")
 _RAY = ("headGroupSpec.template", "workerGroupSpecs[].template")
 POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     DEPLOYMENT: ("spec.template",),
@@ -65,4 +74,8 @@ POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:ray.io/v1:RayCluster": tuple(f"spec.{p}" for p in _RAY),
     "kubernetes:ray.io/v1:RayJob": (*(f"spec.rayClusterSpec.{p}" for p in _RAY), "spec.submitterPodTemplate"),
     "kubernetes:ray.io/v1:RayService": tuple(f"spec.rayClusterConfig.{p}" for p in _RAY),
+    "kubernetes:serving.kserve.io/v1beta1:InferenceService": tuple(
+        f"spec.{component}{INLINE_POD_SPEC}" for component in ("predictor", "transformer", "explainer")),
+    "kubernetes:kubeflow.org/v1:PyTorchJob": (
+        "spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"),
 }

@@ -1,7 +1,7 @@
 """The neutral description of a cluster the simulation judges, whoever built it.
 
 Two adapters fill it: :mod:`capacity.engine` from the resources a stack emits (the pack) and the
-program's settings adapter (``components/capacity_input.py``). Nothing here knows about Pulumi,
+program's settings adapter (``components/specs/capacity.py``). Nothing here knows about Pulumi,
 Helm or settings; labels, taints and tolerations use Kubernetes spelling.
 """
 
@@ -179,6 +179,8 @@ class Pool:
     node_limit: float | None = None
     #: Static NodePool replicas (fixed nodes), else ``None``.
     static_nodes: int | None = None
+    #: A managed group's ``desiredSize``: the nodes it keeps when nothing scales it (``None``: not a group).
+    desired_nodes: int | None = None
     #: Labels a Karpenter pool may set per node from its requirements (``None`` = any value).
     flexible: dict[str, frozenset[str] | None] = field(default_factory=dict)
     #: Who adds nodes: "Cluster Autoscaler", "Karpenter", "EKS Auto Mode", "fixed nodes", or None.
@@ -234,6 +236,8 @@ class Workload:
     #: that exists without the model's own pods (``None``: not scaled by KEDA).
     scale_to_zero: bool = False
     wake_signal: bool | None = None
+    #: The pod's ``priorityClassName`` (``None``: none), which PriorityClass-scoped quotas select on.
+    priority_class: str | None = None
     wake_detail: str = ""
     resource_claims: bool = False
     key: str = ""
@@ -247,6 +251,35 @@ class Quota:
     name: str
     hard: dict[str, float]
     key: str = ""
+    #: ``spec.scopeSelector`` as written (``None``: the quota counts every pod of its namespace).
+    scope_selector: dict[str, Any] | None = None
+
+    def counts(self, priority_class: str | None) -> bool:
+        return counts_priority(self.scope_selector, priority_class)
+
+
+def counts_priority(scope_selector: Any, priority: Any) -> bool:
+    """Whether a quota with this ``scopeSelector`` counts a pod of priority class ``priority``.
+
+    Kubernetes' rule (kubernetes/kubernetes pkg/quota/v1/evaluator/core/pods.go, ``podMatchesScopeFunc``
+    with ``PriorityClass``): every PriorityClass expression must match: ``In``/``NotIn`` the pod's
+    ``priorityClassName``, ``Exists``/``DoesNotExist`` whether it has one. Other scopes (BestEffort,
+    Terminating, ...) are not judged: such a quota is taken as counting the pod.
+    """
+    if not isinstance(scope_selector, dict):
+        return True
+    expressions = scope_selector.get("matchExpressions") or []
+    for expression in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expression, dict) or expression.get("scopeName") != "PriorityClass":
+            continue
+        raw = expression.get("values") or []
+        values = [str(v) for v in raw] if isinstance(raw, list) else []
+        name = priority if isinstance(priority, str) and priority else None
+        matched = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
+                   "DoesNotExist": name is None}.get(expression.get("operator"), True)
+        if not matched:
+            return False
+    return True
 
 
 @dataclass
@@ -310,9 +343,37 @@ def resources_of(spec: dict[str, Any] | None, *, pods: int = 0) -> Resources:
     )
 
 
+def is_sidecar(container: dict[str, Any]) -> bool:
+    """A native sidecar: an init container with ``restartPolicy: Always`` (KEP-753), which keeps
+    running beside the app containers."""
+    return container.get("restartPolicy") == "Always"
+
+
+def _largest(a: Resources, b: Resources) -> Resources:
+    return Resources(*(max(x, y) for x, y in zip(a._tuple(), b._tuple())))
+
+
+def effective(apps: list[Resources], inits: list[tuple[Resources, bool]]) -> Resources:
+    """Kubernetes' effective pod request: app containers plus native sidecars summed (they run
+    together), against each ordinary init container plus the sidecars started before it (kubernetes/
+    kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go, ``AggregateContainerRequests``;
+    KEP-753 "Resources calculation for scheduling and pod admission"). The textbook max(apps, any init)
+    undercounts a pod with sidecars."""
+    total = sum(apps, Resources())
+    sidecars, peak = Resources(), Resources()
+    for res, sidecar in inits:
+        if sidecar:
+            total = total + res
+            sidecars = sidecars + res
+            peak = _largest(peak, sidecars)
+        else:
+            peak = _largest(peak, res + sidecars)
+    return _largest(total, peak)
+
+
 def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
-    """Effective requests and limits of a pod: the larger of the sum of app containers and any init
-    container (Kubernetes' rule); a limit without a request counts as the request."""
+    """Effective requests and limits of a pod (:func:`effective`); a limit without a request counts
+    as the request."""
 
     def container(c: dict[str, Any]) -> tuple[Resources, Resources]:
         res = c.get("resources") or {}
@@ -321,12 +382,9 @@ def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:
         return resources_of(requests), resources_of(limits)
 
     apps = [container(c) for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
-    inits = [container(c) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)]
-    req = sum((a[0] for a in apps), Resources())
-    lim = sum((a[1] for a in apps), Resources())
-    for r, li in inits:
-        req = Resources(*(max(a, b) for a, b in zip(req._tuple(), r._tuple())))
-        lim = Resources(*(max(a, b) for a, b in zip(lim._tuple(), li._tuple())))
+    inits = [(container(c), is_sidecar(c)) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)]
+    req = effective([a[0] for a in apps], [(r, side) for (r, _), side in inits])
+    lim = effective([a[1] for a in apps], [(li, side) for (_, li), side in inits])
     return Resources(req.cpu_m, req.memory_mib, req.gpus, req.ephemeral_mib, 1), lim
 
 

@@ -305,13 +305,20 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     label = f"{pool.kind} '{pool.name}'"
     if pool.capacity_source is None:
         grows = pool.max_nodes is None or pool.max_nodes > pool.min_nodes
+        # Nothing scales the pool, so it keeps what it was created with: a managed group its
+        # desiredSize (EKS creates that many nodes). That fixed capacity may already hold every
+        # workload at max replicas; only a shortfall is a finding.
+        stays = pool.desired_nodes if pool.desired_nodes is not None else pool.min_nodes
+        if grows and plan.planning is not None and plan.workloads and stays:
+            maxes = {w.name: w.max_replicas for w in plan.workloads}
+            grows = _pack(_pods(plan.workloads, maxes), plan.planning.free) > stays
         if grows:
             out.append(Finding(
                 "capacity-source", None, pool.name, "nodes", f"up to {_fmt(pool.max_nodes) if pool.max_nodes is not None else 'unbounded'} nodes",
-                f"{pool.min_nodes} (nothing adds nodes)",
+                f"{stays} (nothing adds nodes)",
                 f"{label} may grow from {pool.min_nodes} to {pool.max_nodes if pool.max_nodes is not None else 'its limits'} "
                 f"nodes but nothing adds them (managed groups need Cluster Autoscaler, NodePools a Karpenter "
-                f"controller), so it stays at {pool.min_nodes}. Install the autoscaler for it or set enough fixed nodes.",
+                f"controller), so it stays at {stays}. Install the autoscaler for it or set enough fixed nodes.",
                 where_key=pool.key))
     elif pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
         template = pool.template or ScaleFromZeroTemplate()
@@ -483,19 +490,30 @@ def _memory_findings(workload: Workload, plan: PoolPlan | None, require_fit: boo
             f"{workload.name} sets max-model-len {model.max_model_len} above {arch.name}'s "
             f"{arch.max_position_embeddings} positions; vLLM refuses to start. Lower maxModelLen.",
             workload_key=workload.key, where_key=plan.pool.key))
+    pod_gpus = int(workload.requests.gpus)
+    if pod_gpus and model.tensor_parallel > pod_gpus:
+        out.append(Finding(
+            "model-memory", workload.name, plan.pool.name, "tensor-parallel", str(model.tensor_parallel), str(pod_gpus),
+            f"{workload.name} sets --tensor-parallel-size {model.tensor_parallel} but its pod has {pod_gpus} GPU(s): "
+            f"vLLM needs one GPU per tensor-parallel rank and will not start. Request {model.tensor_parallel} GPUs "
+            f"per pod or set tensorParallelSize to {pod_gpus}.",
+            workload_key=workload.key, where_key=plan.pool.key))
     sizes = [s.instance.gpu_memory_mib for s in plan.usable
              if s.instance.gpu_memory_mib and (_fits(s, plan.pool, workload) or not require_fit)]
     if not sizes:
         return out
     gpu_memory = max(sizes)
-    fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=model.tensor_parallel,
+    # Weights split over the ranks only when each rank has its own GPU; with more ranks than GPUs
+    # the split the textbook formula assumes never happens (the pod's GPUs hold them).
+    ranks = model.tensor_parallel if not pod_gpus or model.tensor_parallel <= pod_gpus else pod_gpus
+    fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=ranks,
                      gpu_memory_mib=gpu_memory, utilization=model.gpu_memory_utilization)
     if not fit.fits:
         need = f"{fit.need_per_gpu / GIB:.1f} GiB"
         have = f"{fit.budget_per_gpu / GIB:.1f} GiB"
         out.append(Finding(
             "model-memory", workload.name, plan.pool.name, "gpu-memory", need, have,
-            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {model.tensor_parallel}, "
+            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {ranks}, "
             f"max-model-len {model.max_model_len}) needs {fit.describe()}, but {model.gpu_memory_utilization} of a "
             f"{gpu_memory / 1024:.1f} GiB GPU on '{plan.pool.name}' is {have}: it will not load. Use a quantized "
             f"checkpoint, more GPUs per replica, a shorter maxModelLen or a larger GPU.",
@@ -515,7 +533,8 @@ _QUOTA_KEYS = {
 def _quota_findings(cluster: Cluster) -> list[Finding]:
     out = []
     for quota in cluster.quotas:
-        workloads = [w for w in cluster.workloads if w.namespace == quota.namespace]
+        # a PriorityClass-scoped quota counts only the pods of the classes it selects
+        workloads = [w for w in cluster.workloads if w.namespace == quota.namespace and quota.counts(w.priority_class)]
         if not workloads:
             continue
         for key, hard in sorted(quota.hard.items()):

@@ -15,6 +15,7 @@ from typing import Any
 
 from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
+from lib.catalog import load_catalog
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
 from lib.values import contains_unknown
 from lib.resources import (
@@ -62,9 +63,11 @@ def _findings(stack: Stack, config: dict[str, Any]):
     def judge():
         if not _knowable(stack):
             return None
-        cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes)
+        catalog = load_catalog()  # priced for the stack's region
+        cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes, catalog=catalog)
         if not cluster.pools:
             return None
+        # Prices only rank fitting types (cheapest first, unpriced last): no price is borrowed.
         return tuple(simulate(cluster).findings)
 
     return stack.derived("capacity findings", prefixes, judge)
@@ -98,9 +101,9 @@ POLICIES = [
         description=(
             "Make every workload land, fit, load and scale: give each pool a capacity source (and Cluster "
             "Autoscaler node-template tags when it sits at zero), size pods within a node's allocatable after "
-            "DaemonSets, keep min and max replicas within pool maximums and GPU limits, fit model weights plus "
-            "KV cache in GPU memory, cover max replicas plus surge in quotas, and wake scale-to-zero models "
-            "from outside their pods."
+            "DaemonSets, keep min and max replicas within pool maximums and GPU limits, keep vLLM's tensor-parallel "
+            "size within the pod's GPUs, fit model weights plus KV cache in GPU memory, cover max replicas plus "
+            "surge in quotas, and wake scale-to-zero models from outside their pods."
         ),
         check=_check,
         enforcement=MANDATORY,

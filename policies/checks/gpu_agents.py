@@ -83,6 +83,8 @@ class Component:
     enabled: Callable[[Any], bool | None]
     device_plugin: bool = False
     default_affinity: dict[str, Any] | None = None
+    #: Steered per node type by ``agentPlacement`` (the program's table of which GPU software runs where).
+    placed: bool = False
 
     def where(self, field_name: str) -> str:
         return "values." + ".".join((*self.path[:-1], field_name))
@@ -91,7 +93,7 @@ class Component:
 AGENT_COMPONENTS: dict[str, list[Component]] = {
     "nvidia-device-plugin": [
         Component("device plugin", ("tolerations",), None, ALWAYS, device_plugin=True,
-                  default_affinity=DEVICE_PLUGIN_AFFINITY),
+                  default_affinity=DEVICE_PLUGIN_AFFINITY, placed=True),
         Component(
             "node-feature-discovery worker", ("nfd", "worker", "tolerations"),
             [MASTER_EQUAL, {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
@@ -106,11 +108,42 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
         ),
     ],
     "dcgm-exporter": [Component("exporter", ("tolerations",), None, ALWAYS)],
-    "nvidia-dra-driver-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS)],
+    "nvidia-dra-driver-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS, placed=True)],
     "node-feature-discovery": [
         Component("worker", ("worker", "tolerations"), [], _flag(("worker", "enable"), True)),
     ],
 }
+
+
+#: Which pools each steered agent serves, by the pool's purpose label, as the program decides it
+#: (components/specs/gpu_software.py: the standalone device plugin stays off DRA pools, whose GPUs a DRA
+#: driver owns; the DRA driver's kubelet plugin runs on DRA pools only). The stack's config repeats
+#: it (a test keeps it equal to the affinities the program emits); a chart not listed serves every GPU pool.
+DEFAULT_AGENT_PLACEMENT: dict[str, dict[str, list[str]]] = {
+    "nvidia-device-plugin": {"exceptPurposes": ["gpu-dra"]},
+    "nvidia-dra-driver-gpu": {"onlyPurposes": ["gpu-dra"]},
+}
+
+
+def pool_purpose(pool: Pool, purpose_label: str) -> str | None:
+    """The one value of the purpose label every node of ``pool`` carries, else ``None``."""
+    offered = pool.constraint(purpose_label)
+    if offered is None or offered.values is None or len(offered.values) != 1:
+        return None
+    return next(iter(offered.values))
+
+
+def serves(placement: dict[str, Any], chart: str, pool: Pool, purpose_label: str) -> bool:
+    """Whether the steered agent of ``chart`` belongs on ``pool`` by the placement table.
+
+    A pool whose purpose is not known is served (judged as before): only a purpose the table names
+    takes a pool out of an agent's reach.
+    """
+    rule = placement.get(chart) or {}
+    purpose = pool_purpose(pool, purpose_label)
+    if "onlyPurposes" in rule:
+        return purpose is None or purpose in rule["onlyPurposes"]
+    return purpose not in (rule.get("exceptPurposes") or [])
 
 
 def chart_default_tolerations(chart: str, version: Any, component: Component) -> tuple[list[dict[str, Any]], str] | None:
@@ -160,17 +193,23 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
     releases = [(r, chart_name(r), values(r)) for r in stack.of_type(HELM_TYPES)]
     releases = [(r, name, vals) for r, name, vals in releases if name in wanted]
     pools = stack_pools(stack)
-    gpu_pools = [p for p in pools if p.is_gpu]
+    all_gpu_pools = [p for p in pools if p.is_gpu]
     undecided = any(p.is_gpu is None for p in pools)
+    placement = config["agentPlacement"]
     for release, name, vals in releases:
         if vals is UNKNOWN:
             continue
         for component in AGENT_COMPONENTS[name]:
             if component.enabled(vals) is not True:
                 continue
+            gpu_pools = all_gpu_pools
+            if component.placed:
+                gpu_pools = [p for p in all_gpu_pools if serves(placement, name, p, config["purposeLabel"])]
+                if all_gpu_pools and not gpu_pools:
+                    continue
             yield from _tolerations(release, name, vals, component, key, gpu_pools, undecided)
             yield from _node_selection(release, name, vals, component, gpu_pools, releases)
-    yield from _daemonsets(stack, gpu_pools)
+    yield from _daemonsets(stack, all_gpu_pools)
 
 
 def _daemonsets(stack: Stack, gpu_pools: list[Pool]) -> Iterator[tuple[str, str | None]]:
@@ -293,18 +332,36 @@ POLICIES = [
         name="gpu-agents-reach-gpu-nodes",
         description=(
             "Make the device plugin, GPU Operator, DCGM exporter, NFD worker and DRA driver kubelet plugin tolerate "
-            "every GPU pool's taints and select its labels (nested chart values and chart defaults included)."
+            "the taints and select the labels of every GPU pool they serve (the device plugin every pool but DRA "
+            "ones, the DRA kubelet plugin DRA pools only, per agentPlacement) by adding the taint to the agent's "
+            "values tolerations and widening its nodeSelector/affinity (nested chart values and chart defaults included)."
         ),
         check=_check,
         enforcement=MANDATORY,
-        contract=("gpuTaintKey",),
+        contract=("gpuTaintKey", "purposeLabel"),
         params={
             "agentCharts": {
                 "type": "array",
                 "items": {"type": "string", "enum": sorted(AGENT_COMPONENTS)},
                 "default": sorted(AGENT_COMPONENTS),
                 "description": "Charts whose DaemonSets must run on every GPU pool.",
-            }
+            },
+            "agentPlacement": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "onlyPurposes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                        "exceptPurposes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    },
+                    "additionalProperties": False,
+                },
+                "default": DEFAULT_AGENT_PLACEMENT,
+                "description": (
+                    "Which pools (by purpose label) the device plugin and the DRA kubelet plugin serve, as the "
+                    "program places them: chart -> {onlyPurposes} or {exceptPurposes}; other charts serve every GPU pool."
+                ),
+            },
         },
     ),
 ]

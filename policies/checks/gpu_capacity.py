@@ -10,19 +10,25 @@ upper bound):
   its requirements admit (all catalog GPU types if the catalog cannot tell);
 - static NodePool (``replicas``): replicas x GPUs per node, at the most expensive admitted type.
 
-Prices and GPU counts come only from ``instance_catalog.json``; a GPU instance type missing from it
-is reported, because its cost cannot be bounded.
+Prices and GPU counts come only from ``instance_catalog.json``, priced for the stack's region
+(``llm-platform:region``); a GPU instance type missing from it is reported, because its cost cannot
+be bounded, and so is a type the catalog has no on-demand price for in that region (its GPU count
+still counts against the cap; never another region's price).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from capacity.cost import node_group_worst_case, nodepool_worst_case
+from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
+from capacity.instances import Instance, UnpricedInstanceError
+from capacity.model import counts_priority
 from lib.catalog import load_catalog
-from checks.gpu_workloads import asks_for_gpu
+from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
+from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
 from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
@@ -50,6 +56,22 @@ class Item:
     usd: float | None
     detail: str
     problem: str | None = None
+    #: Why the pool's cost is not known: its types have no price in the stack's region.
+    unpriced: str | None = None
+
+
+def _priced(pool: Pool, hours: float, worst_case: Callable[[Sequence[Instance]], WorstCase | None],
+            types: Sequence[Instance]) -> Item | None:
+    """The pool's worst case; with a type unpriced in the region, its GPUs alone (they do not depend on
+    prices) and the refusal naming the type, region and refresh command."""
+    try:
+        worst = worst_case(types)
+    except UnpricedInstanceError as error:
+        gpus_only = worst_case([replace(t, hourly_usd=0.0) for t in types])
+        return Item(pool, gpus_only.gpus if gpus_only else None, None, "", unpriced=str(error))
+    if worst is None:
+        return None
+    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
 
 
 def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
@@ -69,8 +91,9 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
             max_size = as_int(node_group_scaling(pool.resource).get("maxSize"))
             if max_size is None:
                 continue
-            worst = node_group_worst_case(pool.label, max_size, pool.instance_types)
-            items.append(Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail))
+            label = pool.label
+            items.append(_priced(pool, hours, lambda types: node_group_worst_case(label, max_size, types),
+                                 pool.instance_types))
             continue
         items.append(_nodepool_item(pool, gpu_resource, hours))
     return [i for i in items if i is not None]
@@ -85,13 +108,16 @@ def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
     limits = resource.get("spec", "limits", default={})
     if UNKNOWN in (replicas, limit) or limits is UNKNOWN:
         return None
-    worst = nodepool_worst_case(
-        pool.label, types, static_nodes=None if replicas is None else as_int(replicas) or 0,
-        gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
-    )
-    if worst is None:
+    def worst_case(priced: Sequence[Instance]) -> WorstCase | None:
+        return nodepool_worst_case(
+            pool.label, priced, static_nodes=None if replicas is None else as_int(replicas) or 0,
+            gpu_limit=limit, node_limit=quantity(as_dict(limits).get("nodes")),
+        )
+
+    item = _priced(pool, hours, worst_case, types)
+    if item is None:
         return Item(pool, None, None, "", f"has no limits['{gpu_resource}'], so its GPU count is unbounded")
-    return Item(pool, worst.gpus, worst.hourly_usd * hours, worst.detail)
+    return item
 
 
 def _summary(items: list[Item], value: str) -> str:
@@ -119,6 +145,8 @@ def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, s
         if item.problem:
             yield (f"{item.pool.label} {item.problem}; its monthly cost cannot be bounded. Add the type to "
                    f"policies/instance_catalog.json or set a limit.", item.pool.resource.urn)
+        elif item.unpriced:
+            yield (f"{item.pool.label}: its monthly cost cannot be bounded: {item.unpriced}.", item.pool.resource.urn)
     total = sum(i.usd for i in items if i.usd is not None)
     if total > config["monthlyBudgetUsd"]:
         yield (
@@ -131,35 +159,51 @@ def _check_budget(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, s
 
 def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
     gpu = config["gpuResource"]
-    quotas: dict[str, list[dict[str, Any]]] = {}
+    quotas: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for quota in stack.of_type(RESOURCE_QUOTA):
         namespace = quota.get("metadata", "namespace", default="default")
         hard = quota.get("spec", "hard", default={})
-        if namespace is UNKNOWN or contains_unknown(hard):
+        scope = quota.get("spec", "scopeSelector", default=None)
+        if namespace is UNKNOWN or contains_unknown(hard) or contains_unknown(scope):
             return
-        quotas.setdefault(namespace, []).append(as_dict(hard))
+        quotas.setdefault(namespace, []).append((as_dict(hard), scope))
     reported = set()
     for template in stack_workloads(stack, config):
         resource = template.resource
-        if not isinstance(template.namespace, str) or template.namespace in reported:
+        if not isinstance(template.namespace, str):
             continue
-        if asks_for_gpu(template, gpu) is not True:
-            continue
-        namespace = template.namespace
-        hards = quotas.get(namespace, [])
-        if any(f"requests.{gpu}" in hard for hard in hards):
-            continue
-        reported.add(namespace)
-        if any(f"limits.{gpu}" in hard for hard in hards):
-            why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
-                   f"resources (only the requests. prefix is)")
-        else:
-            why = f"it has no ResourceQuota with requests.{gpu}"
-        yield (
-            f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
-            f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
-            resource.urn,
-        )
+        # The contract's GPU and the GPUs under other names (time-sliced, MIG: lib/contract_config.py);
+        # a quota on one name does not count another.
+        names = {gpu} | {n for c in template.containers("initContainers", "containers")
+                         for n in gpu_resource_names(c, gpu, OTHER_GPU_RESOURCES)}
+        for name in sorted(n for n in names if asks_for_gpu(template, n) is True):
+            yield from _quota_for(template, name, quotas, reported)
+
+
+def _quota_for(template: Any, gpu: str, quotas: dict[str, list[tuple[dict[str, Any], Any]]],
+               reported: set[tuple[str, Any, str]]) -> Iterator[tuple[str, str | None]]:
+    namespace = template.namespace
+    priority = template.spec.get("priorityClassName") if isinstance(template.spec, dict) else None
+    if priority is UNKNOWN or (namespace, priority, gpu) in reported:
+        return
+    counting = [hard for hard, scope in quotas.get(namespace, []) if counts_priority(scope, priority)]
+    if any(f"requests.{gpu}" in hard for hard in counting):
+        return
+    reported.add((namespace, priority, gpu))
+    scoped = [hard for hard, scope in quotas.get(namespace, []) if f"requests.{gpu}" in hard and hard not in counting]
+    if scoped:
+        why = (f"its ResourceQuota with requests.{gpu} has a PriorityClass scopeSelector that does not select "
+               f"this workload's priority class ({priority or 'none'}), so its pods are never counted")
+    elif any(f"limits.{gpu}" in hard for hard in counting):
+        why = (f"its ResourceQuota sets only limits.{gpu}, which Kubernetes does not enforce for extended "
+               f"resources (only the requests. prefix is)")
+    else:
+        why = f"it has no ResourceQuota with requests.{gpu}"
+    yield (
+        f"Namespace '{namespace}' runs GPU workloads ({template.label}) but {why}, so one team can take every "
+        f"GPU. Add a ResourceQuota in '{namespace}' with spec.hard['requests.{gpu}'].",
+        template.resource.urn,
+    )
 
 
 POLICIES = [
@@ -182,7 +226,11 @@ POLICIES = [
     ),
     stack_policy(
         name="gpu-monthly-budget",
-        description="Keep the stack's worst-case monthly GPU spend at on-demand prices within monthlyBudgetUsd.",
+        description=(
+            "Keep the stack's worst-case monthly GPU spend at the stack region's on-demand prices within "
+            "monthlyBudgetUsd, refreshing the catalog (python -m automation catalog refresh --region R) for a region "
+            "it has no prices for."
+        ),
         check=_check_budget,
         enforcement=MANDATORY,
         contract=("gpuResource",),
@@ -191,7 +239,10 @@ POLICIES = [
     ),
     stack_policy(
         name="gpu-namespace-quota",
-        description="Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu.",
+        description=(
+            "Give every namespace that runs GPU workloads a ResourceQuota on requests.nvidia.com/gpu whose "
+            "PriorityClass scopeSelector, if any, selects those workloads' priority classes."
+        ),
         check=_check_quota,
         custom_workloads=True,
         enforcement=ADVISORY,

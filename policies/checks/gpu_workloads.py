@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lib.kit import MANDATORY, resource_policy
+from lib.contract_config import OTHER_GPU_RESOURCES, SHARED_GPU_RESOURCE
+from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy
 from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
-from lib.resources import Resource
-from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates
+from lib.resources import HELM_TYPES, Resource
+from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates, workload_paths
 
 #: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
-MIG_RESOURCES = ["nvidia.com/mig-*"]
+MIG_RESOURCES = OTHER_GPU_RESOURCES  # time-sliced and MIG GPUs (lib/contract_config.py)
 
 
 def tolerates_gpu_key(toleration: Any, key: str) -> bool | None:
@@ -69,7 +70,10 @@ def container_gpus(container: dict[str, Any], resource_name: str) -> tuple[Any, 
 
 
 def pod_gpus(template: PodTemplate, resource_name: str) -> float | None:
-    """GPUs one pod holds: the larger of the app containers' sum and the largest init container."""
+    """GPUs one pod holds: app containers and native sidecars (init containers with ``restartPolicy:
+    Always``) summed, against each ordinary init container plus the sidecars before it (Kubernetes'
+    effective request: kubernetes/kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go,
+    ``AggregateContainerRequests``; KEP-753)."""
     if template.spec is UNKNOWN:
         return None
     total = 0.0
@@ -78,13 +82,19 @@ def pod_gpus(template: PodTemplate, resource_name: str) -> float | None:
         if limit is UNKNOWN:
             return None
         total += quantity(limit) or 0
-    init = 0.0
+    sidecars = peak = 0.0
     for container in template.containers("initContainers"):
         limit, _ = container_gpus(container, resource_name)
         if limit is UNKNOWN:
             return None
-        init = max(init, quantity(limit) or 0)
-    return max(total, init)
+        gpus = quantity(limit) or 0
+        if container.get("restartPolicy") == "Always":
+            total += gpus
+            sidecars += gpus
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, gpus + sidecars)
+    return max(total, peak)
 
 
 def asks_for_gpu(template: PodTemplate, resource_name: str) -> bool | None:
@@ -140,6 +150,12 @@ def _template_contract(template: PodTemplate, config: dict[str, Any]) -> Iterato
                     f"{subject}: container '{name}' has {resource_name} request {fmt(request)} but limit {fmt(limit)}; "
                     f"the API server rejects extended resources whose request differs from the limit. Make them equal."
                 )
+            if limit is not None and not _whole(limit):
+                yield (
+                    f"{subject}: container '{name}' has {resource_name} limit {fmt(limit)}; the API server refuses "
+                    f"extended resources that are not whole numbers (a GPU cannot be split by quantity). Request a "
+                    f"whole GPU, or share one through time-slicing ({SHARED_GPU_RESOURCE}) or a MIG slice."
+                )
             if limit is not None and quantity(limit) != 0 and resource_name not in in_limits:
                 in_limits.append(resource_name)
     if not in_limits:
@@ -150,6 +166,14 @@ def _template_contract(template: PodTemplate, config: dict[str, Any]) -> Iterato
             f"{subject} requests {', '.join(in_limits)} but does not tolerate the GPU taint '{key}', so it can never "
             f"schedule on a GPU pool. Add tolerations: [{{key: {key}, operator: Exists, effect: NoSchedule}}]."
         )
+
+
+def _whole(value: Any) -> bool:
+    """Whether an extended resource quantity is an integer, as the API server requires
+    (kubernetes/kubernetes pkg/apis/core/validation/validation.go, ``validateResourceQuantityValue``:
+    an ``IsIntegerResourceName`` resource, every extended resource, "must be an integer")."""
+    number = quantity(value)
+    return number is None or float(number).is_integer()
 
 
 def _check_contract(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
@@ -199,13 +223,57 @@ _EXTRA_GPU = {
 
 
 WORKLOAD_TYPES = frozenset(POD_TEMPLATE_PATHS)
+#: How deep an unknown kind is searched for something shaped like a pod spec.
+_SEARCH_DEPTH = 8
+
+
+def _pod_spec_path(node: Any, where: str = "", depth: int = 0) -> str | None:
+    """The path of the first object that looks like a pod spec (a ``containers`` list of objects
+    with an ``image``), else ``None``."""
+    if depth > _SEARCH_DEPTH:
+        return None
+    if isinstance(node, dict):
+        containers = node.get("containers")
+        if isinstance(containers, list) and any(isinstance(c, dict) and "image" in c for c in containers):
+            return where or "(the object)"
+        for key, child in node.items():
+            found = _pod_spec_path(child, f"{where}.{key}" if where else str(key), depth + 1)
+            if found:
+                return found
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            found = _pod_spec_path(child, f"{where}[{index}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
+def _check_undeclared_kinds(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    """Kubernetes kinds outside the pod-template table that carry something shaped like a pod spec:
+    the workload policies cannot judge them, so say so once for the stack instead of passing silently."""
+    known = set(workload_paths(config)) | set(HELM_TYPES)
+    found: dict[str, str] = {}
+    for resource in stack.resources:
+        if not resource.type.startswith("kubernetes:") or resource.type in known or resource.type in found:
+            continue
+        path = _pod_spec_path(resource.props)
+        if path:
+            found[resource.type] = path
+    if found:
+        kinds = "; ".join(f"{kind} (at {path})" for kind, path in sorted(found.items()))
+        yield (
+            f"The pack does not know where these kinds keep their pod templates, so their GPU requests, tolerations "
+            f"and images are not judged: {kinds}. Declare each under customWorkloads (type -> template paths) in "
+            f"this policy's and the workload policies' config.",
+            None,
+        )
 
 POLICIES = [
     resource_policy(
         name="gpu-workload-contract",
         description=(
-            "Request nvidia.com/gpu in container limits (not only requests) and tolerate the GPU taint in every "
-            "workload that uses a GPU."
+            "Request nvidia.com/gpu (or a time-sliced or MIG GPU) in container limits as a whole number (not only in "
+            "requests, never 500m) and tolerate the GPU taint in every workload that uses a GPU."
         ),
         types=WORKLOAD_TYPES,
         check=_check_contract,
@@ -230,6 +298,17 @@ POLICIES = [
             },
             **_EXTRA_GPU,
         },
+        custom_workloads=True,
+    ),
+    stack_policy(
+        name="workload-kinds-known",
+        description=(
+            "Declare every custom kind that carries pod templates under customWorkloads (type -> template paths) so "
+            "the workload policies can judge it; built in: apps/batch/core kinds, LeaderWorkerSet, KubeRay, KServe "
+            "InferenceService and Kubeflow PyTorchJob."
+        ),
+        check=_check_undeclared_kinds,
+        enforcement=ADVISORY,
         custom_workloads=True,
     ),
 ]

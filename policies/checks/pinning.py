@@ -103,7 +103,10 @@ def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator
         yield from _structured_image(image, f"{path}.image", require_digest)
     elif isinstance(image, str):
         pinned_by = next((k for k in ("tag", "version", "digest") if k in node), None)
-        if pinned_by:
+        repository = node.get("repository")
+        if isinstance(repository, str) and pinned_by in ("tag", "version") and isinstance(node[pinned_by], str):
+            yield from _split_image(repository, image, node[pinned_by], f"{path}.{pinned_by}", require_digest)
+        elif pinned_by:
             value = node[pinned_by]
             if pinned_by != "digest" and moving_tag(value):
                 yield f"{path}.{pinned_by}", f"{image}:{value}", _moving(value)
@@ -114,6 +117,18 @@ def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator
     for key, child in node.items():
         if key != "image":
             yield from _helm_image_problems(child, f"{path}.{key}", require_digest)
+
+
+def _split_image(repository: str, image: str, version: str, where: str,
+                 require_digest: bool) -> Iterator[tuple[str, str, str]]:
+    """``{repository, image, version}`` (the GPU Operator's shape): the operator pulls
+    ``repository/image@version`` when the version is a ``sha256:`` digest, else ``repository/image:version``
+    (NVIDIA/gpu-operator internal/image/image.go, ``ImagePath``), so the reference it builds is judged
+    like any other image, the digest rule included."""
+    reference = f"{repository.rstrip('/')}/{image}" + ("@" if version.startswith("sha256:") else ":") + version
+    problem = image_problem(reference, require_digest)
+    if problem:
+        yield where, reference, problem
 
 
 def _structured_image(image: dict[str, Any], path: str, require_digest: bool) -> Iterator[tuple[str, str, str]]:

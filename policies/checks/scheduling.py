@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.contract_config import GPU_MEMORY_ANNOTATION
-from checks.gpu_workloads import asks_for_gpu, pod_gpus
+from checks.gpu_workloads import asks_for_gpu, gpu_resource_names, pod_gpus
+from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import MANDATORY, Stack, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_memory_values, labels_match, stack_pools, untolerated_taints
 from lib.values import as_int
@@ -70,10 +71,16 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
     gpu = config["gpuResource"]
     for template in stack_workloads(stack, config):
         resource = template.resource
-        if asks_for_gpu(template, gpu) is not True:
+        # GPUs under other names (time-sliced, MIG: lib/contract_config.py) still need a node with a GPU.
+        other = {n for c in template.containers("initContainers", "containers")
+                 for n in gpu_resource_names(c, gpu, OTHER_GPU_RESOURCES)} - {gpu}
+        shared = any(asks_for_gpu(template, n) is True for n in other)
+        if asks_for_gpu(template, gpu) is not True and not shared:
             continue
         alternatives = node_selection(template.spec)
         gpus = pod_gpus(template, gpu)
+        if shared and gpus is not None:
+            gpus = max(gpus, 1.0)
         raw_memory = template.annotations.get(config["gpuMemoryAnnotation"])
         memory = as_int(raw_memory)
         if alternatives is None or gpus is None:

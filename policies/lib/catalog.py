@@ -1,6 +1,8 @@
 """The instance catalog (GPU counts, GPU memory, prices) the program and the pack share.
 
-The pack reads ``instance_catalog.json`` beside this file, so a published pack carries its own copy.
+The pack reads ``instance_catalog.json`` beside this file, so a published pack carries its own copy,
+priced for the stack's region (``llm-platform:region`` in ``PULUMI_CONFIG``): a type without a price
+there is a finding naming the refresh command, never another region's price.
 GPU families outside the catalog are still recognised by name (``g*``/``gr*``/``p*`` + generation),
 but counts and prices come only from the table.
 """
@@ -13,8 +15,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from capacity.instances import AUTO_MODE_PREFIX, CATALOG_PATH, KARPENTER_PREFIX, Instance, InstanceCatalog, load_instances
+from capacity.instances import (
+    AUTO_MODE_PREFIX,
+    CATALOG_PATH,
+    DEFAULT_REGION,
+    KARPENTER_PREFIX,
+    Instance,
+    InstanceCatalog,
+    load_instances,
+)
 from lib.placement import Constraint, requirement_constraint
+from lib.stack_config import stack_region
 
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
@@ -83,7 +94,14 @@ def is_gpu_family(family: Any) -> bool:
     return isinstance(family, str) and bool(GPU_FAMILY.match(family))
 
 
-@lru_cache(maxsize=1)
-def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
-    shared = load_instances(path)
-    return Catalog(hours_per_month=shared.hours_per_month, instances=shared.instances)
+def load_catalog(path: Path = CATALOG_PATH, region: str | None = None) -> Catalog:
+    """The catalog priced for ``region``, by default the stack's (``PULUMI_CONFIG``); a pack started
+    without a stack configuration prices the shipped file's default region."""
+    return _load_catalog(path, region or stack_region() or DEFAULT_REGION)
+
+
+@lru_cache(maxsize=8)
+def _load_catalog(path: Path, region: str) -> Catalog:
+    shared = load_instances(path, region)
+    return Catalog(hours_per_month=shared.hours_per_month, instances=shared.instances, region=shared.region,
+                   priced_regions=shared.priced_regions)

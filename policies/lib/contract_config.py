@@ -30,6 +30,13 @@ _DESCRIPTIONS = {
     "systemPurpose": "Value of the purpose label that marks the system pool.",
 }
 
+#: Further NVIDIA extended resources that are GPUs under another name: the device plugin's time-sliced
+#: GPU when it renames shared replicas (``sharing.timeSlicing.renameByDefault: true`` advertises
+#: ``nvidia.com/gpu.shared``, NVIDIA/k8s-device-plugin README "Shared Access to GPUs") and MIG slices
+#: (``nvidia.com/mig-<profile>``, mixed strategy). Globs; the default of every policy's ``extraGpuResources``.
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+OTHER_GPU_RESOURCES = [SHARED_GPU_RESOURCE, "nvidia.com/mig-*"]
+
 #: Pod template annotation with the GPU memory (MiB per GPU) a workload needs.
 GPU_MEMORY_ANNOTATION = "llm-platform.io/gpu-memory-mib"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from capacity.kinds import DAEMONSET, POD_TEMPLATE_PATHS
+from capacity.kinds import DAEMONSET, INLINE_POD_SPEC, KSERVE_CONTAINER_FIELDS, POD_TEMPLATE_PATHS
 from lib.resources import Resource
 from lib.values import UNKNOWN, as_dict, as_list, dig
 
@@ -106,6 +106,19 @@ def _walk(node: Any, steps: list[str], where: str) -> Iterator[tuple[str, Any]]:
             yield from _walk(item, rest, f"{here}[{index}]")
 
 
+def _as_template(spec: Any) -> Any:
+    """A pod spec given inline (a KServe component) as a template: its model/framework fields join
+    the containers, its annotations and labels are the template's metadata."""
+    if not isinstance(spec, dict):
+        return spec
+    containers = as_list(spec.get("containers") or [])
+    if containers is UNKNOWN:
+        return {"metadata": {}, "spec": UNKNOWN}
+    extra = [spec[f] for f in KSERVE_CONTAINER_FIELDS if isinstance(spec.get(f), dict)]
+    metadata = {k: spec[k] for k in ("annotations", "labels") if isinstance(spec.get(k), dict)}
+    return {"metadata": metadata, "spec": {**spec, "containers": [*containers, *extra]}}
+
+
 def pod_templates(resource: Resource, config: Mapping[str, Any] | None = None) -> list[PodTemplate]:
     """Every pod template of a workload (built-in kinds and the config's ``customWorkloads``), at any depth.
 
@@ -119,10 +132,14 @@ def pod_templates(resource: Resource, config: Mapping[str, Any] | None = None) -
     out = []
     several = len(paths) > 1 or any("[]" in p for p in paths)
     for path in paths:
+        inline = path.endswith(INLINE_POD_SPEC)
+        path = path.removesuffix(INLINE_POD_SPEC)
         if path == "":
             found: list[tuple[str, Any]] = [("", resource.props)]
         else:
             found = list(_walk(resource.props, path.split("."), ""))
+        if inline:
+            found = [(where, _as_template(value)) for where, value in found]
         for where, template in found:
             if template is UNKNOWN:
                 out.append(PodTemplate(resource, kind, UNKNOWN, {}, UNKNOWN, where, several))

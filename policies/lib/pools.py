@@ -217,11 +217,24 @@ def is_auto_mode(resource: Resource) -> bool:
     return resource.get("spec", "template", "spec", "nodeClassRef", "group") == "eks.amazonaws.com"
 
 
+#: Deprecated label keys Karpenter rewrites to their stable names before it reads a requirement
+#: (kubernetes-sigs/karpenter pkg/apis/v1/labels.go, ``NormalizedLabels``).
+NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+}
+
+
 def nodepool_requirements(resource: Resource) -> list[Any] | None:
+    """The NodePool's requirements, deprecated keys under their stable names as Karpenter reads them."""
     requirements = resource.get("spec", "template", "spec", "requirements", default=[])
     if contains_unknown(requirements):
         return None
-    return [r for r in as_list(requirements) if isinstance(r, dict)]
+    return [{**r, "key": NORMALIZED_LABELS.get(r.get("key"), r.get("key"))}
+            for r in as_list(requirements) if isinstance(r, dict)]
 
 
 def _instance_label(key: Any) -> str | None:
@@ -233,11 +246,22 @@ def _instance_label(key: Any) -> str | None:
 
 
 def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") -> bool | None:
-    """GPU capacity: a GPU limit, or a requirement that selects GPU instances by type, family, category
-    (g/p), GPU name/manufacturer/memory or a GPU count above zero, under Karpenter's or Auto Mode's keys."""
+    """GPU capacity: a GPU limit above zero, or a requirement that selects GPU instances by type (its
+    deprecated ``beta.kubernetes.io/instance-type`` key included), family, category (g/p), GPU
+    name/manufacturer/memory or a GPU count above zero, under Karpenter's or Auto Mode's keys.
+
+    ``Lt``/``Lte`` on the GPU count or GPU memory labels select GPU types only: only GPU types carry
+    those labels, and a numeric requirement does not match a node without the label (Karpenter's
+    requirement semantics, kubernetes-sigs/karpenter pkg/scheduling/requirement.go). A limit of ``0``
+    on the GPU resource is a guard that keeps GPUs out, not a GPU pool.
+    """
     limits = resource.get("spec", "limits", default={})
     if isinstance(limits, dict) and gpu_resource in limits:
-        return True
+        bound = limits[gpu_resource]
+        if bound is UNKNOWN:
+            return None
+        if (quantity(bound) or 0) > 0:
+            return True
     requirements = nodepool_requirements(resource)
     if requirements is None:
         return None
@@ -261,6 +285,10 @@ def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") ->
         if name == "instance-gpu-count" and operator in ("Exists", "Gt", "Gte"):
             bound = as_int(values[0]) if values else None
             if operator == "Exists" or (bound is not None and bound >= (0 if operator == "Gt" else 1)):
+                return True
+        if name in ("instance-gpu-count", "instance-gpu-memory") and operator in ("Lt", "Lte"):
+            bound = as_int(values[0]) if values else None
+            if bound is not None and bound > (1 if operator == "Lt" and name == "instance-gpu-count" else 0):
                 return True
     return False
 

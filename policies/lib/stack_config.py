@@ -22,6 +22,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 #: The environment variable the engine sets for a policy pack (``constructEnv``).
@@ -29,6 +30,8 @@ CONFIG_ENV = "PULUMI_CONFIG"
 #: The program's config namespace (``name`` in Pulumi.yaml).
 NAMESPACE = "llm-platform"
 GPU_BUDGET_KEY = f"{NAMESPACE}:gpuBudget"
+#: The stack's AWS region (the program's own setting); the pack prices instances there.
+REGION_KEY = f"{NAMESPACE}:region"
 
 
 class StackConfigError(ValueError):
@@ -81,6 +84,23 @@ def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
             raise StackConfigError(f"{GPU_BUDGET_KEY}.{field} must be a number >= 0 (the stack's configuration)")
         numbers[field] = number
     return GpuBudget(numbers["maxGpus"], numbers["monthlyBudgetUsd"])
+
+
+def stack_region(environ: Mapping[str, str] | None = None) -> str | None:
+    """The stack's ``region`` (``None`` when its configuration has none: a pack started by hand).
+
+    Asked for every catalog lookup, so the parse is kept per ``PULUMI_CONFIG`` text."""
+    return _region((os.environ if environ is None else environ).get(CONFIG_ENV) or "")
+
+
+@lru_cache(maxsize=4)
+def _region(raw: str) -> str | None:
+    value = stack_config({CONFIG_ENV: raw}).get(REGION_KEY)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise StackConfigError(f"{REGION_KEY} must be a region name such as us-east-1 (the stack's configuration)")
+    return value
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,13 @@ GPU_ONLY = {
     "gpu-name": ("{p}instance-gpu-name", "In", ["l40s"]),
     "gpu-count-gt-0": ("{p}instance-gpu-count", "Gt", ["0"]),
     "gpu-manufacturer": ("{p}instance-gpu-manufacturer", "In", ["nvidia"]),
+    # only GPU types carry these labels, and a numeric requirement never matches a node without one
+    "gpu-count-lt-9": ("{p}instance-gpu-count", "Lt", ["9"]),
+    "gpu-count-lte-4": ("{p}instance-gpu-count", "Lte", ["4"]),
+    "gpu-memory-lt": ("{p}instance-gpu-memory", "Lt", ["50000"]),
+    "gpu-memory-lte": ("{p}instance-gpu-memory", "Lte", ["24576"]),
+    # Karpenter normalises the deprecated key to node.kubernetes.io/instance-type (pkg/apis/v1/labels.go)
+    "beta-instance-type": ("beta.kubernetes.io/instance-type", "In", ["g6e.xlarge"]),
 }
 PREFIXES = {"karpenter": "karpenter.k8s.aws/", "auto-mode": "eks.amazonaws.com/"}
 
@@ -236,6 +243,14 @@ def test_cpu_pool_needs_no_gpu_taint(pack, provisioner):
     assert pack.messages(res, TAINTED) == []
 
 
+@pytest.mark.parametrize("provisioner", list(PREFIXES))
+def test_a_zero_gpu_limit_is_a_guard_not_a_gpu_pool(pack, provisioner):
+    """``limits: {nvidia.com/gpu: "0"}`` keeps GPUs off a CPU pool; a limit above zero is a GPU pool."""
+    res = _pool(provisioner, "{p}instance-category", "In", ["c", "m"], tainted=False)
+    assert pack.messages(patch(res, {"spec.limits": {"cpu": "1000", "nvidia.com/gpu": "0"}}), TAINTED) == []
+    one(pack.messages(patch(res, {"spec.limits": {"cpu": "1000", "nvidia.com/gpu": "2"}}), TAINTED), "nvidia.com/gpu")
+
+
 def test_auto_mode_gpu_pool_is_valid(pack):
     assert pack.analyze(auto_mode_nodepool()) == []
 
@@ -257,6 +272,8 @@ AGENTS = "gpu-agents-reach-gpu-nodes"
 def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, override):
     from tests.policies.builders import helm_release
     pool = gpu_node_group()
+    if chart == "nvidia-dra-driver-gpu":  # the kubelet plugin serves DRA pools only (agentPlacement)
+        pool = gpu_node_group(labels={**pool["inputs"]["labels"], "node.kubernetes.io/purpose": "gpu-dra"})
     one(pack.stack_messages([pool, helm_release(chart, version, {})], AGENTS),
         f"(chart {chart})", f"({chart} {version} default)", "does not tolerate taint nvidia.com/gpu=true:NoSchedule")
     assert pack.stack_messages([pool, helm_release(chart, version, override)], AGENTS) == []

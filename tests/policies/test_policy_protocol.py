@@ -88,9 +88,11 @@ def test_prod_config_is_stricter_than_dev(pack):
         levels[stack] = {name: c["enforcementLevel"] for name, c in effective.items()}
     assert levels["dev"]["eks-private-endpoint"] == "advisory"
     assert levels["prod"]["eks-private-endpoint"] == "mandatory"
-    # capacity-overcommit reports shared pools that cannot all peak at once: advice by design, never refused
-    assert levels["prod"]["capacity-overcommit"] == "advisory"
-    assert all(level == "mandatory" for name, level in levels["prod"].items() if name not in ("all", "capacity-overcommit"))
+    # capacity-overcommit reports shared pools that cannot all peak at once, workload-kinds-known what the
+    # pack cannot judge: advice by design, never refused
+    advice = ("capacity-overcommit", "workload-kinds-known")
+    assert all(levels["prod"][name] == "advisory" for name in advice)
+    assert all(level == "mandatory" for name, level in levels["prod"].items() if name not in ("all", *advice))
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import pytest
+
 from automation import exit_codes
+from automation.offline import check
+from automation.offline.pack.findings import PolicyConfigError
 from automation.offline.plan import ROOT
 
 
@@ -23,3 +28,41 @@ def test_a_policy_config_that_disagrees_with_the_stack_file_is_a_usage_error(tmp
     (line,) = done.stderr.strip().splitlines()
     assert "llm-platform:gpuBudget.maxGpus is 20" in line and "gpu-capacity-cap.maxGpus sets 16" in line
     assert line.startswith("error: dev.json: ") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value, shown", [("32", "'32' is not of type 'integer'"), ([16], "[16] is not of type 'integer'")])
+def test_a_wrongly_typed_number_in_the_stack_policy_config_is_one_line_naming_the_key(tmp_path, monkeypatch, value, shown):
+    """``policies/config/<stack>.json`` with ``maxGpus: "32"`` or ``[16]``: the pack's Configure names the key
+    (it used to end in a traceback comparing the numbers)."""
+    config = json.loads((ROOT / "policies" / "config" / "dev.json").read_text())
+    config["gpu-capacity-cap"]["maxGpus"] = value
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(config))
+    # The stack's own config path (not an override, which skips the gpuBudget comparison).
+    monkeypatch.setattr(check, "policy_config_for", lambda stack, override=None: path)
+    with pytest.raises(PolicyConfigError) as raised:
+        check.run_check("dev", tmp_path / "out")
+    assert f"gpu-capacity-cap: maxGpus: {shown}" in str(raised.value)
+    assert "Traceback" not in str(raised.value)
+
+
+def test_a_stack_in_a_region_without_prices_is_refused_not_priced_at_us_east_1(tmp_path):
+    """The summary prices with the stack's region (the shipped catalog prices us-east-1 only):
+    one line naming the types, the region and the refresh command, exit 2, nothing written."""
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    moved = text.replace("llm-platform:region: us-east-1", "llm-platform:region: eu-west-1")
+    assert moved != text
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(moved)
+    done = subprocess.run(
+        [sys.executable, "-m", "automation", "check", "--stack", "dev", "--stack-file", str(stack_file),
+         "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == exit_codes.USAGE, done.stdout[-2000:] + done.stderr
+    # the settings refuse it first, at the key: the budget cannot be priced there
+    header, line = done.stderr.strip().splitlines()
+    assert header == "error: stack 'dev' has 1 invalid setting(s):"
+    assert line.strip().startswith('llm-platform:region: got "eu-west-1": ')
+    assert "no on-demand price for g5.2xlarge, g5.4xlarge in eu-west-1" in line
+    assert "python -m automation catalog refresh --region eu-west-1" in line
+    assert "$" not in done.stdout and not (tmp_path / "out" / "plan.json").exists()

@@ -1,6 +1,6 @@
 """The capacity model: its figures against upstream formulas, and its two adapters agreeing.
 
-The settings adapter (``components/capacity_input.py``) judges a configuration before anything is
+The settings adapter (``components/specs/capacity.py``) judges a configuration before anything is
 registered; the engine adapter (``policies/capacity/engine.py``, the pack's view) judges what the
 program then emits. They must reach the same findings, shipped stacks and broken variants alike.
 """
@@ -13,7 +13,7 @@ import pytest
 import components.settings.stack as settings_stack
 from automation.offline.plan import record_plan
 from automation.stacks import read_stack_config
-from components.capacity_input import settings_simulation
+from components.specs.capacity import settings_simulation
 from components.settings import config_strings, parse_settings
 from policies.capacity.charts import release_daemonsets
 from policies.capacity.engine import cluster_from_resources, query_metrics, wake_signal
@@ -172,9 +172,11 @@ def test_settings_and_engine_adapters_agree(variant, monkeypatch):
 
     assert workloads(from_settings) == workloads(from_engine)
     assert shapes(from_settings) == shapes(from_engine)
-    # without Cluster Autoscaler the pack names exactly the managed groups that can grow
+    # without Cluster Autoscaler the pack names exactly the managed groups that can grow and whose
+    # desired size does not already hold their workloads: the system group keeps its 2 desired nodes,
+    # which hold the gateway at max replicas (issue 31: judged by fixed capacity, not "stays at 2")
     bare = simulate(cluster_from_resources(without_cluster_autoscaler(plan.resources))).findings
-    grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size} | {"system"}
+    grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size}
     assert {f.where for f in bare if f.check == "capacity-source"} == grows
     assert from_settings.placements == from_engine.placements
     if variant.endswith("infeasible"):
@@ -211,7 +213,7 @@ def test_dev_with_a_dra_pool_passes():
 
 
 def test_eks_agents_skip_auto_mode_nodes():
-    from components.capacity_input import settings_simulation
+    from components.specs.capacity import settings_simulation
 
     config = _config("dev", **VARIANTS["dev-auto-mode"][1])
     plans = {p.pool.name: p for p in settings_simulation(parse_settings(config)).plans}
@@ -266,3 +268,18 @@ def test_nodepool_problems_name_the_gpu_limit():
     (problem,) = caught.value.problems
     assert problem.key == "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].replicas.max"
     assert "limit 2" in problem.reason and problem.value == 4
+
+
+@pytest.mark.parametrize("order, cpu_m", [(("init", "sidecar"), 1500.0), (("sidecar", "init"), 1700.0)])
+def test_native_sidecars_sum_with_the_app_containers(order, cpu_m):
+    """KEP-753's effective request (component-helpers AggregateContainerRequests): app 1000m + sidecar
+    500m run together (1500m); an init container after the sidecar runs beside it (1200m + 500m = 1700m).
+    The textbook max(sum of apps, largest init) says 1200m for both."""
+    from policies.capacity.model import pod_requests
+
+    containers = {"init": {"name": "migrate", "resources": {"requests": {"cpu": "1200m"}}},
+                  "sidecar": {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}}
+    spec = {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}],
+            "initContainers": [containers[name] for name in order]}
+    requests, _ = pod_requests(spec)
+    assert requests.cpu_m == cpu_m

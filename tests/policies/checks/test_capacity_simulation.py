@@ -21,7 +21,7 @@ from tests.policies.builders import (
     scaled_object,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 SIM, OVER = "capacity-simulation", "capacity-overcommit"
 POOL = "llm-platform:index:GpuNodePool"
@@ -416,3 +416,51 @@ def test_gpu_limit_counts_the_gpus_of_the_nodes_not_the_pods_per_node(pack):
     one(pack.stack_messages([KARPENTER, interactive_pool(12), *llama_70b(strategy=NO_SURGE)], SIM),
         "can never reach its 4 max replicas on Karpenter NodePool 'gpu-interactive'", "16 GPUs of g5.12xlarge",
         "limit 12")
+
+
+def test_tensor_parallel_above_the_pods_gpus(pack):
+    """--tensor-parallel-size 2 on a 1-GPU pod: vLLM will not start, and the weights are not split
+    (the textbook estimate halves them and says the 16k-token AWQ model fits one 24 GiB GPU)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    args = ["--model", "Qwen/Qwen2.5-32B-Instruct-AWQ", "--max-model-len", "16384", "--tensor-parallel-size", "2"]
+    messages = pack.stack_messages(scaled_stack(args=args, gpus=1), SIM)
+    assert len(messages) == 2, messages
+    assert any("sets --tensor-parallel-size 2 but its pod has 1 GPU(s)" in m and "will not start" in m for m in messages)
+    assert any("tensor parallel 1" in m and "KV cache 4.0 GiB" in m and "will not load" in m for m in messages)
+    # the compliant shape: as many GPUs per pod as ranks
+    assert pack.stack_messages(scaled_stack(args=args, gpus=2, types=("g5.12xlarge",)), SIM) == []
+
+
+@pytest.mark.parametrize("desired, finding", [(2, None), (1, "so it stays at 1")])
+def test_a_group_without_autoscaler_keeps_its_desired_size(pack, desired, finding):
+    """min 0, desired N, max 3, no autoscaler: EKS keeps N nodes. 2 desired nodes hold the server's 2 max
+    replicas (1 GPU each, g5.2xlarge has 1); 1 does not. Judged before as 'stays at 0' either way."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    owner, group = pool(min_size=0, max_size=3)
+    group["inputs"]["scalingConfig"]["desiredSize"] = desired
+    messages = pack.stack_messages([owner, group, server(), scaler()], SIM)
+    if finding is None:
+        assert messages == []
+    else:
+        one(messages, "managed node group 'inference' may grow from 0 to 3 nodes but nothing adds them", finding)
+
+
+def test_a_priority_scoped_quota_counts_only_its_class(pack):
+    """The 2-GPU quota stalls the server (3 GPUs at max + surge) only when its scopeSelector selects the
+    server's priority class."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    quota = resource_quota(hard={f"requests.{GPU}": "2"})
+
+    def scoped(*classes):
+        return patch(quota, {"spec.scopeSelector": {"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": list(classes)}]}})
+
+    def batch_stack(extra):
+        stack = scaled_stack(extra)
+        for res in stack:
+            if res["type"] == "kubernetes:apps/v1:Deployment":
+                res["inputs"]["spec"]["template"]["spec"]["priorityClassName"] = "batch"
+        return stack
+
+    one(pack.stack_messages(batch_stack(scoped("batch")), SIM), f"requests.{GPU} 2", "need 3 at max replicas")
+    assert pack.stack_messages(batch_stack(scoped("interactive")), SIM) == []

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from components import contract, versions
+from components.gpu import dra_driver
+from components.specs import gpu_software as software
 
 from tests.policies.builders import (
     GPU_TOLERATION,
@@ -16,7 +22,7 @@ from tests.policies.builders import (
     system_node_group,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 POLICY = "gpu-agents-reach-gpu-nodes"
 PRESENT_EQUAL = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -183,3 +189,66 @@ def test_daemonsets_that_select_gpu_nodes(pack, selector, tolerate, finding):
             "does not tolerate its taint nvidia.com/gpu=true:NoSchedule")
     else:
         assert messages == []
+
+
+# --- which agent belongs on which pool: the program's table (components/specs/gpu_software.py) -----------
+
+PROD_CONFIG = ROOT / "policies" / "config" / "prod.json"
+PURPOSE = "node.kubernetes.io/purpose"
+
+
+def dra_pool():
+    labels = {**gpu_node_group()["inputs"]["labels"], PURPOSE: "gpu-dra"}
+    return gpu_node_group(name="dra", labels=labels, instanceTypes=["g6e.xlarge"], capacityType="ON_DEMAND")
+
+
+def program_device_plugin():
+    """The standalone device plugin as the program emits it: off DRA pools by affinity."""
+    return helm_release(values={"tolerations": [GPU_TOLERATION], "affinity": software.device_plugin_affinity()})
+
+
+def program_dra_driver(selector=None):
+    """The DRA driver's kubelet plugin as the program emits it: on DRA pools only."""
+    values = dra_driver.dra_driver_values()
+    if selector is not None:
+        values = {**values, "kubeletPlugin": {**values["kubeletPlugin"], "nodeSelector": selector, "affinity": {}}}
+    return helm_release(versions.NVIDIA_DRA_DRIVER.chart, versions.NVIDIA_DRA_DRIVER.version, values, versions.NVIDIA_DRA_DRIVER.repository)
+
+
+def test_program_placement_of_device_plugin_and_dra_driver_passes_under_prod(pack):
+    """The documented dev + gpu-dra stack: the device plugin off the DRA pool, the kubelet plugin on it only."""
+    pack.configure(PROD_CONFIG)
+    resources = [gpu_node_group(), dra_pool(), system_node_group(), program_device_plugin(), program_dra_driver()]
+    assert pack.stack_messages(resources, POLICY) == []
+
+
+def test_placement_table_still_requires_each_agent_on_its_own_pools(pack):
+    pack.configure(PROD_CONFIG)
+    # the kubelet plugin selecting only training pools never reaches the DRA pool the table gives it
+    resources = [gpu_node_group(), dra_pool(), system_node_group(), program_device_plugin(),
+                 program_dra_driver(selector={PURPOSE: "gpu-training"})]
+    one(pack.stack_messages(resources, POLICY), "the kubelet plugin runs no pods on managed node group 'dra'",
+        "node.kubernetes.io/purpose in (gpu-training)")
+
+
+def test_without_the_placement_table_the_dra_pool_blocks_the_stack(pack):
+    """What the pack said before it knew the table: 2 findings on this two-GPU-pool stack."""
+    pack.configure({"all": "mandatory", POLICY: {"agentPlacement": {}}})
+    resources = [gpu_node_group(), dra_pool(), system_node_group(), program_device_plugin(), program_dra_driver()]
+    messages = pack.stack_messages(resources, POLICY)
+    assert len(messages) == 2
+    assert any("the device plugin runs no pods on managed node group 'dra'" in m for m in messages)
+    assert any("the kubelet plugin runs no pods on managed node group 'inference'" in m for m in messages)
+
+
+@pytest.mark.parametrize("stack_name", ["dev", "prod"])
+def test_config_placement_is_the_programs(stack_name):
+    """The pack's table equals what the program's affinities express (one source: software.py)."""
+    config = json.loads((ROOT / "policies" / "config" / f"{stack_name}.json").read_text())
+    placement = config[POLICY]["agentPlacement"]
+    terms = software.device_plugin_affinity()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    excluded = [v for e in terms["nodeSelectorTerms"][0]["matchExpressions"]
+                if e["key"] == contract.PURPOSE_LABEL and e["operator"] == "NotIn" for v in e["values"]]
+    assert placement["nvidia-device-plugin"] == {"exceptPurposes": excluded} == {"exceptPurposes": ["gpu-dra"]}
+    selector = dra_driver.dra_driver_values()["kubeletPlugin"]["nodeSelector"]
+    assert placement["nvidia-dra-driver-gpu"] == {"onlyPurposes": [selector[contract.PURPOSE_LABEL]]}

@@ -17,10 +17,11 @@ from tests.policies.builders import (
     patch,
     resource,
     resource_quota,
+    template_path,
     system_node_group,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 LIMITS, CAP, BUDGET, QUOTA = "karpenter-gpu-nodepool-limits", "gpu-capacity-cap", "gpu-monthly-budget", "gpu-namespace-quota"
 REQS = "spec.template.spec.requirements"
@@ -250,3 +251,36 @@ def test_pack_and_report_agree_where_node_limits_and_static_replicas_bound_a_poo
     assert figures == report_worst_case(plan)
     g6e_largest = max(i["gpus"] for n, i in CATALOG["instances"].items() if n.startswith("g6e."))
     assert figures[0] == 3 * 1 + 5 * 1 + 2 * g6e_largest
+
+
+# --- quotas scoped to a PriorityClass count only that class's pods (issue 31), at prod's level ------
+
+def _scoped(operator="In", *values):
+    expression = {"scopeName": "PriorityClass", "operator": operator, **({"values": list(values)} if values else {})}
+    return patch(resource_quota(), {"spec.scopeSelector": {"matchExpressions": [expression]}})
+
+
+def _with_priority(name):
+    return patch(workload(), {f"{template_path('Deployment')}.priorityClassName": name})
+
+
+def test_a_priority_scoped_quota_does_not_cover_other_classes(pack):
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    one(pack.stack_messages([_with_priority("batch"), _scoped("In", "interactive")], QUOTA),
+        "Namespace 'serving'", "PriorityClass scopeSelector that does not select this workload's priority class (batch)")
+    one(pack.stack_messages([workload(), _scoped("Exists")], QUOTA), "priority class (none)")
+
+
+def test_a_priority_scoped_quota_covers_its_class(pack):
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    assert pack.stack_messages([_with_priority("interactive"), _scoped("In", "interactive")], QUOTA) == []
+    assert pack.stack_messages([_with_priority("batch"), _scoped("NotIn", "interactive")], QUOTA) == []
+
+
+def test_time_sliced_gpus_need_their_own_quota(pack):
+    """nvidia.com/gpu.shared is a GPU by another name: a quota on requests.nvidia.com/gpu does not count it."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    shared = patch(workload(gpus=None), {f"{template_path('Deployment')}.containers.0.resources.limits":
+                                         {"memory": "16Gi", "nvidia.com/gpu.shared": "1"}})
+    one(pack.stack_messages([shared, resource_quota()], QUOTA), "it has no ResourceQuota with requests.nvidia.com/gpu.shared")
+    assert pack.stack_messages([shared, resource_quota(hard={"requests.nvidia.com/gpu.shared": "8"})], QUOTA) == []

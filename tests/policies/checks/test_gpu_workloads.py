@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, template_path, workload
-from tests.policies.conftest import one
+from tests.policies.builders import GPU, UNKNOWN, WORKLOAD_KINDS, patch, pod_spec, resource, template_path, workload
+from tests.policies.conftest import ROOT, one
 
 CONTRACT, WASTE = "gpu-workload-contract", "gpu-toleration-without-gpu"
 KINDS = list(WORKLOAD_KINDS)
@@ -118,3 +118,93 @@ def test_dra_claims_count_as_asking_for_a_device(pack):
 def test_unknown_values_are_not_judged(pack, changes, gpus):
     res = patch(workload(gpus=gpus, tolerate=gpus is None), changes)
     assert pack.messages(res, CONTRACT) == [] and pack.messages(res, WASTE) == []
+
+
+# --- GPUs under other names, quantities the API server refuses (issue 31) ---------------------------
+
+PROD_CONFIG = ROOT / "policies" / "config" / "prod.json"
+
+
+def time_sliced(*, tolerate: bool = True, gpus: str = "1"):
+    """A workload on the device plugin's renamed time-sliced GPU (renameByDefault: nvidia.com/gpu.shared)."""
+    spec = template_path("Deployment")
+    return patch(workload(gpus=None, tolerate=tolerate), {
+        f"{spec}.containers.0.resources.limits": {"memory": "16Gi", "nvidia.com/gpu.shared": gpus},
+    })
+
+
+def test_a_tolerating_time_sliced_workload_is_not_a_toleration_without_gpu(pack):
+    pack.configure(PROD_CONFIG)
+    assert pack.messages(time_sliced(), WASTE) == []
+    assert pack.messages(time_sliced(), CONTRACT) == []
+
+
+def test_a_time_sliced_workload_is_held_to_the_gpu_contract(pack):
+    pack.configure(PROD_CONFIG)
+    one(pack.messages(time_sliced(tolerate=False), CONTRACT),
+        "requests nvidia.com/gpu.shared but does not tolerate the GPU taint 'nvidia.com/gpu'")
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/gpu", "nvidia.com/gpu.shared"])
+def test_a_fractional_gpu_limit_is_refused(pack, resource):
+    pack.configure(PROD_CONFIG)
+    spec = template_path("Deployment")
+    half = patch(workload(), {f"{spec}.containers.0.resources.limits": {"memory": "16Gi", resource: "500m"}})
+    one(pack.messages(half, CONTRACT), f"container 'vllm' has {resource} limit 500m",
+        "the API server refuses extended resources that are not whole numbers")
+    whole = patch(workload(), {f"{spec}.containers.0.resources.limits": {"memory": "16Gi", resource: "1000m"}})
+    assert pack.messages(whole, CONTRACT) == []
+
+
+# --- workload kinds: built-in CRD table, and an advisory for what the pack cannot know (issue 31) -----
+
+KNOWN = "workload-kinds-known"
+ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+PYTORCHJOB = "kubernetes:kubeflow.org/v1:PyTorchJob"
+
+
+def inference_service(*, tolerate: bool):
+    """KServe: spec.predictor is a pod spec inline; the model field is its main container."""
+    predictor = {"model": {"modelFormat": {"name": "huggingface"}, "image": "vllm/vllm-openai:v0.11.0",
+                           "resources": {"limits": {GPU: "1", "memory": "32Gi"}}}}
+    if tolerate:
+        predictor["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return resource(ISVC, "llama", {"metadata": {"name": "llama", "namespace": "serving"}, "spec": {"predictor": predictor}})
+
+
+def pytorch_job(*, tolerate: bool):
+    spec = pod_spec(gpus=1, tolerate=tolerate)
+    replica = {"replicas": 2, "template": {"metadata": {}, "spec": spec}}
+    return resource(PYTORCHJOB, "train", {"metadata": {"name": "train", "namespace": "training"},
+                                          "spec": {"pytorchReplicaSpecs": {"Master": {**replica, "replicas": 1},
+                                                                           "Worker": replica}}})
+
+
+def test_kserve_predictor_gpu_is_held_to_the_contract(pack):
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    one(pack.messages(inference_service(tolerate=False), CONTRACT), "InferenceService",
+        "requests nvidia.com/gpu but does not tolerate the GPU taint")
+    assert pack.messages(inference_service(tolerate=True), CONTRACT) == []
+
+
+def test_pytorchjob_master_and_worker_templates_are_judged(pack):
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    messages = pack.messages(pytorch_job(tolerate=False), CONTRACT)
+    assert len(messages) == 2
+    assert any("spec.pytorchReplicaSpecs.Master.template" in m for m in messages)
+    assert any("spec.pytorchReplicaSpecs.Worker.template" in m for m in messages)
+    assert pack.messages(pytorch_job(tolerate=True), CONTRACT) == []
+
+
+def test_an_undeclared_kind_with_a_pod_template_is_advised_once(pack):
+    effective = pack.configure(ROOT / "policies" / "config" / "prod.json")
+    assert effective[KNOWN]["enforcementLevel"] == "advisory"
+    template = {"metadata": {}, "spec": pod_spec(gpus=1, tolerate=False)}
+    group = lambda name: resource("kubernetes:example.com/v1:InferenceGroup", name,  # noqa: E731
+                                  {"metadata": {"name": name}, "spec": {"groups": [{"template": template}]}})
+    one(pack.stack_messages([group("a"), group("b"), inference_service(tolerate=True)], KNOWN),
+        "kubernetes:example.com/v1:InferenceGroup (at spec.groups[0].template.spec)", "customWorkloads")
+    # declared (or built in): nothing to say
+    pack.configure({"all": "mandatory", KNOWN: {"customWorkloads": {
+        "kubernetes:example.com/v1:InferenceGroup": ["spec.groups[].template"]}}})
+    assert pack.stack_messages([group("a"), pytorch_job(tolerate=True)], KNOWN) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.policies.builders import UNKNOWN, WORKLOAD_KINDS, ec2nodeclass, helm_chart_v4, helm_release, patch, template_path, workload
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 CHART, IMAGE, ALIAS = "helm-chart-version-pinned", "container-image-pinned", "karpenter-ami-alias-pinned"
 DIGEST = "@sha256:" + "a" * 64
@@ -130,3 +130,14 @@ def test_nodeclass_alias_pinned(pack):
     latest = patch(ec2nodeclass(), {"spec.amiSelectorTerms": [{"alias": "al2023@latest"}]})
     one(pack.messages(latest, ALIAS), "alias 'al2023@latest'", "'al2023@v20251117'")
     assert pack.messages(patch(ec2nodeclass(), {"spec.amiSelectorTerms": UNKNOWN}), ALIAS) == []
+
+
+def test_operator_shaped_images_go_through_the_prod_digest_rule(pack):
+    """``{repository, image, version}``: the GPU Operator pulls repository/image@version for a sha256
+    version, else repository/image:version; prod requires the digest."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    by_tag = {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}}
+    one(pack.messages(helm_release(values=by_tag), IMAGE), "'nvcr.io/nvidia/driver:580.95.05' at values.driver.version",
+        "pinned by tag only")
+    by_digest = {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "sha256:" + "c" * 64}}
+    assert pack.messages(helm_release(values=by_digest), IMAGE) == []

@@ -16,7 +16,7 @@ from tests.policies.builders import (
     template_path,
     workload,
 )
-from tests.policies.conftest import one
+from tests.policies.conftest import ROOT, one
 
 POLICY, DRA = "gpu-workload-schedulable", "dra-workloads-on-managed-nodes"
 SPEC = template_path("Deployment")
@@ -207,3 +207,39 @@ def test_nodepool_with_unknown_requirements_is_not_judged(pack):
     one(pack.stack_messages([dra_group(), shared, dra_workload()], DRA), "can be placed on Karpenter NodePool")
     unknown = patch(shared, {"spec.template.spec.requirements": UNKNOWN})
     assert pack.stack_messages([dra_group(), unknown, dra_workload()], DRA) == []
+
+
+# --- native sidecars (KEP-753): summed with the app containers, not maxed --------------------------
+
+def _with_init(restart_policy):
+    init = {"name": "gpu-warmup", "image": "vllm/vllm-openai:v0.11.0",
+            "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "1Gi"}}}
+    if restart_policy:
+        init["restartPolicy"] = restart_policy
+    return patch(workload(), {f"{SPEC}.initContainers": [init]})
+
+
+def test_a_native_sidecar_gpu_adds_to_the_pods_gpus(pack):
+    """1 app GPU + a 1-GPU sidecar (restartPolicy: Always) run together: the pod needs 2 GPUs, and the
+    pool's largest node has 1 (the textbook max(apps, init) would say 1 and pass)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    one(pack.stack_messages([*pools(), _with_init("Always")], POLICY), "needs 2 nvidia.com/gpu",
+        "its largest node has 1 GPUs, the pod needs 2")
+
+
+def test_an_ordinary_init_container_gpu_is_maxed(pack):
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    assert pack.stack_messages([*pools(), _with_init(None)], POLICY) == []
+
+
+def _time_sliced(selector):
+    return patch(workload(gpus=None, selector=selector), {f"{SPEC}.containers.0.resources.limits":
+                                                           {"memory": "16Gi", "nvidia.com/gpu.shared": "1"}})
+
+
+def test_a_time_sliced_workload_needs_a_gpu_pool(pack):
+    """nvidia.com/gpu.shared counts as a GPU request: on the CPU pool it stays Pending (it was not judged)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    one(pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "system"})], POLICY),
+        "managed node group 'system': it has no GPUs")
+    assert pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "gpu-inference"})], POLICY) == []

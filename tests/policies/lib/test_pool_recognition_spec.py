@@ -63,10 +63,14 @@ NODEPOOL_MESSAGE = TAINT_POLICY + (
         req("node.kubernetes.io/instance-type", "In", "m7i.xlarge", "g5.2xlarge"),
         req(A + "instance-gpu-count", "Gte", "1"),
         req(A + "instance-category", "In", "p"),
+        # Lt/Lte need the label, which only GPU types carry (issue 31)
+        req(K + "instance-gpu-count", "Lt", "2"),
+        req(K + "instance-gpu-count", "Lte", "4"),
+        req(K + "instance-gpu-memory", "Lt", "20000"),
     ],
     ids=["count-in-1", "count-in-0-or-4", "count-gte-1", "count-gte-2", "count-gt-0", "count-exists", "gpu-name",
          "manufacturer", "gpu-memory-gt", "gpu-name-exists", "category-g", "family-g6e", "type-g5", "auto-count-gte-1",
-         "auto-category-p"],
+         "auto-category-p", "count-lt-2", "count-lte-4", "gpu-memory-lt"],
 )
 def test_gpu_only_requirements_make_gpu_capacity(pack, requirement):
     assert pack.messages(untainted_nodepool(requirement), TAINTED) == [NODEPOOL_MESSAGE]
@@ -79,13 +83,10 @@ def test_gpu_only_requirements_make_gpu_capacity(pack, requirement):
         req(K + "instance-gpu-count", "In", "0", "none"),
         req(K + "instance-gpu-count", "Gte", "0"),
         req(K + "instance-gpu-count", "Gt", "-1"),
-        req(K + "instance-gpu-count", "Lt", "2"),
-        req(K + "instance-gpu-count", "Lte", "4"),
         req(K + "instance-gpu-count", "DoesNotExist"),
         req(K + "instance-gpu-count", "NotIn", "8"),
         req(K + "instance-gpu-count", "Gt"),
         req(K + "instance-gpu-name", "NotIn", "a10g"),
-        req(K + "instance-gpu-memory", "Lt", "20000"),
         req(K + "instance-category", "In", "m", "c"),
         req(K + "instance-category", "NotIn", "g", "p"),
         req(K + "instance-family", "In", "m7i"),
@@ -94,8 +95,8 @@ def test_gpu_only_requirements_make_gpu_capacity(pack, requirement):
         req(A + "instance-gpu-count", "Gte", "0"),
         req("karpenter.k8s.aws/instance-gpu-count-typo", "Gte", "1"),
     ],
-    ids=["count-in-0", "count-in-0-or-junk", "count-gte-0", "count-gt-minus-1", "count-lt-2", "count-lte-4",
-         "count-does-not-exist", "count-not-in-8", "count-gt-no-value", "gpu-name-not-in", "gpu-memory-lt",
+    ids=["count-in-0", "count-in-0-or-junk", "count-gte-0", "count-gt-minus-1",
+         "count-does-not-exist", "count-not-in-8", "count-gt-no-value", "gpu-name-not-in",
          "category-m-c", "category-not-in-g-p", "family-m7i", "type-m7i", "type-not-in-g5", "auto-count-gte-0",
          "other-key"],
 )
