@@ -35,6 +35,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # Outside CI a failed gateway venv only skips the real-gateway tests (they print why); in CI it fails.
 test: $(STAMP)
 	$(MAKE) gateway-venv || [ -z "$$CI" ]
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The benchmark's own environment: checkov (the yardstick) and matplotlib, pinned apart from .venv.

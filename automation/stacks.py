@@ -7,9 +7,8 @@ from typing import Any
 
 import yaml
 
-from components.settings import Settings, SettingsError, config_strings, parse_settings
-
 from automation.paths import ROOT
+from components.settings import Settings, SettingsError, config_strings, parse_settings
 
 
 class StackFileError(Exception):

@@ -46,8 +46,8 @@ def offline_check_seconds() -> float:
 
 
 def main() -> None:
-    from components.specs.capacity import emitted, settings_cluster, settings_simulation
     from components.settings import config_strings, parse_settings
+    from components.specs.capacity import emitted, settings_cluster, settings_simulation
     from policies.capacity.engine import cluster_from_resources
     from policies.capacity.simulate import simulate
 
@@ -63,9 +63,9 @@ def main() -> None:
         resources, _ = emitted(settings)
         cluster = settings_cluster(settings)[0]
         findings = [f for f in simulate(cluster).findings if f.blocking]
-        through_settings = median_seconds(lambda: settings_simulation(settings), args.runs)
-        through_engine = median_seconds(lambda: simulate(cluster_from_resources(resources)), args.runs)
-        alone = median_seconds(lambda: simulate(cluster), args.runs)
+        through_settings = median_seconds(lambda settings=settings: settings_simulation(settings), args.runs)
+        through_engine = median_seconds(lambda resources=resources: simulate(cluster_from_resources(resources)), args.runs)
+        alone = median_seconds(lambda cluster=cluster: simulate(cluster), args.runs)
         largest = max(largest, through_settings, through_engine)
         print(f"{size:>7}{len(findings):>10}{through_settings * 1000:>17.1f}{through_engine * 1000:>15.1f}{alone * 1000:>13.1f}")
     check = offline_check_seconds()

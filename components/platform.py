@@ -6,22 +6,16 @@ import pulumi
 import pulumi_aws as aws
 
 from components import contract
-from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.cluster.control_plane import Cluster, ClusterArgs
-from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
-from components.serving.gateway import Gateway, GatewayArgs
-from components.specs.capacity import model_pools
-from components.specs.gateway import Route
-from components.specs.gateway import api_key_env as gateway_api_key_env
-from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
-from components.gpu.operator import GpuOperator, GpuOperatorArgs
-from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
 from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
+from components.cluster.network import Network, NetworkArgs
+from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
+from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
+from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.karpenter.controller import Karpenter, KarpenterArgs
 from components.karpenter.node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
-from components.cluster.network import Network, NetworkArgs
+from components.managed_pools.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.managed_pools.node_groups import (
     GpuNodePool,
     GpuNodePoolArgs,
@@ -31,8 +25,14 @@ from components.managed_pools.node_groups import (
     SystemNodePoolArgs,
 )
 from components.observability.prometheus import Observability, ObservabilityArgs
+from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
+from components.serving.gateway import Gateway, GatewayArgs
 from components.serving.tier import ServingTier, ServingTierArgs
 from components.settings import Settings, SettingsError, parse_settings, settings_warnings
+from components.specs.capacity import model_pools
+from components.specs.gateway import Route
+from components.specs.gateway import api_key_env as gateway_api_key_env
+from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
 
 TYPE = "llm-platform:index:Platform"
 

@@ -6,8 +6,6 @@ The CLI runs this file with the pack directory as working directory and first ``
 so sibling modules import by their plain names.
 """
 
-from pulumi_policy import EnforcementLevel, PolicyPack
-
 from checks import (
     amis,
     autoscaling,
@@ -25,6 +23,7 @@ from checks import (
     security,
     system_pool,
 )
+from pulumi_policy import EnforcementLevel, PolicyPack
 
 PolicyPack(
     name="llm-platform-gpu",

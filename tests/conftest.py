@@ -17,7 +17,6 @@ from automation.offline.plan import Plan, PlannedResource, record_plan
 from automation.stacks import read_stack_config
 from components.settings import config_strings, parse_settings
 
-
 #: For variants that add GPU pools to test something else; the gpuBudget rule has its own tests.
 ROOMY_GPU_BUDGET = {"maxGpus": 1000, "monthlyBudgetUsd": 10_000_000}
 

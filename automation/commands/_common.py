@@ -7,15 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
-
-from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 
 from automation import exit_codes
 from automation.console import err
 from automation.errors import DriverError, InvalidStackSettings
+from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 
 
 def validate(stack: str, config: Mapping[str, Any]) -> Settings:

@@ -18,13 +18,11 @@ from pulumi.automation import EngineEvent, LocalWorkspace, Stack
 from pulumi.automation.errors import CommandError, ConcurrentUpdateError, StackNotFoundError
 from rich.console import Console
 
-from automation.driver import interrupts
-
-from automation.driver import locks
+from automation.console import err
+from automation.driver import interrupts, locks
 from automation.driver.environments import EnvMetadata
 from automation.driver.progress import OperationProgress
 from automation.driver.teardown import TeardownReport
-from automation.console import err
 from automation.errors import error_lines
 
 Progress = Callable[[str], None]

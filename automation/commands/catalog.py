@@ -73,7 +73,7 @@ def _run_refresh(args: argparse.Namespace) -> int:
     regions = list(dict.fromkeys(args.region))
     existing = read_catalog(out)
     fetched = fetch(aws_runner(), regions, args.families)
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
     catalog = merged(existing, fetched, fetched_on=today)
     if not out.exists():
         out.touch(mode=0o644)  # write_atomically keeps the mode of the file it replaces

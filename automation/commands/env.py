@@ -22,15 +22,31 @@ from pulumi.automation.errors import (
 from rich.table import Table
 from rich.text import Text
 
-from components.settings import config_strings
-
 from automation import exit_codes
-
-from automation.driver import environments
-
-from automation.driver import locks
-
-from automation.driver import operator
+from automation.commands._common import (
+    add_endpoint_flag,
+    add_output_flags,
+    add_secrets_flag,
+    executable_flag,
+    namespace_flag,
+    object_name_flag,
+    output_file,
+    owner_flag,
+    preflight,
+    stack_flag,
+    ttl_flag,
+    validate,
+)
+from automation.commands._engine import (
+    clear_cluster,
+    destroy_and_remove,
+    managed_stacks,
+    render_report,
+    render_teardown,
+    run_operation,
+)
+from automation.console import err, progress_writer, stdout
+from automation.driver import environments, locks, operator
 from automation.driver.environments import (
     KIND_ENV,
     EnvMetadata,
@@ -47,32 +63,10 @@ from automation.driver.environments import (
     tag_resources,
 )
 from automation.driver.preflight import PreflightNeeds, endpoint_check
-from automation.stacks import read_stack_config
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from automation.console import err, progress_writer, stdout
 from automation.errors import DriverError, error_lines, lock_advice, translate_errors
-from automation.commands._common import (
-    stack_flag,
-    namespace_flag,
-    object_name_flag,
-    owner_flag,
-    add_endpoint_flag,
-    add_output_flags,
-    add_secrets_flag,
-    output_file,
-    preflight,
-    ttl_flag,
-    executable_flag,
-    validate,
-)
-from automation.commands._engine import (
-    clear_cluster,
-    destroy_and_remove,
-    managed_stacks,
-    render_report,
-    render_teardown,
-    run_operation,
-)
+from automation.stacks import read_stack_config
+from components.settings import config_strings
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:

@@ -18,11 +18,29 @@ from typing import Any
 
 from pulumi.automation import ConfigValue, LocalWorkspace, Stack
 
-from components import contract
-from components.settings import Settings, config_strings
-
 from automation import exit_codes
-
+from automation.commands._common import (
+    add_endpoint_flag,
+    add_output_flags,
+    add_secrets_flag,
+    duration_flag,
+    executable_flag,
+    owner_flag,
+    positive_int,
+    preflight,
+    stack_flag,
+    validate,
+)
+from automation.commands._engine import (
+    OperationReport,
+    Progress,
+    clear_cluster,
+    destroy_and_remove,
+    render_report,
+    render_teardown,
+    run_operation,
+)
+from automation.console import err, progress_writer, stdout
 from automation.driver import environments
 from automation.driver.environments import (
     KIND_TEST,
@@ -52,32 +70,12 @@ from automation.driver.postdeploy import (
     run_checks,
 )
 from automation.driver.preflight import PreflightNeeds, endpoint_check
-from automation.stacks import read_stack_config
 from automation.driver.teardown import TeardownReport
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from automation.console import err, progress_writer, stdout
 from automation.errors import DriverError, error_lines, translate_errors
-from automation.commands._common import (
-    owner_flag,
-    stack_flag,
-    add_endpoint_flag,
-    executable_flag,
-    add_output_flags,
-    add_secrets_flag,
-    duration_flag,
-    positive_int,
-    preflight,
-    validate,
-)
-from automation.commands._engine import (
-    OperationReport,
-    Progress,
-    clear_cluster,
-    destroy_and_remove,
-    render_report,
-    render_teardown,
-    run_operation,
-)
+from automation.stacks import read_stack_config
+from components import contract
+from components.settings import Settings, config_strings
 
 KubectlFactory = Callable[[Path], Kubectl]
 

@@ -13,21 +13,21 @@ from pulumi.automation import Stack
 from pulumi.automation.errors import StackNotFoundError
 
 from automation import exit_codes
-from automation.stacks import read_stack_config
-from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
-from automation.driver.preflight import PreflightNeeds, bedrock_targets, endpoint_check
-from automation.console import progress_writer, stdout
-from automation.errors import translate_errors
 from automation.commands._common import (
-    stack_flag,
     add_endpoint_flag,
     add_output_flags,
     add_secrets_flag,
     preflight,
+    stack_flag,
     validate,
 )
 from automation.commands._engine import clear_cluster, render_report, render_teardown, run_operation
 from automation.commands.env import add_kubectl_flag, kubectl_factory
+from automation.console import progress_writer, stdout
+from automation.driver.preflight import PreflightNeeds, bedrock_targets, endpoint_check
+from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
+from automation.errors import translate_errors
+from automation.stacks import read_stack_config
 
 #: Operations that reach the cluster's API endpoint.
 CHANGES = ("up", "destroy", "refresh")

@@ -13,11 +13,10 @@ import argparse
 import json
 
 from automation import exit_codes
-
-from automation.driver import locks
-from automation.console import err, stdout
-from automation.errors import DriverError, translate_errors
 from automation.commands._common import add_output_flags, stack_flag
+from automation.console import err, stdout
+from automation.driver import locks
+from automation.errors import DriverError, translate_errors
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:

@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Optional
 
 from pulumi.automation._cmd import CommandResult, OnOutput, PulumiCommand, _fixup_path
 from pulumi.automation.errors import create_command_error
@@ -169,10 +168,10 @@ class SignalGuard:
                     pass
 
 
-_active: Optional[SignalGuard] = None
+_active: SignalGuard | None = None
 
 
-def active() -> Optional[SignalGuard]:
+def active() -> SignalGuard | None:
     return _active
 
 
@@ -218,8 +217,8 @@ class GroupedPulumiCommand(PulumiCommand):
         args: list[str],
         cwd: str,
         additional_env: Mapping[str, str],
-        on_output: Optional[OnOutput] = None,
-        on_error: Optional[OnOutput] = None,
+        on_output: OnOutput | None = None,
+        on_error: OnOutput | None = None,
     ) -> CommandResult:
         if "--non-interactive" not in args[: args.index("--") if "--" in args else len(args)]:
             args.insert(0, "--non-interactive")

@@ -24,10 +24,10 @@ import json
 import os
 import re
 import subprocess
-import urllib.error
-import urllib.request
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager

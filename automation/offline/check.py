@@ -16,11 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.settings import config_strings, pack_config_disagreements
-from components.settings.stack import parsed_once
-
-from policies.capacity.instances import UnpricedInstanceError, load_instances
-
 from automation import exit_codes
 from automation.errors import DriverError
 from automation.offline.files import write_json, write_manifests, write_plan
@@ -35,6 +30,9 @@ from automation.offline.pack.runner import (
 from automation.offline.plan import PROJECT, ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
 from automation.stacks import StackFileError, load_stack
+from components.settings import config_strings, pack_config_disagreements
+from components.settings.stack import parsed_once
+from policies.capacity.instances import UnpricedInstanceError, load_instances
 
 POLICY_PACK_DIR = ROOT / "policies"
 

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from automation.offline.pack.findings import PackReport
+from automation.offline.plan import Plan
 from components.contract import GPU_RESOURCE, POOL_LABEL
 from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, start
 from policies.capacity.cost import per_gpu_hourly_usd
@@ -23,9 +25,6 @@ from policies.capacity.instances import InstanceCatalog
 from policies.capacity.model import Cluster, Pool, quantity
 from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
-
-from automation.offline.pack.findings import PackReport
-from automation.offline.plan import Plan
 
 NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")
 NODE_POOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"

@@ -49,7 +49,8 @@ class Network(pulumi.ComponentResource):
     """VPC, subnets, internet and NAT gateways, routes, and an S3 gateway endpoint.
 
     The S3 gateway endpoint keeps model-weight downloads (tens of GB per cold start) off the NAT
-    gateways and their per-GB charge; gateway endpoints themselves cost nothing. Private subnets carry ``kubernetes.io/role/internal-elb`` and ``karpenter.sh/discovery`` so load
+    gateways and their per-GB charge; gateway endpoints themselves cost nothing. Private subnets carry
+    ``kubernetes.io/role/internal-elb`` and ``karpenter.sh/discovery`` so load
     balancers and Karpenter find them by tag; public subnets carry ``kubernetes.io/role/elb``.
     """
 

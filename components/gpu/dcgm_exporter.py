@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pulumi
 
 from components import versions
-from components.specs.gpu_software import dcgm_exporter_values
 from components.helm import pinned_release
+from components.specs.gpu_software import dcgm_exporter_values
 
 TYPE = "llm-platform:index:DcgmExporter"
 

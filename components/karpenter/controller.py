@@ -12,11 +12,11 @@ import pulumi
 import pulumi_aws as aws
 
 from components import contract, versions
+from components.cluster.node_role import NodeRole, NodeRoleArgs
 from components.helm import pinned_release
 from components.iam import pod_identity_role
-from components.karpenter.interruption_queue import InterruptionQueue, InterruptionQueueArgs
 from components.karpenter.controller_policy import PolicyScope, controller_policy
-from components.cluster.node_role import NodeRole, NodeRoleArgs
+from components.karpenter.interruption_queue import InterruptionQueue, InterruptionQueueArgs
 from components.tags import karpenter_discovery_tag
 
 TYPE = "llm-platform:index:Karpenter"

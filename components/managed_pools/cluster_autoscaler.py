@@ -14,9 +14,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components import contract, versions
-from components.managed_pools.cluster_autoscaler_policy import AutoscalerScope, autoscaler_policy
 from components.helm import pinned_release
 from components.iam import pod_identity_role
+from components.managed_pools.cluster_autoscaler_policy import AutoscalerScope, autoscaler_policy
 
 TYPE = "llm-platform:index:ClusterAutoscaler"
 SERVICE_ACCOUNT = "cluster-autoscaler"

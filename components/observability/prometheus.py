@@ -18,10 +18,10 @@ import pulumi_kubernetes as k8s
 
 from components import versions
 from components.config_files import yaml_text
-from components.observability.dashboards import dashboards
 from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
+from components.observability.dashboards import dashboards
 from components.observability.dcgm_counters import XID_COUNT_WINDOW_MS, hardware_xid_regex
 from components.observability.metric_contract import (
     DCGM_FB_FREE,
@@ -37,7 +37,6 @@ from components.observability.metric_contract import (
 )
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
-from components.settings.observability import Prometheus as PrometheusSettings
 from components.settings.serving import INTERACTIVE_TIER, TierScaling
 from components.specs.observability import (
     ALERTMANAGER_SECRET,

@@ -17,9 +17,6 @@ from components.iam import pod_identity_role
 from components.settings import PoolFacts, ServedModel, TierScaling
 from components.specs.serving import (
     ModelPool,
-    API_KEY_SECRET_KEY,
-    POD_LABELS,
-    PORT,
     deployment,
     disruption_budget_spec,
     pod_labels,

@@ -14,6 +14,7 @@ value, secrets never).
 
 from components.settings._base import NAMESPACE
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network
+from components.settings.gpu_budget import GpuBudget, pack_config_disagreements
 from components.settings.karpenter import (
     CONSOLIDATION_POLICIES,
     EVICTION_SIGNALS,
@@ -26,9 +27,16 @@ from components.settings.karpenter import (
     Kubelet,
     RootVolume,
 )
-from components.settings.gpu_budget import GpuBudget, pack_config_disagreements
 from components.settings.managed_pools import GpuPool, Scaling, SystemPool
 from components.settings.observability import Alerting, Observability, Receiver
+from components.settings.problems import (
+    Problem,
+    SettingsError,
+    decode_config_value,
+    is_secret_path,
+    secret_warnings,
+)
+from components.settings.root import CONTROL_PLANE_LOG_TYPES, PoolFacts, Settings, support_date
 from components.settings.serving import (
     Gateway,
     ModelSource,
@@ -39,14 +47,6 @@ from components.settings.serving import (
     TierQuota,
     TierScaling,
 )
-from components.settings.problems import (
-    Problem,
-    SettingsError,
-    decode_config_value,
-    is_secret_path,
-    secret_warnings,
-)
-from components.settings.root import CONTROL_PLANE_LOG_TYPES, PoolFacts, Settings, support_date
 from components.settings.stack import (
     config_strings,
     kubernetes_warnings,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from pydantic_core import PydanticCustomError
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from components import contract
 from policies.capacity.instances import load_instances

@@ -11,7 +11,6 @@ from pydantic import Field, field_validator, model_validator
 from components import contract
 from components.settings._base import _Model
 
-
 _BREAK_GLASS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 
 

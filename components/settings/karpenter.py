@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from components import contract, versions
-from policies.capacity.instances import Instance, load_instances
 from components.settings._base import (
     GPU_ROOT_VOLUME_IOPS,
     GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
@@ -18,6 +17,7 @@ from components.settings._base import (
     keyed,
     repeated,
 )
+from policies.capacity.instances import Instance, load_instances
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
 _BUDGET_DURATION_RE = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")

@@ -7,7 +7,6 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from components import contract
-from policies.capacity.instances import Instance, load_instances
 from components.settings._base import (
     GPU_ROOT_VOLUME_IOPS,
     GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
@@ -17,6 +16,7 @@ from components.settings._base import (
     _Model,
     keyed,
 )
+from policies.capacity.instances import Instance, load_instances
 
 
 class Scaling(_Model):

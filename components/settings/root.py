@@ -6,10 +6,10 @@ without reaching the rules that call them.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-import os
 from typing import Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -136,7 +136,7 @@ class Settings(_Model):
         return value
 
     @model_validator(mode="after")
-    def _sns_topics_in_the_stacks_partition(self) -> "Settings":
+    def _sns_topics_in_the_stacks_partition(self) -> Settings:
         """Alertmanager publishes with this cluster's role: a topic of another partition (``aws-cn``,
         ``aws-us-gov``) cannot be reached from here, whatever its policy says."""
         partition = partition_of(self.region)

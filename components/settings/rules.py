@@ -10,8 +10,6 @@ import ipaddress
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from policies.capacity.table import stack_worst_case
-
 from components import contract
 from components.settings._base import NAMESPACE
 from components.settings.cluster import service_cidr
@@ -21,6 +19,7 @@ from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLIC
 from components.specs import serving as serving_specs
 from components.specs.capacity import model_pools, problem_key, settings_cluster, settings_simulation
 from policies.capacity.instances import UnpricedInstanceError
+from policies.capacity.table import stack_worst_case
 
 if TYPE_CHECKING:
     from components.settings.root import Settings

@@ -9,10 +9,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
-
 from components import contract
 from components.settings._base import _REGION_RE, _dns_name, _Model, keyed, repeated
+from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
 _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -17,12 +17,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from policies.capacity.cold_start import GP3_BASELINE
-from policies.capacity.engine import cluster_from_resources
-from policies.capacity.instances import load_instances
-from policies.capacity.model import Cluster, ScaleFromZeroTemplate
-from policies.capacity.simulate import Finding, Simulation, simulate
-
 from components import contract, versions
 from components.specs import gateway, serving
 from components.specs.gpu_software import (
@@ -44,6 +38,11 @@ from components.specs.node_pools import (
     system_group_labels,
 )
 from components.specs.observability import PROMETHEUS_URL, prometheus_stack_values
+from policies.capacity.cold_start import GP3_BASELINE
+from policies.capacity.engine import cluster_from_resources
+from policies.capacity.instances import load_instances
+from policies.capacity.model import Cluster, ScaleFromZeroTemplate
+from policies.capacity.simulate import Finding, Simulation, simulate
 
 if TYPE_CHECKING:
     from components.settings.root import Settings

@@ -183,7 +183,8 @@ def deployment(replicas: int, bedrock_region: str | None, config_hash: Any) -> d
                     },
                     "nodeSelector": contract.system_node_selector(),
                     "topologySpreadConstraints": [
-                        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": SELECTOR}}
+                        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+                         "labelSelector": {"matchLabels": SELECTOR}}
                     ],
                     "containers": [
                         {

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from components import contract, versions
+from components.specs.gateway import demand_query
 from policies.capacity.cold_start import (
     COLD,
     IMAGE_BOUND,
@@ -25,9 +27,6 @@ from policies.capacity.cold_start import (
 )
 from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
 from policies.capacity.instances import Instance
-
-from components import contract, versions
-from components.specs.gateway import demand_query
 
 if TYPE_CHECKING:
     from components.settings.serving import ServedModel, TierQuota, TierScaling

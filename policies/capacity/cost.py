@@ -15,8 +15,9 @@ region's rate or at nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from .instances import UnpricedInstanceError
 

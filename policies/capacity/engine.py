@@ -50,6 +50,7 @@ from .model import (
     ModelServing,
     Pool,
     Quota,
+    Rollout,
     ScaleFromZeroTemplate,
     Selection,
     Taint,
@@ -57,7 +58,6 @@ from .model import (
     cpu_m,
     mib,
     pod_requests,
-    Rollout,
     quantity,
 )
 
@@ -219,7 +219,8 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
             labels = {str(k): str(v) for k, v in (_get(spec, "template", "metadata", "labels") or {}).items()}
             for q in requirements:
                 key = q.get("key")
-                if not isinstance(key, str) or key in labels or key.startswith(("karpenter.k8s.aws/", "eks.amazonaws.com/instance", "node.kubernetes.io/instance-type")):
+                if not isinstance(key, str) or key in labels or key.startswith(
+                        ("karpenter.k8s.aws/", "eks.amazonaws.com/instance", "node.kubernetes.io/instance-type")):
                     continue
                 if q.get("operator") == "In":
                     flexible[key] = frozenset(str(v) for v in q.get("values") or [])

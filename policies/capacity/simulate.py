@@ -383,7 +383,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
         room = slots[pod]
         pods_per_node = _fit_count(capacity, pod) or 1  # not per_node: over() reads that one (GPUs a node has)
 
-        def nodes_for(pods: int) -> int:
+        def nodes_for(pods: int, room: int = room, pods_per_node: int = pods_per_node) -> int:
             return len(base) + (math.ceil((pods - room) / pods_per_node) if pods > room else 0)
 
         at_max = over(nodes_for(extra))

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import ADVISORY, resource_policy
-from lib.values import UNKNOWN, as_list
 from lib.resources import EC2NODECLASS, EKS_MANAGED_NODE_GROUP, NODE_GROUP_TYPES, Resource
+from lib.values import UNKNOWN, as_list
 
 DEFAULT_FORBIDDEN_AMI_TYPES = ["AL2_x86_64_GPU", "AL2_x86_64", "AL2_ARM_64"]
 
@@ -48,7 +48,8 @@ def _check_ami(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
             "AL2023_ARM_64_STANDARD" if "ARM" in ami_type else "AL2023_x86_64_STANDARD"
         )
         yield (
-            f"{resource.label} uses amiType {ami_type}{'' if resource.get('amiType') else ' (pulumi-eks: operatingSystem AL2)'}: Amazon Linux 2 EKS AMIs reached end of support on "
+            f"{resource.label} uses amiType {ami_type}"
+            f"{'' if resource.get('amiType') else ' (pulumi-eks: operatingSystem AL2)'}: Amazon Linux 2 EKS AMIs reached end of support on "
             f"2025-11-26 and Kubernetes 1.32 is the last version with them. Use {replacement}."
         )
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
-from lib.values import UNKNOWN, as_int, as_list, dig, fmt
 from lib.resources import PROMETHEUS_RULE, SCALED_OBJECT, Resource
+from lib.values import UNKNOWN, as_int, as_list, dig, fmt
 
 KEDA_DEFAULT_MIN, KEDA_DEFAULT_MAX = 0, 100
 REMOVED_VLLM_METRICS = {

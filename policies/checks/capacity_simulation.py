@@ -17,7 +17,6 @@ from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
 from lib.catalog import load_catalog
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
-from lib.values import contains_unknown
 from lib.resources import (
     ASG_TAG,
     AWS_NODE_GROUP,
@@ -29,6 +28,7 @@ from lib.resources import (
     RESOURCE_QUOTA,
     SCALED_OBJECT,
 )
+from lib.values import contains_unknown
 
 #: Inputs that decide the simulation, per resource type; an unknown there means "can't judge".
 _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {

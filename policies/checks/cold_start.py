@@ -22,10 +22,11 @@ from capacity import simulate
 from capacity.cold_start import GP3_BASELINE, start
 from capacity.engine import SELF_METRIC_PREFIXES, cluster_from_resources
 from capacity.model import Workload, quantity
-from checks.capacity_simulation import _knowable
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.resources import EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
 from lib.stack_config import NAMESPACE, StackConfigError, stack_config
+
+from checks.capacity_simulation import _knowable
 
 SERVING_KEY = f"{NAMESPACE}:serving"
 BUDGET_FIELD = "coldStartBudgetSeconds"

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from checks.gpu_workloads import uses_dra
 from lib.kit import MANDATORY, Stack, stack_policy, stack_workloads
-from lib.pools import labels_match, stack_pools, untolerated_taints
 from lib.placement import node_selection, pod_uses_key
+from lib.pools import labels_match, stack_pools, untolerated_taints
+
+from checks.gpu_workloads import uses_dra
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:

@@ -19,15 +19,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from checks.gpu_workloads import tolerates_gpu_key
 from capacity.charts import CHART_DAEMONSETS
 from lib.helm import chart_name, chart_ref, values
 from lib.kit import MANDATORY, Stack, stack_policy
-from lib.pools import Pool, labels_match, stack_pools, untolerated_taints
-from lib.values import UNKNOWN, dig
-from lib.resources import DAEMONSET, HELM_TYPES, Resource
-from lib.pod_templates import pod_template
 from lib.placement import node_selection, tolerates_all
+from lib.pod_templates import pod_template
+from lib.pools import Pool, labels_match, stack_pools, untolerated_taints
+from lib.resources import DAEMONSET, HELM_TYPES, Resource
+from lib.values import UNKNOWN, dig
+
+from checks.gpu_workloads import tolerates_gpu_key
 
 MASTER_EQUAL = {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
 

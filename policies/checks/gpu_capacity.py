@@ -18,8 +18,7 @@ still counts against the cap; never another region's price).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,12 +26,13 @@ from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
 from capacity.instances import Instance, UnpricedInstanceError
 from capacity.model import counts_priority
 from lib.catalog import load_catalog
-from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
 from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
 from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
-from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
 from lib.resources import NODEPOOL, RESOURCE_QUOTA, Resource
+from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
+
+from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
 
 
 def _check_nodepool_limit(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
@@ -92,8 +92,8 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
             if max_size is None:
                 continue
             label = pool.label
-            items.append(_priced(pool, hours, lambda types: node_group_worst_case(label, max_size, types),
-                                 pool.instance_types))
+            items.append(_priced(pool, hours, lambda types, label=label, max_size=max_size:
+                                 node_group_worst_case(label, max_size, types), pool.instance_types))
             continue
         items.append(_nodepool_item(pool, gpu_resource, hours))
     return [i for i in items if i is not None]
@@ -169,7 +169,6 @@ def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, st
         quotas.setdefault(namespace, []).append((as_dict(hard), scope))
     reported = set()
     for template in stack_workloads(stack, config):
-        resource = template.resource
         if not isinstance(template.namespace, str):
             continue
         # The contract's GPU and the GPUs under other names (time-sliced, MIG: lib/contract_config.py);

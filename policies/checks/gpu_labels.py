@@ -12,8 +12,8 @@ from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
 from lib.pools import Pool, node_group_capacity_type, node_group_pool, nodepool_pool
-from lib.values import UNKNOWN
 from lib.resources import NODE_GROUP_TYPES, NODEPOOL, Resource
+from lib.values import UNKNOWN
 
 CAPACITY_LABEL_VALUES = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from capacity.model import EKS_EFFECTS
 from lib.kit import MANDATORY, resource_policy
-from lib.pools import nodepool_is_gpu, node_group_instance_types, node_group_is_gpu
-from lib.values import UNKNOWN, as_list, contains_unknown
+from lib.pools import node_group_instance_types, node_group_is_gpu, nodepool_is_gpu
 from lib.resources import EKS_SELF_MANAGED_NODE_GROUPS, NODE_GROUP_TYPES, NODEPOOL, Resource
+from lib.values import UNKNOWN, as_list, contains_unknown
+
 
 def _why_gpu(resource: Resource) -> str:
     ami_type = resource.get("amiType")

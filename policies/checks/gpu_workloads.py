@@ -18,9 +18,9 @@ from typing import Any
 
 from lib.contract_config import OTHER_GPU_RESOURCES, SHARED_GPU_RESOURCE
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy
-from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
-from lib.resources import HELM_TYPES, Resource
 from lib.pod_templates import POD_TEMPLATE_PATHS, PodTemplate, pod_templates, workload_paths
+from lib.resources import HELM_TYPES, Resource
+from lib.values import UNKNOWN, as_dict, contains_unknown, fmt, quantity
 
 #: GPU-like extended resources besides the contract's: NVIDIA MIG slices (mixed strategy).
 MIG_RESOURCES = OTHER_GPU_RESOURCES  # time-sliced and MIG GPUs (lib/contract_config.py)

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
-from lib.values import UNKNOWN, as_int, as_list, dig, fmt
 from lib.resources import EC2NODECLASS, LEGACY_KARPENTER_TYPES, NODEPOOL, Resource
+from lib.values import UNKNOWN, as_int, as_list, dig, fmt
 
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 REASONS = ("Underutilized", "Empty", "Drifted")

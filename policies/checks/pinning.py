@@ -13,9 +13,9 @@ from typing import Any
 
 from lib.helm import chart_ref, is_exact_version, values
 from lib.kit import ADVISORY, MANDATORY, resource_policy
-from lib.values import UNKNOWN, as_list
-from lib.resources import EC2NODECLASS, HELM_TYPES, Resource
 from lib.pod_templates import POD_TEMPLATE_PATHS, pod_templates
+from lib.resources import EC2NODECLASS, HELM_TYPES, Resource
+from lib.values import UNKNOWN, as_list
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 #: Tags registries move to new builds: an image under them changes without its reference changing.

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lib.contract_config import GPU_MEMORY_ANNOTATION
-from checks.gpu_workloads import asks_for_gpu, gpu_resource_names, pod_gpus
-from lib.contract_config import OTHER_GPU_RESOURCES
+from lib.contract_config import GPU_MEMORY_ANNOTATION, OTHER_GPU_RESOURCES
 from lib.kit import MANDATORY, Stack, stack_policy, stack_workloads
+from lib.placement import SelectorTerm, node_selection
+from lib.pod_templates import PodTemplate
 from lib.pools import Pool, gpu_memory_values, labels_match, stack_pools, untolerated_taints
 from lib.values import as_int
-from lib.pod_templates import PodTemplate
-from lib.placement import SelectorTerm, node_selection
+
+from checks.gpu_workloads import asks_for_gpu, gpu_resource_names, pod_gpus
 
 MAX_REASONS = 6
 

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import ADVISORY, MANDATORY, resource_policy
-from lib.values import UNKNOWN, as_list, dig, is_true
 from lib.resources import (
     AWS_EKS_CLUSTER,
     AWS_NODE_GROUP,
@@ -26,6 +25,7 @@ from lib.resources import (
     LAUNCH_TEMPLATE,
     Resource,
 )
+from lib.values import UNKNOWN, as_list, dig, is_true
 
 OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
 #: AMI types whose images are registered with ImdsSupport v2.0: instances from them require IMDSv2

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import MANDATORY, resource_policy
-from lib.pools import node_group_capacity_type, node_group_scaling, node_group_taints
-from lib.values import UNKNOWN, as_int, fmt
-from lib.resources import NODE_GROUP_TYPES, Resource
 from lib.placement import HARD_EFFECTS
+from lib.pools import node_group_capacity_type, node_group_scaling, node_group_taints
+from lib.resources import NODE_GROUP_TYPES, Resource
+from lib.values import UNKNOWN, as_int, fmt
 
 
 def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:

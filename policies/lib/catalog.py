@@ -24,6 +24,7 @@ from capacity.instances import (
     InstanceCatalog,
     load_instances,
 )
+
 from lib.placement import Constraint, requirement_constraint
 from lib.stack_config import stack_region
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lib.values import UNKNOWN, as_dict
 from lib.resources import Resource
+from lib.values import UNKNOWN, as_dict
 
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 _TGZ_VERSION = re.compile(r"-(v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\.tgz$")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import (

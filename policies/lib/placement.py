@@ -11,9 +11,8 @@ from typing import Any
 from capacity.model import EKS_EFFECTS, HARD_EFFECTS  # noqa: F401  (re-exported)
 from capacity.model import Taint as _ModelTaint
 from capacity.model import tolerates as _model_tolerates
+
 from lib.values import UNKNOWN, as_int, as_list, contains_unknown, dig
-
-
 
 
 @dataclass(frozen=True)

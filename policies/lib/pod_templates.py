@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.kinds import DAEMONSET, INLINE_POD_SPEC, KSERVE_CONTAINER_FIELDS, POD_TEMPLATE_PATHS
+
 from lib.resources import Resource
 from lib.values import UNKNOWN, as_dict, as_list, dig
 

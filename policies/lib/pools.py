@@ -22,14 +22,6 @@ from lib.catalog import (
     load_catalog,
 )
 from lib.kit import Stack
-from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, quantity
-from lib.resources import (
-    AWS_NODE_GROUP,
-    EKS_MANAGED_NODE_GROUP,
-    EKS_SELF_MANAGED_NODE_GROUPS,
-    NODEPOOL,
-    Resource,
-)
 from lib.placement import (
     EKS_EFFECTS,
     HARD_EFFECTS,
@@ -39,6 +31,14 @@ from lib.placement import (
     requirement_constraint,
     tolerates_all,
 )
+from lib.resources import (
+    AWS_NODE_GROUP,
+    EKS_MANAGED_NODE_GROUP,
+    EKS_SELF_MANAGED_NODE_GROUPS,
+    NODEPOOL,
+    Resource,
+)
+from lib.values import UNKNOWN, as_dict, as_int, as_list, contains_unknown, quantity
 
 NVIDIA_AMI_MARKERS = ("NVIDIA", "GPU")
 DEFAULT_MNG_INSTANCE_TYPE = "t3.medium"

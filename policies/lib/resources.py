@@ -10,8 +10,8 @@ from capacity.kinds import (  # noqa: F401  (re-exported: the pack's one table o
     AWS_EKS_CLUSTER,
     AWS_NODE_GROUP,
     DAEMONSET,
-    EC2NODECLASS,
     EC2_INSTANCE,
+    EC2NODECLASS,
     EKS_CLUSTER,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
@@ -20,12 +20,13 @@ from capacity.kinds import (  # noqa: F401  (re-exported: the pack's one table o
     HELM_TYPES,
     LAUNCH_TEMPLATE,
     LEGACY_KARPENTER_TYPES,
-    NODEPOOL,
     NODE_GROUP_TYPES,
+    NODEPOOL,
     PROMETHEUS_RULE,
     RESOURCE_QUOTA,
     SCALED_OBJECT,
 )
+
 from lib.values import dig
 
 

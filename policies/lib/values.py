@@ -12,9 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy.proxy import UnknownValueError
-
 from capacity.model import quantity as _model_quantity
+from pulumi_policy.proxy import UnknownValueError
 
 #: Sentinels of the engine's unknown values (sdk/go/common/resource/plugin/rpc.go).
 UNKNOWN_SENTINELS = frozenset(

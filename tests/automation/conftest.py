@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from automation.driver import workspace
 from automation.cli import main
+from automation.driver import workspace
 from automation.offline.plan import ROOT
 
 HERE = Path(__file__).parent

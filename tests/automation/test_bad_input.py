@@ -28,7 +28,6 @@ from automation.cli import main
 from automation.offline.plan import ROOT
 from automation.stacks import read_stack_config
 from components.settings import Settings
-
 from tests.automation.conftest import Rig
 from tests.support.config_changes import with_changes
 
@@ -294,7 +293,7 @@ def test_the_ranges_are_the_bounds_every_numeric_key_declares():
     """RANGES lists each bounded key once, with the bounds the models declare: a new bounded key, or a
     bound moved either way, fails here (the out-of-range cases below catch a bound moved outward too)."""
     declared = {}
-    for stack, config in BASES.items():
+    for config in BASES.values():
         raw = {k.removeprefix("llm-platform:"): v for k, v in config.items()}
         for path, info, _ in fields(Settings, raw, ()):
             low, high = _code_bounds(info)
@@ -422,7 +421,7 @@ def test_env_create_refuses_secrets_on_the_command_line_without_echoing(rig: Rig
 
 FILES = {
     "not-utf8": (b"config:\n  llm-platform:region: \xff\xfe\n", "line 2 is not UTF-8"),
-    "duplicate-key": ("config:\n  llm-platform:production: false\n  llm-platform:production: true\n".encode(),
+    "duplicate-key": (b"config:\n  llm-platform:production: false\n  llm-platform:production: true\n",
                       "duplicate key 'llm-platform:production'"),
     "not-yaml": (b"config: [\n", "is not valid YAML"),
     "no-config": (b"encryptionsalt: x\n", "has no 'config:' mapping"),

@@ -9,10 +9,10 @@ import signal
 import pytest
 
 from automation import errors, exit_codes
+from automation.console import stdout
 from automation.driver.interrupts import Interrupted
 from automation.offline.pack.runner import PackReport, Violation
 from automation.offline.report import PoolSummary, Summary, render, render_policies
-from automation.console import stdout
 
 
 @pytest.mark.parametrize("name", sorted(errors.OUTCOMES))

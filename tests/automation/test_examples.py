@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from automation import exit_codes
-
 from automation.driver import environments
 from automation.offline.plan import ROOT
-
 from tests.automation.conftest import Rig
 
 EXAMPLES = ROOT / "docs" / "examples"

@@ -16,7 +16,6 @@ import pytest
 
 from automation import exit_codes
 from automation.offline.plan import ROOT
-
 from tests.automation.conftest import Rig
 
 #: The driver as an operator runs it, with the project root pointed at the rig's copy.

@@ -14,8 +14,8 @@ import kubernetes_validate
 import pytest
 
 from components import contract, versions
-from tests.support import helm_render
 from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
+from tests.support import helm_render
 from tests.support.needs import missing
 
 RENDERED = [

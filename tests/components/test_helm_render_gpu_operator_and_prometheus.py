@@ -16,9 +16,9 @@ import pytest
 
 from components import contract, versions
 from components.specs.observability import DASHBOARD_LABEL
-from tests.support import helm_render
-from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 from tests.components.test_helm_render import CUSTOM_KINDS, landing, nodes, purpose_of, rendered
+from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
+from tests.support import helm_render
 from tests.support.needs import missing
 
 #: The ClusterPolicy fields of the operands that must reach GPU nodes, with the

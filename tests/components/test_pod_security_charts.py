@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 from components import versions
-from tests.support import helm_render
-from tests.support import pod_security
-from tests.support.needs import missing
 from tests.components.test_helm_render import kube_version, release_of
+from tests.support import helm_render, pod_security
+from tests.support.needs import missing
 
 #: (chart, workload) -> why it cannot run under ``restricted``. Kept in step with the README.
 EXCEPTIONS = {

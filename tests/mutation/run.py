@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -329,7 +329,7 @@ def main() -> int:
     by_module: dict[str, list[Score]] = {}
     for (module, _), score in zip(files, scores):
         by_module.setdefault(module, []).append(score)
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     sample = "every mutant" if args.sample == 0 else f"{args.sample} mutants per module, drawn by a stable hash"
     lines = [f"Mutation scores, {when}, cosmic-ray {version('cosmic-ray')}, {sample}.", "",
              "| module / file | killed / scored | score | equivalent | drawn | mutants (operator set) |",

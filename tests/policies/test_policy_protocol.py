@@ -19,7 +19,6 @@ from automation.offline.pack.runner import (
     run_pack,
 )
 from components.contract import policy_contract
-
 from tests.policies.builders import (
     DELETE,
     SIG,

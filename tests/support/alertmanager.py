@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ class AlertmanagerServer:
 
     def post(self, *alerts: dict[str, str]) -> None:
         """Fire alerts with these labels (as Prometheus sends them: starting now, ending in an hour)."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         body = [
             {"labels": labels, "startsAt": now.isoformat(), "endsAt": (now + timedelta(hours=1)).isoformat()}
             for labels in alerts

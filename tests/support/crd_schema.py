@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class Outcome:
         return not self.schema_errors and not self.rule_failures
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(api_version: str, kind: str) -> dict[str, Any]:
     document = yaml.safe_load((CRD_DIR / CRD_FILES[(api_version, kind)]).read_text())
     version = api_version.split("/")[1]
@@ -75,7 +75,7 @@ _ENV = celpy.Environment()
 _FUNCTIONS = {"find": _find, "split": _split}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _program(rule: str):
     return _ENV.program(_ENV.compile(rule), functions=_FUNCTIONS)
 

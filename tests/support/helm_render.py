@@ -357,7 +357,7 @@ class _CrdLoader(yaml.SafeLoader):
 _CrdLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, Any]]:
     """``(group, version, kind) -> openAPIV3Schema`` of every CRD in the cached chart's ``crds/``
     directories (its own and its subcharts'), as Helm installs them before the templates."""

@@ -58,7 +58,7 @@ class SigningKey:
     cert: Path
 
     @classmethod
-    def create(cls, folder: Path) -> "SigningKey":
+    def create(cls, folder: Path) -> SigningKey:
         key, cert = folder / "token.key", folder / "token.crt"
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
                         "-out", str(cert), "-days", "2", "-subj", "/CN=llm-platform test token issuer"],

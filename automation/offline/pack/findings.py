@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 
@@ -24,7 +24,7 @@ def urn_of(resource: Any) -> str:
     return resource["urn"] if isinstance(resource, Mapping) else resource.urn
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_names(cls: type) -> tuple[str, ...]:
     """A dataclass's field names, looked up once per class (the check hands every resource over)."""
     return tuple(f.name for f in fields(cls))

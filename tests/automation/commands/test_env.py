@@ -14,11 +14,8 @@ import pytest
 import yaml
 
 from automation import exit_codes
-
-from automation.driver import environments
-
-from automation.driver import workspace
 from automation.cli import main
+from automation.driver import environments, workspace
 from automation.driver.environments import (
     TAG_CREATED,
     TAG_EXPIRES,
@@ -29,9 +26,8 @@ from automation.driver.environments import (
     parse_time,
 )
 from automation.stacks import read_stack_config
-
-from tests.automation.conftest import Rig
 from tests.automation.commands.test_stack_ops import flag_values
+from tests.automation.conftest import Rig
 
 
 def create(rig: Rig, name: str, *extra: str):

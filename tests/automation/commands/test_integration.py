@@ -14,10 +14,9 @@ from automation.commands.integration import gpu_target
 from automation.driver.environments import TAG_KIND, TAG_TEMPLATE, EnvRequestError, ephemeral_environment
 from automation.driver.postdeploy import GpuTarget
 from components import contract
-
-from tests.automation.conftest import Rig
 from tests.automation.commands.test_env import config_pairs
 from tests.automation.commands.test_stack_ops import flag_values
+from tests.automation.conftest import Rig
 
 STACK_RE = re.compile(r"^test-alice-\d{14}-[0-9a-f]{6}$")
 

@@ -10,7 +10,6 @@ import yaml
 
 from automation import exit_codes
 from automation.offline.plan import ROOT
-
 from tests.automation.conftest import Rig
 
 

@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from automation.driver.workspace import Project, WorkspaceError, isolated_workspace, pulumi_command, resolve_backend
-
 from tests.automation.conftest import Rig
 
 

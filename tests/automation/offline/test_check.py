@@ -4,11 +4,10 @@ print functions) for what it reports and writes; a real process for exit codes a
 from __future__ import annotations
 
 import json
-import subprocess
 import signal
+import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml

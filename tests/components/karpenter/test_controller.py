@@ -7,8 +7,8 @@ import json
 import pytest
 
 from components import versions
-from components.karpenter.interruption_queue import INTERRUPTION_EVENTS
 from components.cluster.node_role import NODE_MANAGED_POLICIES
+from components.karpenter.interruption_queue import INTERRUPTION_EVENTS
 
 
 def statements(plan):

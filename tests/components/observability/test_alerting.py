@@ -372,8 +372,8 @@ def test_alertmanager_keeps_silences_on_an_encrypted_volume(stack_plan):
     pod neither forgets silences nor re-sends notifications. Judged on the Alertmanager resource
     Helm's engine renders from the program's values, against the CRD the chart ships."""
     from components import versions
-    from tests.support import helm_render
     from tests.components.test_helm_render import rendered
+    from tests.support import helm_render
 
     (release,) = [r.inputs for r in stack_plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
     storage_classes = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import get_args
 
 from components import contract
-from components.specs.gpu_software import Provider
 from components.settings.cluster import GpuSoftware
 from components.settings.karpenter import KarpenterNodePool
 from components.settings.managed_pools import GpuPool
+from components.specs.gpu_software import Provider
 
 
 def _allowed(model, field: str) -> tuple[str, ...]:

@@ -10,8 +10,8 @@ import pytest
 from automation.offline.plan import ROOT
 from automation.offline.report import summarize
 from automation.stacks import read_stack_config
-from components.specs.capacity import settings_cluster
 from components.settings import SettingsError, pack_config_disagreements, parse_settings
+from components.specs.capacity import settings_cluster
 from policies.capacity.table import stack_worst_case
 
 #: Today's pack values (policies/config/<stack>.json), which the stack files repeat.

@@ -20,7 +20,6 @@ from automation.cli import main
 from automation.stacks import read_stack_config
 from components.settings import SettingsError, parse_settings
 from components.settings.karpenter import DisruptionBudget, KarpenterNodePool, cron_fires_at
-
 from tests.support.config_changes import with_changes
 
 FORCEFUL = "Karpenter v1 expiration is forceful (budgets do not apply to it and no replacement is launched first)"

@@ -21,9 +21,8 @@ from automation import exit_codes
 from automation.cli import main
 from automation.stacks import read_stack_config
 from components import contract
-from components.specs.capacity import emitted
 from components.settings import SettingsError, parse_settings
-
+from components.specs.capacity import emitted
 from tests.support.config_changes import with_changes
 
 LLAMA_70B = "serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"

@@ -10,7 +10,6 @@ import pytest
 from automation.stacks import read_stack_config
 from components.settings import SettingsError, parse_settings
 from components.settings.serving import weights_role_name
-from tests.conftest import plan_with
 
 PROD = read_stack_config("prod")
 

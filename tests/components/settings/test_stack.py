@@ -7,17 +7,15 @@ import subprocess
 import sys
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 
 from automation import exit_codes
 from automation.cli import main
-import pulumi
-
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.stacks import read_stack_config
 from components.settings import SettingsError, config_strings, parse_settings
-
 from tests.support.config_changes import DELETE
 from tests.support.config_changes import with_changes as changed
 

@@ -7,14 +7,13 @@ program then emits. They must reach the same findings, shipped stacks and broken
 
 from __future__ import annotations
 
-
 import pytest
 
 import components.settings.stack as settings_stack
 from automation.offline.plan import record_plan
 from automation.stacks import read_stack_config
-from components.specs.capacity import settings_simulation
 from components.settings import config_strings, parse_settings
+from components.specs.capacity import settings_simulation
 from policies.capacity.charts import release_daemonsets
 from policies.capacity.engine import cluster_from_resources, query_metrics, wake_signal
 from policies.capacity.instances import allocatable, load_instances, reserved_cpu_m, reserved_memory_mib
@@ -23,8 +22,6 @@ from policies.capacity.model import surge_pods
 from policies.capacity.simulate import simulate
 from tests.conftest import ROOMY_GPU_BUDGET
 from tests.support.config_changes import with_changes
-
-
 
 # --- figures ----------------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ room they leave, then new nodes open.
 
 from __future__ import annotations
 
-
 from policies.capacity.instances import Instance, Resources, load_instances
 from policies.capacity.model import Cluster, Pool, Selection, Workload
 from policies.capacity.simulate import simulate

@@ -9,7 +9,6 @@ import pytest
 from components import contract, versions
 from components.gpu import dra_driver
 from components.specs import gpu_software as software
-
 from tests.policies.builders import (
     GPU_TOLERATION,
     NODE_GROUP_SHAPES,

@@ -17,8 +17,8 @@ from tests.policies.builders import (
     patch,
     resource,
     resource_quota,
-    template_path,
     system_node_group,
+    template_path,
     workload,
 )
 from tests.policies.conftest import ROOT, one

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.policies.builders import (
+    GPU_TOLERATION,
     NODE_GROUP_SHAPES,
     UNKNOWN,
-    GPU_TOLERATION,
     gpu_node_group,
     nodepool,
     patch,
