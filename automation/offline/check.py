@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from automation import exit_codes
 from automation.errors import DriverError
@@ -160,20 +159,13 @@ def run_check(
         return _check(stack, out_dir, stack_file, policy_config)
 
 
-def _budget_disagreements(settings: Any, config_path: Path) -> list[str]:
-    """The gpuBudget numbers the pack config does not repeat; none when it holds a non-number there
-    (``"32"``, ``[16]``): the pack's Configure then refuses the file, naming the key (its config schema)."""
-    try:
-        return pack_config_disagreements(settings.gpu_budget, config_path)
-    except (TypeError, ValueError):
-        return []
-
-
 def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_config: Path | None) -> CheckResult:
     config, settings = load_stack(stack, path=stack_file)
     config_path = policy_config_for(stack, policy_config)
-    # The stack's own pack config must repeat its gpuBudget; an explicit --policy-config is an override.
-    disagreements = [] if policy_config else _budget_disagreements(settings, config_path)
+    # The pack reads the stack's gpuBudget itself (PULUMI_CONFIG); the stack's own policy config, if it
+    # sets the numbers anyway, must set the stack's, or the pack would judge by a stale copy. An explicit
+    # --policy-config is a deliberate override (what-if), not compared.
+    disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     strings = config_strings(config)

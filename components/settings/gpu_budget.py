@@ -36,7 +36,10 @@ class GpuBudget(_Model):
 
 def pack_config_disagreements(budget: GpuBudget | None, pack_config: Mapping[str, Any] | Path) -> list[str]:
     """One line per ``gpuBudget`` number the pack config (``policies/config/<stack>.json``, parsed or its
-    path) does not repeat; an unreadable file is left to the pack runner, which names what is wrong."""
+    path) overrides with another value. The pack reads the stack's own ``gpuBudget`` from the
+    configuration the engine hands it (``PULUMI_CONFIG``), so a config that leaves the numbers out
+    agrees; one that sets them explicitly must set the same. A value that is not a number is left to
+    the pack, whose config schema names it, as is an unreadable file."""
     if budget is None:
         return []
     if isinstance(pack_config, Path):
@@ -51,8 +54,9 @@ def pack_config_disagreements(budget: GpuBudget | None, pack_config: Mapping[str
         policy, param = PACK_PARAMS[key]
         entry = pack_config.get(policy)
         have = entry.get(param) if isinstance(entry, Mapping) else None
-        if have is None or float(have) != float(want):
-            shown = "does not set it" if have is None else f"sets {have:g}"
-            lines.append(f"{NAMESPACE}:gpuBudget.{key} is {want:g} but the policy config's {policy}.{param} {shown}; "
-                         f"make them agree")
+        if have is None or isinstance(have, bool) or not isinstance(have, (int, float)):
+            continue
+        if float(have) != float(want):
+            lines.append(f"{NAMESPACE}:gpuBudget.{key} is {want:g} but the policy config's {policy}.{param} "
+                         f"sets {have:g}; drop the override (the pack reads the stack's gpuBudget) or make them agree")
     return lines

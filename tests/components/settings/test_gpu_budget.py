@@ -35,18 +35,20 @@ def test_shipped_stacks_set_the_budget_their_pack_config_enforces(stack):
     assert pack_config_disagreements(settings.gpu_budget, ROOT / "policies" / "config" / f"{stack}.json") == []
 
 
-def test_a_pack_config_that_disagrees_is_named_by_key():
+def test_a_pack_config_that_overrides_the_budget_with_another_value_is_named_by_key():
     settings = parse_settings(read_stack_config("dev"))
     pack = _pack_config("dev")
+    assert "maxGpus" not in pack["gpu-capacity-cap"], "the pack reads the stack's gpuBudget; no copy"
+    assert pack_config_disagreements(settings.gpu_budget, pack) == []
     pack["gpu-capacity-cap"]["maxGpus"] = 20
     (line,) = pack_config_disagreements(settings.gpu_budget, pack)
     assert line.startswith("llm-platform:gpuBudget.maxGpus is 16 but the policy config's gpu-capacity-cap.maxGpus "
-                           "sets 20")
-    del pack["gpu-monthly-budget"]["monthlyBudgetUsd"]
-    lines = pack_config_disagreements(settings.gpu_budget, pack)
-    assert [line.split(" is ")[0] for line in lines] == ["llm-platform:gpuBudget.maxGpus",
-                                                         "llm-platform:gpuBudget.monthlyBudgetUsd"]
-    assert "does not set it" in lines[1]
+                           "sets 20; drop the override")
+    pack["gpu-capacity-cap"]["maxGpus"] = 16
+    pack["gpu-monthly-budget"]["monthlyBudgetUsd"] = 25000
+    assert pack_config_disagreements(settings.gpu_budget, pack) == [], "an explicit equal value agrees"
+    pack["gpu-capacity-cap"]["maxGpus"] = "32"
+    assert pack_config_disagreements(settings.gpu_budget, pack) == [], "a wrong type is the pack's to name"
 
 
 def test_without_a_budget_nothing_is_compared():
