@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from pulumi.automation._cmd import CommandResult, OnOutput, PulumiCommand, _fixup_path
+from pulumi.automation import CommandResult, OnOutput, PulumiCommand
 from pulumi.automation.errors import create_command_error
 
 from automation import exit_codes
@@ -224,7 +224,8 @@ class GroupedPulumiCommand(PulumiCommand):
             args.insert(0, "--non-interactive")
         env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
         if os.path.isabs(self.command):
-            env = _fixup_path(env, os.path.dirname(self.command))
+            # As the SDK's own PulumiCommand runs it: the plugins bundled beside the binary come first.
+            env["PATH"] = os.pathsep.join([os.path.dirname(self.command), env.get("PATH", "")])
         chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
 
         def consume(stream, callback, sink: list[str]) -> None:

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pulumi._version import version as sdk_version
 
 from automation.driver.environments import EnvMetadata, format_time
 from automation.driver.workspace import WorkspaceError
 
 API_VERSION = "pulumi.com/v1"
-#: The workspace image runs the same CLI version as this driver's SDK.
-WORKSPACE_IMAGE = f"pulumi/pulumi:{sdk_version}-nonroot"
+#: The workspace image runs the same CLI version as this driver's SDK (the installed distribution's).
+WORKSPACE_IMAGE = f"pulumi/pulumi:{version('pulumi')}-nonroot"
 MANAGED_BY = "llm-platform-automation"
 
 

@@ -416,7 +416,7 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
     models: list[ModelTarget] = []
     serving = getattr(settings, "serving", None)
     if serving is not None and serving.enabled:
-        from components.serving.tier import namespace_name
+        from components.specs.serving import namespace_name
 
         for tier in serving.tiers:
             for model in tier.models:
@@ -444,7 +444,7 @@ def http_status(url: str, timeout: float = 30) -> int:
 def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, ...]:
     """vLLM's ``/health`` (200 when the engine is up) through ``kubectl port-forward`` to the model's
     Service: not through the API server's service proxy, which the namespace's NetworkPolicy drops."""
-    from components.serving.model_server import PORT
+    from components.specs.serving import PORT
 
     forward = getattr(kubectl, "port_forward", None)
     if forward is None:
@@ -458,7 +458,7 @@ def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, ...]:
 
 
 def gateway_master_key(kubectl: Kubectl) -> str:
-    from components.serving.gateway import NAME, NAMESPACE
+    from components.specs.gateway import NAME, NAMESPACE
 
     secret = json.loads(kubectl("get", "secret", NAME, "-n", NAMESPACE, "-o", "json"))
     encoded = secret.get("data", {}).get("LITELLM_MASTER_KEY", "")
@@ -489,7 +489,7 @@ def gateway_checks(kubectl: Kubectl, plan: CheckPlan) -> list[CheckResult]:
     forward = getattr(kubectl, "port_forward", None)
     if forward is None:
         return [CheckResult("gateway", False, "this kubectl cannot port-forward")]
-    from components.serving.gateway import NAME, NAMESPACE, PORT
+    from components.specs.gateway import NAME, NAMESPACE, PORT
 
     results = []
     try:
