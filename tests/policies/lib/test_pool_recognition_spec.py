@@ -109,6 +109,24 @@ def test_a_gpu_limit_alone_makes_gpu_capacity(pack):
     assert pack.messages(limited, TAINTED) == [NODEPOOL_MESSAGE]
 
 
+@pytest.mark.parametrize("limit, gpu", [("0", False), ("1", True), ("4", True)])
+def test_a_gpu_limit_of_zero_is_a_guard_and_one_is_gpu_capacity(pack, limit, gpu):
+    """``limits: {nvidia.com/gpu: "0"}`` keeps GPUs out of a CPU pool; any positive limit admits them."""
+    limited = patch(untainted_nodepool(req(K + "instance-family", "In", "m7i")), {"spec.limits": {GPU: limit}})
+    assert pack.messages(limited, TAINTED) == ([NODEPOOL_MESSAGE] if gpu else [])
+
+
+@pytest.mark.parametrize("requirement, gpu", [
+    (req(K + "instance-gpu-count", "Lte", "1"), True),   # one-GPU types only
+    (req(K + "instance-gpu-count", "Lt", "1"), False),   # no type carries a count below 1
+    (req(K + "instance-gpu-count", "Lte", "0"), False),
+    (req(K + "instance-gpu-memory", "Lt", "1"), True),   # the label exists on GPU types only
+    (req(K + "instance-gpu-memory", "Lt", "0"), False),  # admits nothing
+], ids=["count-lte-1", "count-lt-1", "count-lte-0", "memory-lt-1", "memory-lt-0"])
+def test_upper_bounds_on_gpu_labels_at_their_edges(pack, requirement, gpu):
+    assert pack.messages(untainted_nodepool(requirement), TAINTED) == ([NODEPOOL_MESSAGE] if gpu else [])
+
+
 # --- node groups: AMI, gpu flag, instance types --------------------------------------------------
 
 
