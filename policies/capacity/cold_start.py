@@ -202,10 +202,10 @@ class ImageSize:
 
 
 def image_key(image: str) -> str:
-    """``repository:tag`` of an image reference (a digest after ``@`` dropped; no tag means ``latest``)."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return name if ":" in last else f"{name}:latest"
+    """``repository:tag`` of an image reference (a digest after ``@`` dropped). An untagged reference
+    stays as written: no size is known for a floating image, so its lookup fails by name rather than
+    being sized as some ``latest``."""
+    return image.split("@", 1)[0]
 
 
 @lru_cache(maxsize=1)
