@@ -335,6 +335,7 @@ class Platform(pulumi.ComponentResource):
                     hf_token=pulumi.Output.secret(token.get_secret_value()) if token is not None else None,
                     tags=tags,
                     model_pools={m.name: pool for m, pool in starts.values() if m in tier.models},
+                    region=settings.region,
                 ),
                 opts=after_platform,
             )

@@ -55,6 +55,8 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     #: root volume): its cold start's planning bound is the Deployment's await timeout. ``None``: the
     #: bound of a start that must provision a node.
     pool: ModelPool | None = None
+    #: The stack's region: a streamed model's S3 client addresses it (components.specs.serving.streamer_env).
+    region: str | None = None
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -70,8 +72,8 @@ class ModelServer(pulumi.ComponentResource):
         metadata = {"name": model.name, "namespace": args.namespace, "labels": pod_labels(model.name, args.tier)}
 
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
-        # The fetch-weights init container needs credentials at its pod's admission: the pods come
-        # after the association (see components.iam.pod_identity_role).
+        # The fetch-weights init container (or, streamed, vLLM itself) needs credentials at its pod's
+        # admission: the pods come after the association (see components.iam.pod_identity_role).
         association = self._weights_reader(name, args, account) if model.source.s3 else None
         described = deployment(
             model,
@@ -82,6 +84,7 @@ class ModelServer(pulumi.ComponentResource):
             api_key_secret=args.api_key_secret,
             hf_token_secret=args.hf_token_secret,
             pool=args.pool,
+            region=args.region,
         )
         k8s.apps.v1.Deployment(
             f"{name}-deployment",

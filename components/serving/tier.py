@@ -43,6 +43,8 @@ class ServingTierArgs:
     tags: dict[str, str] = field(default_factory=dict)
     #: Each model's pool as its start sees it, by model name (``components.specs.capacity.model_pools``).
     model_pools: dict[str, ModelPool] = field(default_factory=dict)
+    #: The stack's region (streamed models' S3 clients address it).
+    region: str | None = None
 
 
 class ServingTier(pulumi.ComponentResource):
@@ -157,6 +159,7 @@ class ServingTier(pulumi.ComponentResource):
                     tags=args.tags,
                     pool=args.model_pools.get(model.name),
                     partition=partition,
+                    region=args.region,
                 ),
                 opts=in_namespace,
             )

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract
 from components.settings._base import _REGION_RE, _dns_name, _Model, keyed, repeated
+from policies.capacity.cold_start import STREAM, WEIGHT_LOADINGS
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
@@ -85,6 +86,24 @@ class ModelSource(_Model):
         return (self.s3 or "")[len("s3://") :].split("/", 1)[1]
 
 
+#: How a model's weights reach its GPUs (``policies/capacity/cold_start.py`` WEIGHT_LOADINGS, the one
+#: spelling): ``download`` copies them to the node's disk first, ``stream`` reads them from S3.
+WeightLoadingMode = Literal[WEIGHT_LOADINGS]  # type: ignore[valid-type]
+
+
+class WeightStreaming(_Model):
+    """vLLM's Run:ai model streamer, for ``weights: stream`` (run-ai/runai-model-streamer docs/src/env-vars.md).
+
+    ``concurrency``: S3 readers per streamer process (``RUNAI_STREAMER_CONCURRENCY``; the library's own
+    default from object storage is 8, each reader holding one S3 client). ``memoryLimitGib``: the CPU
+    buffer each streamer process may fill ahead of the GPU copy (``RUNAI_STREAMER_MEMORY_LIMIT``, unlimited
+    by default, i.e. up to the whole checkpoint in host memory). Every tensor-parallel rank runs its own
+    streamer, so the pod may hold ``gpusPerReplica`` such buffers."""
+
+    concurrency: int = Field(default=16, ge=1, le=64)
+    memory_limit_gib: int = Field(default=4, ge=1, le=64)
+
+
 class ModelArchitecture(_Model):
     """A model's size and shape, for models not in ``policies/capacity/model_catalog.json`` (same fields
     as a catalog entry: total ``parameters``, ``vocabSize``, ``hiddenSize``, ``tiedEmbeddings``,
@@ -124,6 +143,12 @@ class ServedModel(_Model):
     cpu: str = "4"
     memory: str = "32Gi"
     cache_size_gib: int = Field(default=100, ge=10, le=4000)
+    #: ``download`` (default): an init container copies the S3 weights to the node's disk and vLLM loads
+    #: them from there. ``stream``: vLLM reads the ``s3://`` prefix straight into GPU memory with the Run:ai
+    #: model streamer (``--load-format runai_streamer``): no copy step, no disk; needs an ``s3`` source of
+    #: safetensors files. docs/cold-start.md compares the two.
+    weights: WeightLoadingMode = WEIGHT_LOADINGS[0]
+    streaming: WeightStreaming = Field(default_factory=WeightStreaming)
     #: How the Deployment rolls out (``components/contract.py`` ROLLOUTS): ``surge`` adds one pod before
     #: taking one down, and needs room for it under the pool's ceiling at max replicas; ``noSurge``
     #: (maxSurge 0, maxUnavailable 1) takes one down first, for a pool at its ceiling, and needs
@@ -176,6 +201,27 @@ class ServedModel(_Model):
                         "cannot split or replicate the KV heads evenly", "gpusPerReplica")
         return self
 
+    @model_validator(mode="after")
+    def _streamable(self) -> ServedModel:
+        """The streamer reads safetensors from object storage (docs.vllm.ai, models/extensions/
+        runai_model_streamer: "vLLM supports loading weights in Safetensors format using the Run:ai Model
+        Streamer"); a Hugging Face source would be downloaded to disk by vLLM first, which is not streaming.
+        Its CPU buffers (one per tensor-parallel rank) must leave the container at least half its memory
+        for vLLM itself (the tokenizer, CUDA contexts, the engine's host-side state)."""
+        if self.weights != STREAM:
+            return self
+        if self.source.s3 is None:
+            raise keyed("weights: stream reads the model from S3 with vLLM's Run:ai model streamer; this model's "
+                        "source is huggingFace. Set source.s3 (an s3:// prefix of safetensors files) or weights: "
+                        "download", "weights")
+        memory_mib = _memory_mib(self.memory)
+        buffers_mib = self.gpus_per_replica * self.streaming.memory_limit_gib * 1024
+        if memory_mib is not None and buffers_mib * 2 > memory_mib:
+            raise keyed(f"{self.gpus_per_replica} streamer buffers of {self.streaming.memory_limit_gib} GiB (one per "
+                        f"tensor-parallel rank) would take more than half of the container's memory {self.memory}; "
+                        "lower streaming.memoryLimitGib or raise memory", "streaming", "memoryLimitGib")
+        return self
+
     def resolved_architecture(self) -> Architecture:
         """The architecture vLLM will load: catalog entry or override, with the quantization override."""
         if self.architecture is not None:
@@ -195,6 +241,14 @@ class ServedModel(_Model):
         """GPU memory (MiB) each GPU must have so vLLM's share holds weights plus one max-length sequence."""
         need = self.memory_fit(0).need_per_gpu
         return math.ceil(need / self.gpu_memory_utilization / MIB)
+
+
+def _memory_mib(value: str) -> float | None:
+    """A memory quantity (``_QUANTITY_RE``) in MiB; ``None`` for a unit this reader does not know."""
+    number = re.sub(r"[A-Za-z]+$", "", value)
+    unit = value[len(number):]
+    factor = {"": 1 / 1024**2, "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}.get(unit)
+    return float(number) * factor if factor is not None else None
 
 
 class TierScaling(_Model):

@@ -1,8 +1,10 @@
 """One model served by vLLM, and its serving tier's quota, as the engine receives them.
 
 Placement (selector, tolerations, GPU limits) comes from the scheduling contract, never from the
-model's settings. Weights are copied from S3 to the node's NVMe-backed ``emptyDir`` by an init
-container that skips a complete cache and verifies what it copied.
+model's settings. Weights are either copied from S3 to the node's NVMe-backed ``emptyDir`` by an
+init container that skips a complete cache and verifies what it copied (``weights: download``), or
+streamed from S3 into GPU memory by vLLM's Run:ai model streamer (``weights: stream``): no init
+container, no weights volume, nothing on the node's disk to go stale or fill it.
 """
 
 from __future__ import annotations
@@ -17,10 +19,17 @@ from components import contract, versions
 from components.specs.gateway import demand_query
 from policies.capacity.cold_start import (
     COLD,
+    DOWNLOAD,
     IMAGE_BOUND,
+    LOAD_FORMAT_FLAG,
     NODE_BOUND,
+    STREAM,
+    STREAMER_CONCURRENCY_ENV,
+    STREAMER_LOAD_FORMAT,
+    STREAMER_MEMORY_LIMIT_ENV,
     AwaitBudget,
     Start,
+    WeightLoading,
     await_budget,
     start,
     weights_bound_seconds,
@@ -115,13 +124,26 @@ class ModelPool:
     disk_throughput_mibps: float
 
 
-def model_start(model: ServedModel, pool: ModelPool, case: str = COLD) -> Start:
-    """The model's start on a node of ``pool``: its weights, the vLLM image, the startup probe."""
+def streams(model: ServedModel) -> bool:
+    """Whether vLLM streams the model's weights from S3 (``weights: stream``; settings refuse it without
+    an ``s3`` source)."""
+    return model.weights == STREAM and bool(model.source.s3)
+
+
+def weight_loading(model: ServedModel) -> WeightLoading:
+    """How the model's weights reach its GPUs, as the cold-start model counts it."""
+    return WeightLoading(STREAM, model.streaming.concurrency) if streams(model) else WeightLoading(DOWNLOAD)
+
+
+def model_start(model: ServedModel, pool: ModelPool, case: str = COLD, *, image_prepulled: bool = True) -> Start:
+    """The model's start on a node of ``pool``: its weights and how they load, the vLLM image, the startup
+    probe. ``image_prepulled``: the program's pre-pull DaemonSet (components/serving/image_prepull.py) runs
+    on every GPU pool that hosts a model, so a warm node holds the image."""
     return start(
         model.name, pool.name, weight_bytes=model.resolved_architecture().weight_bytes(), instance=pool.instance,
         capacity_source=pool.capacity_source, image=str(versions.VLLM_IMAGE), disk_throughput_mibps=pool.disk_throughput_mibps,
         startup_probe_period_seconds=STARTUP_PROBE_PERIOD_SECONDS, startup_probe_failures=STARTUP_PROBE_FAILURES,
-        case=case)
+        case=case, loading=weight_loading(model), image_prepulled=image_prepulled)
 
 
 def cold_start_bound(model: ServedModel, pool: ModelPool | None) -> AwaitBudget:
@@ -131,7 +153,7 @@ def cold_start_bound(model: ServedModel, pool: ModelPool | None) -> AwaitBudget:
     if pool is not None:
         return await_budget(model_start(model, pool))
     return AwaitBudget(node_ready=math.ceil(NODE_BOUND.value), image_pull=math.ceil(IMAGE_BOUND.value),
-                       weights=weights_bound_seconds(model.resolved_architecture().weight_bytes()),
+                       weights=0 if streams(model) else weights_bound_seconds(model.resolved_architecture().weight_bytes()),
                        load=STARTUP_PROBE_PERIOD_SECONDS * STARTUP_PROBE_FAILURES)
 
 
@@ -187,8 +209,16 @@ def s3_read_policy(partition: str, bucket: str, prefix: str) -> str:
 
 
 def vllm_args(model: ServedModel) -> list[str]:
-    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica."""
-    source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
+    """`vllm serve` arguments derived from the model's settings; tensor parallel = GPUs per replica.
+
+    Streamed, the model is its ``s3://`` prefix and ``--load-format runai_streamer`` reads it (config and
+    tokenizer files are pulled into ``~/.cache/vllm/assets/model_streamer``, under the writable home:
+    vllm-project/vllm, vllm/transformers_utils/runai_utils.py, ``ObjectStorageModel``); there is no
+    download directory."""
+    if streams(model):
+        source = model.source.s3
+    else:
+        source = f"{MODEL_DIR}/{model.name}" if model.source.s3 else model.source.hugging_face
     # The image's entrypoint is `vllm serve`, which takes the model as its positional argument
     # (--model is deprecated there); embedding models run vLLM's pooling runner.
     runner = ["--runner", "pooling"] if model.kind == "embedding" else []
@@ -199,7 +229,7 @@ def vllm_args(model: ServedModel) -> list[str]:
         "--tensor-parallel-size", str(model.gpus_per_replica),
         "--gpu-memory-utilization", str(model.gpu_memory_utilization),
         "--max-model-len", str(model.max_model_len),
-        "--download-dir", MODEL_DIR,
+        *([LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT] if streams(model) else ["--download-dir", MODEL_DIR]),
         "--port", str(PORT),
         *(["--quantization", model.quantization] if model.quantization else []),
     ]
@@ -307,7 +337,32 @@ def pod_annotations(model: ServedModel) -> dict[str, str]:
     }
 
 
-def vllm_env(model: ServedModel, api_key_secret: str | None, hf_token_secret: Any) -> list[dict[str, Any]]:
+GIB = 1024**3
+
+
+def streamer_env(model: ServedModel, region: str | None) -> list[dict[str, Any]]:
+    """The Run:ai model streamer's settings (run-ai/runai-model-streamer docs/src/env-vars.md) and the
+    region its S3 client addresses.
+
+    Credentials: the streamer asks boto3 for them by default (docs/src/usage.md, "S3 authentication") and
+    hands them to its C++ S3 client; boto3's chain includes the container provider that reads EKS Pod
+    Identity's ``AWS_CONTAINER_CREDENTIALS_FULL_URI`` and ``AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE`` (AWS
+    SDKs and Tools reference guide, "Container credential provider"; botocore ``ContainerProvider``), so
+    the model's own Pod Identity role (``s3_read_policy``: ListBucket on the prefix, GetObject under it)
+    is what it reads with. The image ships the streamer's S3 backend: vllm-project/vllm docker/Dockerfile's
+    ``vllm-openai-base`` stage installs ``boto3`` and ``runai-model-streamer[s3]`` (read on the repository,
+    not on the v0.33.0 image itself, which cannot be pulled here). The region is the stack's: the S3 client
+    is given one region, so the model's bucket must be in the stack's region (not checkable offline)."""
+    env = [
+        {"name": STREAMER_CONCURRENCY_ENV, "value": str(model.streaming.concurrency)},
+        {"name": STREAMER_MEMORY_LIMIT_ENV, "value": str(model.streaming.memory_limit_gib * GIB)},
+    ]
+    if region:
+        env += [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
+    return env
+
+
+def vllm_env(model: ServedModel, api_key_secret: str | None, hf_token_secret: Any, region: str | None = None) -> list[dict[str, Any]]:
     """Non-root with a read-only root: every cache goes to the writable home or the model volume."""
     env = [
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
@@ -326,6 +381,8 @@ def vllm_env(model: ServedModel, api_key_secret: str | None, hf_token_secret: An
             {"name": "HF_HOME", "value": f"{MODEL_DIR}/.hf"},
             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_token_secret, "key": "token"}}},
         ]
+    if streams(model):
+        env += streamer_env(model, region)
     return env
 
 
@@ -355,11 +412,15 @@ def vllm_resources(model: ServedModel, placement: dict[str, Any]) -> dict[str, A
 
 
 def pod_spec(
-    model: ServedModel, *, pool_purpose: str, priority_class: Any, api_key_secret: str | None = None, hf_token_secret: Any = None
+    model: ServedModel, *, pool_purpose: str, priority_class: Any, api_key_secret: str | None = None, hf_token_secret: Any = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """The vLLM pod: placement from the scheduling contract, probes sized for a long model load.
-    ``priority_class`` is the tier's PriorityClass name (a Pulumi output in the program)."""
+    ``priority_class`` is the tier's PriorityClass name (a Pulumi output in the program); ``region`` the
+    stack's, which a streamed model's S3 client addresses. A streamed model has no fetch-weights init
+    container and no model volume: a replacement pod reads S3 again, and nothing is left on the node."""
     placement = contract.gpu_workload_placement(model.pool, pool_purpose, model.gpus_per_replica)
+    downloads = not streams(model)
     http = {"path": "/health", "port": "http"}
     return {
         "serviceAccountName": model.name,
@@ -378,13 +439,13 @@ def pod_spec(
             }
         ],
         "terminationGracePeriodSeconds": 120,
-        "initContainers": [fetch_weights_container(model)] if model.source.s3 else [],
+        "initContainers": [fetch_weights_container(model)] if model.source.s3 and downloads else [],
         "containers": [
             {
                 "name": "vllm",
                 "image": str(versions.VLLM_IMAGE),
                 "args": vllm_args(model),
-                "env": vllm_env(model, api_key_secret, hf_token_secret),
+                "env": vllm_env(model, api_key_secret, hf_token_secret, region),
                 "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
                 "resources": vllm_resources(model, placement),
                 "startupProbe": {"httpGet": http, "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS, "failureThreshold": STARTUP_PROBE_FAILURES},
@@ -392,7 +453,7 @@ def pod_spec(
                 "livenessProbe": {"httpGet": http, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
                 "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 30"]}}},
                 "volumeMounts": [
-                    {"name": "model-cache", "mountPath": MODEL_DIR},
+                    *([{"name": "model-cache", "mountPath": MODEL_DIR}] if downloads else []),
                     {"name": "dshm", "mountPath": "/dev/shm"},
                     {"name": "home", "mountPath": HOME_DIR},
                     {"name": "tmp", "mountPath": "/tmp"},
@@ -401,7 +462,7 @@ def pod_spec(
             }
         ],
         "volumes": [
-            {"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}},
+            *([{"name": "model-cache", "emptyDir": {"sizeLimit": f"{model.cache_size_gib}Gi"}}] if downloads else []),
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
             {"name": "home", "emptyDir": {"sizeLimit": "8Gi"}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
@@ -434,6 +495,7 @@ def deployment(
     api_key_secret: str | None = None,
     hf_token_secret: Any = None,
     pool: ModelPool | None = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """The model's Deployment (``metadata`` and ``spec``). ``namespace`` and ``priority_class`` are
     outputs in the program (the objects' names) and plain names in the capacity check. ``pool`` sets the
@@ -449,7 +511,7 @@ def deployment(
             "template": {
                 "metadata": {"labels": labels, "annotations": pod_annotations(model)},
                 "spec": pod_spec(model, pool_purpose=pool_purpose, priority_class=priority_class,
-                                 api_key_secret=api_key_secret, hf_token_secret=hf_token_secret),
+                                 api_key_secret=api_key_secret, hf_token_secret=hf_token_secret, region=region),
             },
         },
     }

@@ -5,8 +5,9 @@ A start is a sum of named steps, in the order the kubelet runs them for the mode
 1. ``node``: a GPU node is provisioned by the pool's capacity source and advertises its GPUs;
 2. ``image``: the model server's image is downloaded and unpacked (``images.json`` holds its size);
 3. ``weights``: the weights are copied from S3 to the node's disk (the init container), unless a
-   node-local cache already holds them;
-4. ``load``: the weights are read from the node's disk into GPU memory;
+   node-local cache already holds them; nothing when vLLM streams them (``load`` carries the copy);
+4. ``load``: the weights are read from the node's disk into GPU memory, or, streamed (vLLM's Run:ai
+   model streamer, ``--load-format runai_streamer``), read from S3 straight into GPU memory;
 5. ``compile``: vLLM's ``torch.compile`` and CUDA graph capture before it serves;
 6. ``readiness``: the startup probe sees the server up (at most one probe period later).
 
@@ -19,7 +20,9 @@ prediction and the bound come from one place.
 
 Pure Python (no Pulumi): the program's settings import it as ``policies.capacity.cold_start`` and
 the pack as ``capacity.cold_start``. Facts that live in the program (the root volume's throughput,
-the startup probe) are parameters, never imported.
+the startup probe) are parameters, never imported; the readers at the end (:func:`weight_loading`,
+:func:`root_volume_mibps`, :func:`image_prepulled`) find them in the emitted objects, for the pack and
+the offline report alike.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from .instances import Instance
+from .kinds import DAEMONSET, EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
+from .model import Pool, Selection, quantity, untolerated
 
 IMAGES_PATH = Path(__file__).resolve().parent / "images.json"
 MIB = 1024**2
@@ -41,6 +46,20 @@ COLD, WARM = "cold", "warm"
 #: Capacity sources, spelled as :attr:`capacity.model.Pool.capacity_source` spells them.
 KARPENTER, CLUSTER_AUTOSCALER, AUTO_MODE, FIXED_NODES = "Karpenter", "Cluster Autoscaler", "EKS Auto Mode", "fixed nodes"
 CAPACITY_SOURCES = (KARPENTER, CLUSTER_AUTOSCALER, AUTO_MODE, FIXED_NODES)
+#: How a model's weights reach the GPU: ``download`` (an init container copies them to the node's disk,
+#: vLLM loads them from there) or ``stream`` (vLLM's Run:ai model streamer reads them from S3 into GPU
+#: memory, no disk step).
+DOWNLOAD, STREAM = "download", "stream"
+WEIGHT_LOADINGS = (DOWNLOAD, STREAM)
+#: How the emitted server container says it streams: vLLM's ``--load-format runai_streamer`` (docs.vllm.ai,
+#: models/extensions/runai_model_streamer) with the model given as its ``s3://`` URI.
+LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT = "--load-format", "runai_streamer"
+#: The streamer's own settings (run-ai/runai-model-streamer docs/src/env-vars.md). vLLM's
+#: ``--model-loader-extra-config {"concurrency": N, "memory_limit": B}`` only copies its values into these
+#: very variables (vllm-project/vllm, vllm/model_executor/model_loader/runai_streamer_loader.py,
+#: ``RunaiModelStreamerLoader.__init__``), so the variables work whatever the loader version.
+STREAMER_CONCURRENCY_ENV = "RUNAI_STREAMER_CONCURRENCY"
+STREAMER_MEMORY_LIMIT_ENV = "RUNAI_STREAMER_MEMORY_LIMIT"
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,10 @@ S3_CONNECTIONS = Figure(
     "concurrent S3 requests of aws s3 sync", 10, "connections",
     "AWS CLI S3 configuration reference (topic s3-config): max_concurrent_requests defaults to 10; the "
     "fetch-weights init container runs aws s3 sync with the default")
+STREAMER_DEFAULT_CONCURRENCY = Figure(
+    "Run:ai model streamer concurrency (unset)", 8, "connections",
+    "run-ai/runai-model-streamer docs/src/env-vars.md: RUNAI_STREAMER_CONCURRENCY defaults to 8 when reading "
+    "from object storage (each thread holds one S3 client)")
 WEIGHTS_BOUND_RATE = Figure(
     "weights planning copy rate", 100, "MiB/s",
     "planning bound: a conservative copy rate, below one S3 connection's guideline figure, kept from the "
@@ -250,10 +273,32 @@ def weights_bound_seconds(weight_bytes: float) -> int:
     return math.ceil(weight_bytes / (WEIGHTS_BOUND_RATE.value * MIB))
 
 
+@dataclass(frozen=True)
+class WeightLoading:
+    """How the weights reach the GPU (:data:`DOWNLOAD` or :data:`STREAM`) and, streamed, how many
+    concurrent S3 readers the streamer runs."""
+
+    mode: str = DOWNLOAD
+    concurrency: int = int(STREAMER_DEFAULT_CONCURRENCY.value)
+
+    def __post_init__(self) -> None:
+        if self.mode not in WEIGHT_LOADINGS:
+            raise ValueError(f"weight loading must be one of {', '.join(WEIGHT_LOADINGS)}, not {self.mode!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"streamer concurrency must be at least 1, not {self.concurrency}")
+
+    @property
+    def streamed(self) -> bool:
+        return self.mode == STREAM
+
+
 def weight_fetch(weight_bytes: float, instance: Instance, disk_throughput_mibps: float, *,
-                 cached: bool = False) -> Step:
+                 cached: bool = False, streamed: bool = False) -> Step:
     """Copy the weights from S3 onto the node's disk, at the lesser of S3 per node, the node's network
-    and the disk's write throughput; nothing when the node-local cache holds them."""
+    and the disk's write throughput; nothing when the node-local cache holds them, or when vLLM streams
+    them (:func:`gpu_load` then carries the whole transfer)."""
+    if streamed:
+        return Step("weights", 0.0, 0.0, (), "streamed from S3 during load: no copy to disk")
     if cached:
         return Step("weights", 0.0, 0.0, (), "node-local cache holds them")
     rate = min(s3_bytes_per_second(), network_bytes_per_second(instance), disk_throughput_mibps * MIB)
@@ -265,13 +310,34 @@ def weight_fetch(weight_bytes: float, instance: Instance, disk_throughput_mibps:
                 f"{_bytes(weight_bytes)} from S3 at {_rate(rate)}")
 
 
-def gpu_load(weight_bytes: float, disk_throughput_mibps: float, *, probe_window_seconds: float) -> Step:
+def gpu_load(weight_bytes: float, disk_throughput_mibps: float, *, probe_window_seconds: float,
+             instance: Instance | None = None, loading: WeightLoading | None = None) -> Step:
     """Read the weights from the node's disk into GPU memory (the slower of the disk and the host-to-GPU
-    link). Its bound is the startup probe's whole window, which also covers compile and readiness."""
-    rate = min(disk_throughput_mibps * MIB, HOST_TO_GPU.value * 1e9)
+    link). Its bound is the startup probe's whole window, which also covers compile and readiness.
+
+    Streamed (``loading.streamed``; ``instance`` then required): the streamer's threads read S3 into a CPU
+    buffer that is copied to the GPU as it fills (run-ai/runai-model-streamer docs/src/usage.md), so the
+    copy and the load overlap and the rate is the lesser of the streamer's S3 connections (concurrency x
+    the per-connection guideline), the node's network and the host-to-GPU link; the disk plays no part.
+    The concurrency is counted once: with tensor parallelism each rank's streamer reads its share of the
+    files with its own threads (distributed streaming, the streamer's default from object storage to CUDA
+    devices), so the real rate is at least this one."""
     window = Figure("startup probe window", probe_window_seconds, "s",
                     "the model server's startupProbe: periodSeconds x failureThreshold, after which the kubelet "
                     "restarts the container (Kubernetes pod lifecycle: container probes)")
+    if loading is not None and loading.streamed:
+        if instance is None:
+            raise ValueError("a streamed load is bounded by the node's network: pass the instance")
+        connections = Figure("Run:ai model streamer concurrency", loading.concurrency, "connections",
+                             f"the server container's {STREAMER_CONCURRENCY_ENV} (unset: "
+                             f"{STREAMER_DEFAULT_CONCURRENCY.value:g}, {STREAMER_DEFAULT_CONCURRENCY.source})")
+        rate = min(loading.concurrency * S3_PER_CONNECTION.value * 1e6, network_bytes_per_second(instance),
+                   HOST_TO_GPU.value * 1e9)
+        return Step("load", weight_bytes / rate, probe_window_seconds,
+                    (S3_PER_CONNECTION, connections, _network_figure(instance), HOST_TO_GPU, window),
+                    f"{_bytes(weight_bytes)} streamed from S3 to the GPUs at {_rate(rate)} "
+                    f"({loading.concurrency} connections)")
+    rate = min(disk_throughput_mibps * MIB, HOST_TO_GPU.value * 1e9)
     return Step("load", weight_bytes / rate, probe_window_seconds, (_disk_figure(disk_throughput_mibps), HOST_TO_GPU, window),
                 f"{_bytes(weight_bytes)} from disk at {_rate(rate)}")
 
@@ -324,19 +390,27 @@ class Start:
 
 def start(model: str, pool: str, *, weight_bytes: float, instance: Instance, capacity_source: str | None, image: str,
           disk_throughput_mibps: float, startup_probe_period_seconds: float, startup_probe_failures: int,
-          case: str = COLD, weights_cached: bool = False) -> Start:
+          case: str = COLD, weights_cached: bool = False, loading: WeightLoading | None = None,
+          image_prepulled: bool = True) -> Start:
     """The model's start. ``cold``: a new node (provisioned, image pulled, nothing cached). ``warm``: a pod
-    rescheduled or scaled out onto a node that is up and has the image; the weights are fetched again unless
-    ``weights_cached`` (a node-local cache that outlives the pod)."""
+    rescheduled or scaled out onto a node that is up; the image is there when ``image_prepulled`` (a
+    pre-pull DaemonSet covers the pool, or the caller knows the node ran the server before), else it is
+    pulled as on a cold node. The weights are fetched again unless ``weights_cached`` (a node-local cache
+    that outlives the pod), or streamed during load (``loading``: :data:`STREAM`), cold or warm.
+
+    A pre-pull does not shorten ``cold``: on a node that has just joined, the pre-pull DaemonSet's pod and
+    the model's pod start together and the image arrives no sooner for either."""
     if case not in (COLD, WARM):
         raise ValueError(f"case must be {COLD!r} or {WARM!r}, not {case!r}")
     cold = case == COLD
+    streamed = loading is not None and loading.streamed
     steps = (
         node_provisioning(capacity_source) if cold else Step("node", 0.0, 0.0, (), "node already up"),
-        image_pull(image, instance, disk_throughput_mibps, present=not cold),
-        weight_fetch(weight_bytes, instance, disk_throughput_mibps, cached=weights_cached and not cold),
+        image_pull(image, instance, disk_throughput_mibps, present=not cold and image_prepulled),
+        weight_fetch(weight_bytes, instance, disk_throughput_mibps, cached=weights_cached and not cold, streamed=streamed),
         gpu_load(weight_bytes, disk_throughput_mibps,
-                 probe_window_seconds=startup_probe_period_seconds * startup_probe_failures),
+                 probe_window_seconds=startup_probe_period_seconds * startup_probe_failures,
+                 instance=instance, loading=loading),
         compile_and_capture(),
         readiness(startup_probe_period_seconds),
     )
@@ -366,3 +440,117 @@ def await_budget(cold: Start) -> AwaitBudget:
     bound = {s.name: math.ceil(s.bound_seconds or 0) for s in cold.steps}
     return AwaitBudget(node_ready=bound["node"], image_pull=bound["image"], weights=bound["weights"],
                        load=bound["load"])
+
+
+# --- what the emitted objects say -------------------------------------------------------------
+# The pack (engine resources with ``props``) and the offline report (plan resources with ``inputs``)
+# read the same facts from the same objects: one reader each, here.
+
+#: Karpenter's Auto Mode NodeClass (its root volume is ``spec.ephemeralStorage``).
+AUTO_MODE_NODECLASS = "kubernetes:eks.amazonaws.com/v1:NodeClass"
+
+
+def _props(resource: Any) -> dict[str, Any]:
+    props = getattr(resource, "props", None)
+    if props is None:
+        props = getattr(resource, "inputs", None)
+    return props if isinstance(props, dict) else {}
+
+
+def _containers(pod: dict[str, Any], *fields: str) -> list[dict[str, Any]]:
+    return [c for f in fields for c in pod.get(f) or [] if isinstance(c, dict)]
+
+
+def server_container(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The model server's container of a pod spec: the one running a vLLM image, else the first."""
+    containers = _containers(pod, "containers")
+    return next((c for c in containers if "vllm" in str(c.get("image") or "")), containers[0] if containers else None)
+
+
+def _flag(args: list[Any], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return str(args[i + 1])
+        if isinstance(arg, str) and arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def weight_loading(pod: dict[str, Any]) -> WeightLoading:
+    """How the emitted pod loads its weights: streamed when its server container runs vLLM with
+    ``--load-format runai_streamer`` (the concurrency from its ``RUNAI_STREAMER_CONCURRENCY``, the
+    streamer's default when unset or unreadable), downloaded otherwise."""
+    server = server_container(pod) or {}
+    args = [a for a in [*(server.get("command") or []), *(server.get("args") or [])] if isinstance(a, str)]
+    if _flag(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
+        return WeightLoading(DOWNLOAD)
+    env = {e.get("name"): e.get("value") for e in server.get("env") or [] if isinstance(e, dict)}
+    try:
+        concurrency = int(str(env.get(STREAMER_CONCURRENCY_ENV)))
+    except ValueError:
+        concurrency = 0
+    return WeightLoading(STREAM, concurrency if concurrency >= 1 else int(STREAMER_DEFAULT_CONCURRENCY.value))
+
+
+def _ebs_throughput(ebs: Any) -> float | None:
+    number = quantity(ebs.get("throughput")) if isinstance(ebs, dict) else None
+    return number if number else None
+
+
+def root_volume_mibps(resources: Any, pool_key: str) -> float | None:
+    """The root volume throughput (MiB/s) the pool's nodes get, ``None`` when the stack sets none (the
+    caller then takes :data:`GP3_BASELINE`). ``pool_key`` is the pool's resource URN
+    (:attr:`capacity.model.Pool.key`): a NodePool reads its EC2NodeClass's root (or first) block device
+    mapping, or its Auto Mode NodeClass's ``ephemeralStorage``; a managed group reads the launch
+    template that is a child of its parent or of any ancestor."""
+    resources = list(resources)
+    by_urn = {r.urn: r for r in resources}
+    resource = by_urn.get(pool_key)
+    if resource is None:
+        return None
+    if resource.type == NODEPOOL:
+        spec = ((_props(resource).get("spec") or {}).get("template") or {}).get("spec") or {}
+        ref = spec.get("nodeClassRef") or {}
+        for node_class in (r for r in resources if r.type in (EC2NODECLASS, AUTO_MODE_NODECLASS)):
+            props = _props(node_class)
+            if (props.get("metadata") or {}).get("name") != ref.get("name"):
+                continue
+            class_spec = props.get("spec") or {}
+            if node_class.type == AUTO_MODE_NODECLASS:
+                return _ebs_throughput(class_spec.get("ephemeralStorage"))
+            mappings = [m for m in class_spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+            root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
+            return _ebs_throughput((root or {}).get("ebs"))
+        return None
+    owners: set[str] = set()
+    parent = getattr(resource, "parent", None)
+    while parent and parent not in owners:
+        owners.add(parent)
+        parent = getattr(by_urn.get(parent), "parent", None)
+    for template in (r for r in resources if r.type == LAUNCH_TEMPLATE):
+        if getattr(template, "parent", None) in owners:
+            for mapping in _props(template).get("blockDeviceMappings") or []:
+                if isinstance(mapping, dict) and (found := _ebs_throughput(mapping.get("ebs"))):
+                    return found
+    return None
+
+
+def image_prepulled(resources: Any, image: str, pool: Pool) -> bool:
+    """Whether a DaemonSet in the stack runs ``image`` (as an init or main container) on the pool's nodes:
+    it tolerates the pool's taints and its node selection admits the pool's labels. Then a node of the pool
+    that has been up for a while holds the image before a model's pod lands on it (a warm start)."""
+    key = image_key(image)
+    for resource in resources:
+        if resource.type != DAEMONSET:
+            continue
+        pod = (((_props(resource).get("spec") or {}).get("template") or {}).get("spec")) or {}
+        if not any(image_key(str(c.get("image") or "")) == key for c in _containers(pod, "initContainers", "containers")):
+            continue
+        tolerations = [t for t in pod.get("tolerations") or [] if isinstance(t, dict)]
+        terms = ((((pod.get("affinity") or {}).get("nodeAffinity") or {})
+                  .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")) or []
+        if untolerated(tolerations, pool.taints):
+            continue
+        if Selection.of(pod.get("nodeSelector") or {}, terms).admits(pool.labels, pool.flexible):
+            return True
+    return False

@@ -5,8 +5,9 @@ gives each tier an optional ``coldStartBudgetSeconds`` and lists the tier's mode
 Deployment of such a tier the pack finds the pool it lands on and the node type the autoscaler plans
 with (:func:`capacity.simulate`), the pool's root volume throughput (EC2NodeClass, Auto Mode
 NodeClass, or the managed group's launch template; gp3's baseline when none is set), the model's
-weights (its architecture annotation or catalog entry), its image and its startup probe, and
-predicts the cold start with :mod:`capacity.cold_start`. A model over its budget is reported with
+weights (its architecture annotation or catalog entry), how they are loaded (downloaded by an init
+container, or streamed from S3 by vLLM's ``--load-format runai_streamer``), its image and its startup
+probe, and predicts the cold start with :mod:`capacity.cold_start`. A model over its budget is reported with
 the step that dominates and every step's figure. Tiers without a budget, and stacks whose deciding
 fields are not known yet (preview), are not judged.
 """
@@ -19,11 +20,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from capacity import simulate
-from capacity.cold_start import GP3_BASELINE, start
+from capacity.cold_start import GP3_BASELINE, root_volume_mibps, server_container, start, weight_loading
 from capacity.engine import SELF_METRIC_PREFIXES, cluster_from_resources
-from capacity.model import Workload, quantity
+from capacity.model import Workload
 from lib.kit import MANDATORY, Stack, stack_policy
-from lib.resources import EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
 from lib.stack_config import NAMESPACE, StackConfigError, stack_config
 
 from checks.capacity_simulation import _knowable
@@ -32,7 +32,6 @@ SERVING_KEY = f"{NAMESPACE}:serving"
 BUDGET_FIELD = "coldStartBudgetSeconds"
 #: Kubernetes' probe defaults (core/v1 Probe: periodSeconds 10, failureThreshold 3).
 PROBE_PERIOD_DEFAULT, PROBE_FAILURES_DEFAULT = 10, 3
-AUTO_MODE_NODECLASS = "kubernetes:eks.amazonaws.com/v1:NodeClass"
 
 
 def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, float]]:
@@ -64,43 +63,6 @@ def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, f
     return budgets
 
 
-def _throughput(ebs: Any) -> float | None:
-    number = quantity(ebs.get("throughput")) if isinstance(ebs, dict) else None
-    return number if number else None
-
-
-def root_volume_mibps(stack: Stack, pool_urn: str) -> float | None:
-    """The root volume throughput (MiB/s) the pool's nodes get, ``None`` when the stack sets none."""
-    resource = stack.by_urn.get(pool_urn)
-    if resource is None:
-        return None
-    if resource.type == NODEPOOL:
-        ref = ((resource.props.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
-        for node_class in stack.of_type(EC2NODECLASS, AUTO_MODE_NODECLASS):
-            if (node_class.props.get("metadata") or {}).get("name") != ref.get("name"):
-                continue
-            spec = node_class.props.get("spec") or {}
-            if node_class.type == AUTO_MODE_NODECLASS:
-                return _throughput(spec.get("ephemeralStorage"))
-            mappings = [m for m in spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
-            root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
-            return _throughput((root or {}).get("ebs"))
-        return None
-    # A managed group's launch template is its sibling (or an ancestor's child).
-    owners = {resource.parent, *stack.ancestors(resource)} - {None, ""}
-    for template in stack.of_type(LAUNCH_TEMPLATE):
-        if template.parent in owners:
-            for mapping in template.props.get("blockDeviceMappings") or []:
-                if isinstance(mapping, dict) and (found := _throughput(mapping.get("ebs"))):
-                    return found
-    return None
-
-
-def _server_container(pod: dict[str, Any]) -> dict[str, Any] | None:
-    containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
-    return next((c for c in containers if "vllm" in str(c.get("image") or "")), containers[0] if containers else None)
-
-
 def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tuple[Workload, str, float, Any]]:
     cluster = cluster_from_resources(stack.resources, self_prefixes=SELF_METRIC_PREFIXES)
     if not cluster.pools:
@@ -117,16 +79,17 @@ def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tup
         if plan is None or shape is None:
             continue  # capacity-simulation reports a model that lands nowhere
         pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
-        server = _server_container(pod) or {}
+        server = server_container(pod) or {}
         probe = server.get("startupProbe") or {}
         tier, budget = budgets[name]
         yield workload, tier, budget, start(
             name, f"{plan.pool.kind} '{plan.pool.name}'",
             weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
             capacity_source=plan.pool.capacity_source, image=str(server.get("image") or ""),
-            disk_throughput_mibps=root_volume_mibps(stack, plan.pool.key) or GP3_BASELINE.value,
+            disk_throughput_mibps=root_volume_mibps(stack.resources, plan.pool.key) or GP3_BASELINE.value,
             startup_probe_period_seconds=float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT),
-            startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT))
+            startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT),
+            loading=weight_loading(pod))
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
