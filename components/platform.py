@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components import contract
+from components import contract, versions
 from components.cluster.control_plane import Cluster, ClusterArgs
 from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
 from components.cluster.network import Network, NetworkArgs
@@ -27,6 +27,7 @@ from components.managed_pools.node_groups import (
 from components.observability.prometheus import Observability, ObservabilityArgs
 from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.serving.gateway import Gateway, GatewayArgs
+from components.serving.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.serving.tier import ServingTier, ServingTierArgs
 from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 from components.specs.capacity import model_pools
@@ -324,6 +325,9 @@ class Platform(pulumi.ComponentResource):
         pools = settings.gpu_pool_facts()
         starts = model_pools(settings)  # where each model starts: its await bound
         api_keys: dict[str, pulumi.Output[str]] = {}
+        hosting = {m.pool: pools[m.pool].purpose for tier in serving.tiers for m in tier.models}
+        if hosting:
+            ImagePrepull("image-prepull", ImagePrepullArgs(image=str(versions.VLLM_IMAGE), pools=hosting), opts=on_cluster)
         for tier in serving.tiers:
             served = ServingTier(
                 f"tier-{tier.name}",

@@ -219,6 +219,14 @@ AWS_CLI_IMAGE = Image(
     digest="sha256:fb7ccfc7b4e3a05017e6c9ded4ba959b99af622130e211fb976c68c2f4d3f224",
 )
 LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
+#: The pre-pull DaemonSet's long-running container (components/serving/image_prepull.py): it only keeps the
+#: pod, and so the pulled image, on the node. Digest of 3.10 as pinned in public repositories (GitHub code
+#: index: several projects pin ``registry.k8s.io/pause:3.10@sha256:ee6521f2...``).
+PAUSE_IMAGE = Image(
+    repository="registry.k8s.io/pause",
+    tag="3.10",
+    digest="sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+)
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
 KUBE_PROMETHEUS_STACK = HelmChart(
     chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"

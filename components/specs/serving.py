@@ -547,3 +547,62 @@ def quota_spec(quota: TierQuota) -> dict[str, Any]:
             "limits.memory": quota.memory,
         }
     }
+
+
+# --- The serving image, pulled before a model's pod needs it --------------------------------------
+#: The pre-pull DaemonSet's own namespace: not a serving namespace (no quota, no model traffic), Pod
+#: Security ``restricted`` like them.
+PREPULL_NAMESPACE = "image-prepull"
+PREPULL_LABELS = {"app.kubernetes.io/name": "image-prepull", "app.kubernetes.io/part-of": "llm-platform"}
+#: What each container may use: the init container only runs the shell's ``true`` (the image's ``/bin/sh``,
+#: which the model server's preStop hook already relies on), the pause container sleeps.
+PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
+
+
+def image_prepull_daemonset(image: str, pools: dict[str, str], *, name: str = "vllm") -> dict[str, Any]:
+    """A DaemonSet (``metadata`` and ``spec``) that pulls ``image`` onto every node of ``pools`` (pool name ->
+    purpose) as the node joins, so a model's pod scheduled there later starts without the pull.
+
+    The image runs as an init container doing nothing (``/bin/sh -c true``); a pinned pause container then
+    keeps the pod, so the image stays in use and the kubelet's image garbage collection leaves it on the
+    node. Placement follows the scheduling contract: required node affinity on the pool label (only the
+    pools that host models using the image) and each pool's tolerations; no GPU request (the pack's
+    ``gpu-toleration-without-gpu`` exempts DaemonSets, node agents). Pod Security ``restricted``."""
+    tolerations: list[dict[str, str]] = []
+    for purpose in sorted(set(pools.values())):
+        tolerations += [t for t in contract.workload_tolerations(purpose) if t not in tolerations]
+    labels = {**PREPULL_LABELS, "app.kubernetes.io/instance": name}
+    return {
+        "metadata": {"name": f"{name}-image", "namespace": PREPULL_NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": PREPULL_LABELS["app.kubernetes.io/name"],
+                                         "app.kubernetes.io/instance": name}},
+            # A new image version is pulled onto every node at once: nothing serves from these pods.
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": pod_security_context(),
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": contract.POOL_LABEL, "operator": "In", "values": sorted(pools)}]}
+                    ]}}},
+                    "tolerations": tolerations,
+                    "terminationGracePeriodSeconds": 5,
+                    "initContainers": [{
+                        "name": "pull",
+                        "image": image,
+                        "command": ["/bin/sh", "-c", "true"],
+                        "resources": PREPULL_RESOURCES,
+                        "securityContext": container_security_context(),
+                    }],
+                    "containers": [{
+                        "name": "hold",
+                        "image": str(versions.PAUSE_IMAGE),
+                        "resources": PREPULL_RESOURCES,
+                        "securityContext": container_security_context(),
+                    }],
+                },
+            },
+        },
+    }

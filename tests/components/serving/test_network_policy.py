@@ -231,7 +231,7 @@ def test_every_owned_namespace_starts_from_default_deny(stack_plan):
     policies = [r.inputs for r in stack_plan.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")]
     denied = {p["metadata"]["namespace"] for p in policies if p["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}
     owned = {r.inputs["metadata"]["name"] for r in stack_plan.of_type("kubernetes:core/v1:Namespace")}
-    assert denied == {ns for ns in owned if ns.startswith("serving-")} | {gateway.NAMESPACE}
+    assert denied == {ns for ns in owned if ns.startswith("serving-")} | {gateway.NAMESPACE, model_server.PREPULL_NAMESPACE}
 
 
 def test_gateway_reaches_every_model_and_nothing_else_in_the_serving_namespaces(emitted_cluster):
