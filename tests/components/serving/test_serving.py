@@ -44,7 +44,8 @@ def test_model_pods_follow_the_contract(stack_plan):
         assert int(annotations[contract.GPU_MEMORY_NEED_ANNOTATION]) > 0, name
         assert vllm["image"] == str(versions.VLLM_IMAGE), name
         args = dict(zip(vllm["args"][1::2], vllm["args"][2::2])) if "--runner" not in vllm["args"] else dict(zip(vllm["args"][3::2], vllm["args"][4::2]))
-        assert vllm["args"][0].startswith("/models/"), "the model is vllm serve's positional argument"
+        # The model is vllm serve's positional argument: the node-local copy, or the S3 prefix it streams.
+        assert vllm["args"][0].startswith("/models/" if "--load-format" not in vllm["args"] else "s3://"), name
         assert args["--tensor-parallel-size"] == gpus, name
         assert args["--served-model-name"] == name
         assert pod["priorityClassName"].startswith("llm-")

@@ -151,9 +151,10 @@ def test_an_unreadable_budget_names_its_key():
 
 @pytest.mark.parametrize("budget, messages", [
     (600, []),
-    (300, ["llama-3-1-70b-instruct-awq (tier interactive) starts cold in 520 s on a new g5.12xlarge of Karpenter "
+    # Streamed (weights: stream in Pulumi.prod.yaml, read from the emitted pod): no copy, a 15 s load from S3.
+    (300, ["llama-3-1-70b-instruct-awq (tier interactive) starts cold in 434 s on a new g5.12xlarge of Karpenter "
            "NodePool 'gpu-interactive', above its tier's coldStartBudgetSeconds of 300; the image step dominates with "
-           "198 s"]),
+           "198 s", "Steps: node 121 s, image 198 s, weights 0 s, load 15 s, compile 90 s, readiness 10 s."]),
 ])
 def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget, messages):
     """The program's own prod objects: its 70B AWQ model lands on gpu-interactive, planned on g5.12xlarge, with the
@@ -165,6 +166,6 @@ def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget,
     with PolicyPackRunner(env=env) as runner:
         runner.configure({"all": "mandatory"})
         found = [v.message for v in runner.analyze_plan(prod_plan.resources) if v.policy_name == POLICY]
-    assert len(found) == len(messages)
-    for message, expected in zip(found, messages):
-        assert expected in message, message
+    assert len(found) == (1 if messages else 0)
+    for expected in messages:
+        assert expected in found[0], found[0]
