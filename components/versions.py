@@ -220,12 +220,12 @@ AWS_CLI_IMAGE = Image(
 )
 LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
 #: The pre-pull DaemonSet's long-running container (components/serving/image_prepull.py): it only keeps the
-#: pod, and so the pulled image, on the node. Digest of 3.10 as pinned in public repositories (GitHub code
-#: index: several projects pin ``registry.k8s.io/pause:3.10@sha256:ee6521f2...``).
+#: pod, and so the pulled image, on the node. Digest of 3.10.1 as pinned in public repositories (GitHub code
+#: index: several projects pin ``registry.k8s.io/pause:3.10.1@sha256:278fb9db...``).
 PAUSE_IMAGE = Image(
     repository="registry.k8s.io/pause",
-    tag="3.10",
-    digest="sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+    tag="3.10.1",
+    digest="sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c",
 )
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
 KUBE_PROMETHEUS_STACK = HelmChart(

@@ -33,7 +33,7 @@ def test_prod_prepulls_on_the_three_pools_that_host_models(prod_plan):
     assert (pull["image"], pull["command"]) == ("vllm/vllm-openai:v0.33.0", ["/bin/sh", "-c", "true"])
     (hold,) = pod["containers"]
     assert hold["image"] == str(versions.PAUSE_IMAGE) == (
-        "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a")
+        "registry.k8s.io/pause:3.10.1@sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c")
     for container in (pull, hold):
         assert container["resources"] == {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
         assert "nvidia.com/gpu" not in container["resources"]["requests"]
