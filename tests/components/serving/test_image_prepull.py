@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from components import versions
 from components.specs import serving
+from policies.capacity.cold_start import image_prepulled
+from policies.capacity.engine import cluster_from_resources
 from tests.support import pod_security
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -63,3 +65,20 @@ def test_training_purpose_pools_get_their_workload_toleration_too():
     spec = serving.image_prepull_daemonset("vllm/vllm-openai:v0.33.0", {"a": "gpu-inference", "b": "gpu-training"})
     assert spec["spec"]["template"]["spec"]["tolerations"] == [
         GPU_TOLERATION, {"key": "llm-platform.io/workload", "operator": "Equal", "value": "training", "effect": "NoSchedule"}]
+
+
+def test_the_daemonset_lands_exactly_on_the_pools_that_host_models(stack_plan):
+    """Behaviour, by the capacity engine's own DaemonSet rule (taints tolerated, node selection admits the
+    pool's labels; policies/capacity/model.py DaemonSet.lands_on) on the emitted objects, and the cold-start
+    reader the pack and the report use: every pool a model lands on holds the image when warm; the training
+    and system pools get no pre-pull pod."""
+    cluster = cluster_from_resources(stack_plan.resources)
+    (daemonset,) = [d for d in cluster.daemonsets if d.name == "vllm-image"]
+    landed = sorted(p.name for p in cluster.pools if daemonset.lands_on(p.labels, p.flexible, p.taints))
+    hosting = sorted({r.inputs["spec"]["template"]["spec"]["nodeSelector"]["llm-platform.io/pool"]
+                      for r in stack_plan.of_type("kubernetes:apps/v1:Deployment")
+                      if r.inputs["metadata"]["namespace"].startswith("serving-")})
+    assert landed == hosting
+    assert {"gpu-training", "system"}.isdisjoint(landed)
+    for pool in cluster.pools:
+        assert image_prepulled(stack_plan.resources, str(versions.VLLM_IMAGE), pool) is (pool.name in hosting), pool.name
