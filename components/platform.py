@@ -34,6 +34,7 @@ from components.specs.capacity import model_pools
 from components.specs.gateway import Route
 from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
+from components.specs.serving import prepull_pools
 
 TYPE = "llm-platform:index:Platform"
 
@@ -325,7 +326,7 @@ class Platform(pulumi.ComponentResource):
         pools = settings.gpu_pool_facts()
         starts = model_pools(settings)  # where each model starts: its await bound
         api_keys: dict[str, pulumi.Output[str]] = {}
-        hosting = {m.pool: pools[m.pool].purpose for tier in serving.tiers for m in tier.models}
+        hosting = prepull_pools(serving.tiers, {name: facts.purpose for name, facts in pools.items()})
         if hosting:
             ImagePrepull("image-prepull", ImagePrepullArgs(image=str(versions.VLLM_IMAGE), pools=hosting), opts=on_cluster)
         for tier in serving.tiers:

@@ -559,6 +559,13 @@ PREPULL_LABELS = {"app.kubernetes.io/name": "image-prepull", "app.kubernetes.io/
 PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 
 
+def prepull_pools(tiers: Any, pool_purposes: dict[str, str]) -> dict[str, str]:
+    """The GPU pools whose nodes get the vLLM image pre-pulled (pool name -> purpose): every pool a served
+    model of ``tiers`` (the serving settings' tiers) selects; ``pool_purposes`` maps pool names to their
+    purpose (``Settings.gpu_pool_facts``). The program and the settings' capacity adapter both use it."""
+    return {m.pool: pool_purposes[m.pool] for tier in tiers for m in tier.models}
+
+
 def image_prepull_daemonset(image: str, pools: dict[str, str], *, name: str = "vllm") -> dict[str, Any]:
     """A DaemonSet (``metadata`` and ``spec``) that pulls ``image`` onto every node of ``pools`` (pool name ->
     purpose) as the node joins, so a model's pod scheduled there later starts without the pull.
