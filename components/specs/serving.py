@@ -562,8 +562,9 @@ PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"m
 def prepull_pools(tiers: Any, pool_purposes: dict[str, str]) -> dict[str, str]:
     """The GPU pools whose nodes get the vLLM image pre-pulled (pool name -> purpose): every pool a served
     model of ``tiers`` (the serving settings' tiers) selects; ``pool_purposes`` maps pool names to their
-    purpose (``Settings.gpu_pool_facts``). The program and the settings' capacity adapter both use it."""
-    return {m.pool: pool_purposes[m.pool] for tier in tiers for m in tier.models}
+    purpose (``Settings.gpu_pool_facts``; a pool it does not know is left out, the settings name it). The
+    program and the settings' capacity adapter both use it."""
+    return {m.pool: pool_purposes[m.pool] for tier in tiers for m in tier.models if m.pool in pool_purposes}
 
 
 def image_prepull_daemonset(image: str, pools: dict[str, str], *, name: str = "vllm") -> dict[str, Any]:
