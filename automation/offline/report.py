@@ -18,11 +18,11 @@ from rich.text import Text
 from automation.offline.pack.findings import PackReport
 from automation.offline.plan import Plan
 from components.contract import GPU_RESOURCE, POOL_LABEL
-from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, start
+from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, image_prepulled, root_volume_mibps, start, weight_loading
 from policies.capacity.cost import per_gpu_hourly_usd
 from policies.capacity.engine import cluster_from_resources
 from policies.capacity.instances import InstanceCatalog
-from policies.capacity.model import Cluster, Pool, quantity
+from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
@@ -193,25 +193,9 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
 
 
 def _root_volume_mibps(plan: Plan, pool: Pool) -> float:
-    """The root volume throughput the plan gives the pool's nodes: a NodePool's EC2NodeClass, a managed
-    group's launch template (its sibling); gp3's baseline where none is set (Auto Mode's NodeClass).
-    The pack's cold-start-budget reads the same fields (policies/checks/cold_start.py root_volume_mibps)."""
-    by_urn = {r.urn: r for r in plan.resources}
-    owner = by_urn.get(pool.key)
-    mappings: list[Any] = []
-    if owner is not None and owner.type == NODE_POOL_TYPE:
-        ref = (((owner.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
-        for node_class in plan.of_type(EC2_NODE_CLASS_TYPE):
-            if (node_class.inputs.get("metadata") or {}).get("name") == ref.get("name"):
-                found = [m for m in (node_class.inputs.get("spec") or {}).get("blockDeviceMappings") or [] if isinstance(m, dict)]
-                mappings = [m for m in found if m.get("rootVolume")] or found[:1]
-    elif owner is not None:
-        mappings = [m for t in plan.of_type(LAUNCH_TEMPLATE_TYPE) if t.parent and t.parent == owner.parent
-                    for m in t.inputs.get("blockDeviceMappings") or [] if isinstance(m, dict)]
-    for mapping in mappings:
-        if throughput := quantity((mapping.get("ebs") or {}).get("throughput")):
-            return throughput
-    return GP3_BASELINE.value
+    """The root volume throughput the plan gives the pool's nodes (the pack's cold-start-budget reads it
+    with the same function); gp3's baseline where none is set (Auto Mode's NodeClass)."""
+    return root_volume_mibps(plan.resources, pool.key) or GP3_BASELINE.value
 
 
 def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[str, ColdStartSummary]:
@@ -239,7 +223,9 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
                      capacity_source=pool.capacity_source, image=str(server.get("image")),
                      disk_throughput_mibps=_root_volume_mibps(plan, pool),
                      startup_probe_period_seconds=float(probe["periodSeconds"]),
-                     startup_probe_failures=int(probe["failureThreshold"]))
+                     startup_probe_failures=int(probe["failureThreshold"]),
+                     loading=weight_loading(template.get("spec") or {}),
+                     image_prepulled=image_prepulled(plan.resources, str(server.get("image")), pool))
         cold: Start = start(name, f"{pool.kind} '{pool.name}'", **facts)
         warm: Start = start(name, f"{pool.kind} '{pool.name}'", case=WARM, **facts)
         tier = ((template.get("metadata") or {}).get("labels") or {}).get("llm-platform.io/tier", "")

@@ -137,6 +137,10 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
                 "spec": serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL),
             }))
             keys.workloads[f"Deployment {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
+    hosting = serving.prepull_pools(settings.serving.tiers, {name: facts.purpose for name, facts in pools.items()})
+    if hosting:
+        out.append(_resource("kubernetes:apps/v1:DaemonSet", "image-prepull",
+                             serving.image_prepull_daemonset(str(versions.VLLM_IMAGE), hosting)))
     gateway_settings = settings.serving.gateway
     if gateway_settings.enabled:
         out.append(_resource("kubernetes:apps/v1:Deployment", gateway.NAME, gateway.deployment(

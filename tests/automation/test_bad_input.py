@@ -113,6 +113,8 @@ RANGES: dict[tuple[str, ...], tuple[float | None, float | None]] = {
     ('serving', 'tiers', 'models', 'maxModelLen'): (256, 1_048_576),
     ('serving', 'tiers', 'models', 'replicas', 'max'): (1, 100),
     ('serving', 'tiers', 'models', 'replicas', 'min'): (0, 100),
+    ('serving', 'tiers', 'models', 'streaming', 'concurrency'): (1, 64),
+    ('serving', 'tiers', 'models', 'streaming', 'memoryLimitGib'): (1, 64),
     ('serving', 'tiers', 'coldStartBudgetSeconds'): (30, 7200),
     ('serving', 'tiers', 'priority'): (0, 1_000_000_000),
     ('serving', 'tiers', 'quota', 'gpus'): (0, 10_000),

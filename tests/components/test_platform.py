@@ -26,6 +26,7 @@ COMPONENTS = {
     "llm-platform:index:EventAutoscaler",
     "llm-platform:index:ClusterAutoscaler",
     "llm-platform:index:Gateway",
+    "llm-platform:index:ImagePrepull",
 }
 
 

@@ -136,8 +136,11 @@ def test_fetcher_and_servers_run_with_read_only_root_and_no_api_token(prod_plan)
         assert pod["spec"]["automountServiceAccountToken"] is False, name
         for container in pod_security.containers(pod["spec"]):
             assert container["securityContext"]["readOnlyRootFilesystem"] is True, (name, container["name"])
-    fetchers = [c for _, pod in _plan_pods(prod_plan) for c in pod["spec"].get("initContainers", [])]
-    assert fetchers and all(c["name"] == "fetch-weights" for c in fetchers)
+    init = sorted({(name, c["name"]) for name, pod in _plan_pods(prod_plan) for c in pod["spec"].get("initContainers", [])})
+    # Downloaded models fetch their weights first; the image pre-pull's only init container pulls the image.
+    assert ("vllm-image", "pull") in init
+    fetchers = [entry for entry in init if entry != ("vllm-image", "pull")]
+    assert fetchers and all(container == "fetch-weights" for _, container in fetchers)
 
 
 def test_serving_and_gateway_namespaces_enforce_restricted(stack_plan):

@@ -25,7 +25,7 @@ def test_a_tighter_cold_start_budget_fails_check_naming_the_step(tmp_path):
     assert "Traceback" not in output
     lines = [line for line in output.splitlines() if "coldStartBudgetSeconds" in line]
     assert len(lines) == 1
-    assert ("llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]: got 520: predicted cold "
-            "start 520 s on a new g5.12xlarge of Karpenter NodePool 'gpu-interactive' is above "
+    assert ("llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]: got 434: predicted cold "
+            "start 434 s on a new g5.12xlarge of Karpenter NodePool 'gpu-interactive' is above "
             "serving.tiers[interactive].coldStartBudgetSeconds 300; the image step dominates with 198 s") in lines[0]
     assert not (tmp_path / "out").exists()

@@ -109,8 +109,8 @@ def test_the_capacity_check_reads_the_objects_the_components_emit():
 
 def test_the_await_bound_is_the_cold_start_models_on_the_models_pool():
     """One source: the Deployment's timeoutSeconds and progressDeadlineSeconds are cold_start.await_budget
-    of the model's start on its pool (prod's 70B AWQ model: 39.80 GB of weights at the 100 MiB/s planning
-    rate is 380 s; node 600 + image 600 + startup probe 10 x 180 = 1800)."""
+    of the model's start on its pool (prod's 70B AWQ model streams its weights, so no copy is bounded:
+    node 600 + image 600 + startup probe 10 x 180 = 1800, 3000 s; downloaded it would add 380 s)."""
     from components.specs.capacity import model_pools
 
     settings = parse_settings(read_stack_config("prod"))
@@ -118,11 +118,11 @@ def test_the_await_bound_is_the_cold_start_models_on_the_models_pool():
     assert (pool.name, pool.instance.name, pool.capacity_source, pool.disk_throughput_mibps) == (
         "Karpenter NodePool 'gpu-interactive'", "g5.12xlarge", "Karpenter", 750)
     bound = serving.cold_start_bound(model, pool)
-    assert (bound.node_ready, bound.image_pull, bound.weights, bound.load, bound.total) == (600, 600, 380, 1800, 3380)
+    assert (bound.node_ready, bound.image_pull, bound.weights, bound.load, bound.total) == (600, 600, 0, 1800, 3000)
     described = serving.deployment(model, namespace="serving-interactive", tier="interactive",
                                    pool_purpose="gpu-inference", priority_class="llm-interactive", pool=pool)
-    assert described["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "3380"}
-    assert described["spec"]["progressDeadlineSeconds"] == 3380
+    assert described["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "3000"}
+    assert described["spec"]["progressDeadlineSeconds"] == 3000
 
 
 def test_a_fixed_node_pool_has_no_node_step_in_its_await_bound(llama):
