@@ -167,3 +167,30 @@ def reserved_commitment(reservations: Sequence[tuple[Reservation, PricedType]]) 
         parts.append(f"{reservation.id}: {reservation.count} x {reservation.instance_type} "
                      f"({reservation.count * instance.gpus} GPUs) at ${price:.3f}/h ({kind})")
     return Commitment(gpus, hourly, "; ".join(parts))
+
+
+@dataclass(frozen=True)
+class ReservedSplit:
+    """The stack's worst-case GPU spend split: ``committed`` reserved capacity (paid whether used or not)
+    and ``on_demand_hourly_usd``, what the pools may spend beyond their reservations at their ceilings."""
+
+    committed: Commitment
+    on_demand_hourly_usd: float
+
+
+def reserved_split(pool_cases: Sequence[tuple[str, WorstCase]],
+                   reservations: Sequence[tuple[str, Reservation, PricedType]]) -> ReservedSplit:
+    """Each pool's worst case less the GPUs its reservations hold (a reservation counts toward the first
+    pool that launches into it, as it is one set of instances), priced at the pool's own GPU rate; plus the
+    reservations' commitment. A reserved node is inside the pool's ceiling (a NodePool's GPU limit counts
+    every node; a managed group on a reservation is capped at its count by the settings), so the GPU total
+    does not change: only who pays how."""
+    held: dict[str, float] = {}
+    seen: set[str] = set()
+    for key, reservation, instance in reservations:
+        if reservation.id not in seen:
+            seen.add(reservation.id)
+            held[key] = held.get(key, 0.0) + reservation.count * instance.gpus
+    beyond = sum(max(0.0, case.gpus - held.get(key, 0.0)) * case.hourly_usd / case.gpus
+                 for key, case in pool_cases if case.gpus > 0)
+    return ReservedSplit(reserved_commitment([(r, i) for _, r, i in reservations]), beyond)
