@@ -187,7 +187,12 @@ def node_pool_manifest(
     ``terminationGracePeriod`` with spreading was the other option, rejected: it bounds the drain, not
     when expiry starts, so nodes launched together (a morning scale-out) would still expire together
     inside the window. The settings refuse a finite ``expireAfter`` beside a zero budget
-    (``components/settings/karpenter.py``, ``KarpenterNodePool``)."""
+    (``components/settings/karpenter.py``, ``KarpenterNodePool``).
+
+    Capacity types are emitted as listed. With ``reserved`` among them Karpenter launches into the node
+    class's selected reservations first and falls back to the other types only when they are full (spot
+    before on-demand, by price); the settings refuse ``reserved`` on a class that selects no reservation
+    (Karpenter docs, tasks/odcrs; docs/reserved-capacity.md, "Fallback order")."""
     single_capacity = pool.capacity_types[0] if len(pool.capacity_types) == 1 else None
     labels = {
         **(extra_labels or {}),
