@@ -16,6 +16,7 @@ from tests.policies.builders import (
     patch,
     resource,
 )
+from tests.policies.checks.test_capacity_simulation import KARPENTER, OVER, SIM, scaler, server
 from tests.policies.conftest import one
 
 RESERVED, VALID = "reserved-capacity-usable", "karpenter-v1-valid"
@@ -108,3 +109,38 @@ def test_selector_terms_are_read_against_the_crd(pack):
         "spec.capacityReservationSelectorTerms[0].id 'cr-ABC' is not a capacity reservation id",
         "spec.capacityReservationSelectorTerms[1] sets id with other fields; an id term stands alone")
     assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]), VALID) == []
+
+
+# --- capacity-simulation: a pool that admits only reserved capacity ------------------------------------
+
+SELECTOR = {"llm-platform.io/pool": "gpu-inference"}
+
+
+def _reserved_only(count: int):
+    """A NodePool admitting only reserved g5 capacity on class gpu, whose annotation records one ODCR of
+    ``count`` g5.2xlarge (1 GPU each)."""
+    pool = patch(nodepool(), {"spec.template.spec.requirements.2.values": ["reserved"]})
+    node_class = ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}])
+    node_class = patch(node_class, {"metadata": {"name": "gpu", "annotations": {
+        "llm-platform.io/capacity-reservations":
+            f"id={BLOCK} type=default instanceType=g5.2xlarge count={count} zone=us-east-1a"}}})
+    return [KARPENTER, pool, node_class]
+
+
+def test_min_replicas_beyond_a_reserved_only_pools_reservations_are_refused(pack):
+    stack = [*_reserved_only(1), server(selector=SELECTOR), scaler(low=2, high=3)]
+    one(pack.stack_messages(stack, SIM),
+        "Karpenter NodePool 'gpu-inference' launches only into capacity reservations, which hold 1 GPUs, but its "
+        "workloads (Deployment serving/vllm) need 2 at min replicas; the rest stays Pending.")
+
+
+def test_max_replicas_beyond_the_reservations_are_advice(pack):
+    stack = [*_reserved_only(2), server(selector=SELECTOR), scaler(low=2, high=3)]
+    assert pack.stack_messages(stack, SIM) == []
+    one(pack.stack_messages(stack, OVER), "launches only into capacity reservations, which hold 2 GPUs; at max "
+                                          "replicas its workloads (Deployment serving/vllm) need 3")
+
+
+def test_reservations_that_hold_the_max_pass(pack):
+    stack = [*_reserved_only(4), server(selector=SELECTOR), scaler(low=2, high=3)]
+    assert pack.stack_messages(stack, SIM) == [] and pack.stack_messages(stack, OVER) == []
