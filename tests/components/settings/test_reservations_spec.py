@@ -215,3 +215,14 @@ def test_a_block_no_tier_serves_from_is_not_warned(monkeypatch):
     batch = next(i for i, t in enumerate(config["llm-platform:serving"]["tiers"]) if t["name"] == "batch")
     config = with_changes(config, {f"serving__tiers__{batch}__models__0__pool": "gpu-inference"})
     assert reservation_warnings(parse_settings(config_strings(config))) == []
+
+
+def test_a_karpenter_capacity_block_under_a_tier_is_warned(monkeypatch):
+    """The batch tier's model serves from gpu-inference, which lists reserved on class gpu."""
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-10")
+    block = {**ODCR, "id": "cr-0aaaabbbbccccdddd", "type": "capacity-block", "endDate": "2026-12-20T11:30:00Z"}
+    config = with_changes(karpenter_reserved_copy(), {"karpenter__nodeClasses__0__capacityReservations": [block]})
+    [warning] = reservation_warnings(parse_settings(config_strings(config)))
+    assert warning.startswith("warning: llm-platform:karpenter.nodeClasses[0].capacityReservations[0].endDate: "
+                              "Capacity Block cr-0aaaabbbbccccdddd ends on 2026-12-20T11:30:00Z (in 10 day(s)); "
+                              "tier(s) batch serve from pool(s) gpu-inference")
