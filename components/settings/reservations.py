@@ -74,9 +74,9 @@ class CapacityReservation(_Model):
                 parsed = datetime.fromisoformat(value)
             except ValueError:
                 raise ValueError(f"{value[:40]!r} is not an ISO 8601 date-time such as 2026-12-01T11:30:00Z") from None
-            if parsed.tzinfo is None or parsed.utcoffset() != UTC.utcoffset(None):
-                raise ValueError(f"{value[:40]!r} must be UTC (end it with Z), as EC2 reports a block's end")
-            return parsed
+            value = parsed
+        if isinstance(value, datetime) and (value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None)):
+            raise ValueError(f"{value.isoformat()!r} must be UTC (end it with Z), as EC2 reports a block's end")
         return value
 
     @model_validator(mode="after")

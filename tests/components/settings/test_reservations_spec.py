@@ -226,3 +226,13 @@ def test_a_karpenter_capacity_block_under_a_tier_is_warned(monkeypatch):
     assert warning.startswith("warning: llm-platform:karpenter.nodeClasses[0].capacityReservations[0].endDate: "
                               "Capacity Block cr-0aaaabbbbccccdddd ends on 2026-12-20T11:30:00Z (in 10 day(s)); "
                               "tier(s) batch serve from pool(s) gpu-inference")
+
+
+def test_an_end_date_without_a_zone_is_refused_whatever_its_form():
+    from datetime import UTC, datetime
+    [(loc, msg)] = messages(CapacityReservation, {**BLOCK, "endDate": datetime(2026, 12, 20, 11, 30)})
+    assert loc == ("endDate",) and msg == ("Value error, '2026-12-20T11:30:00' must be UTC (end it with Z), as EC2 "
+                                           "reports a block's end")
+    assert messages(CapacityReservation, {**BLOCK, "endDate": datetime(2026, 12, 20, 11, 30, tzinfo=UTC)}) == []
+    [(loc, msg)] = messages(CapacityReservation, {**BLOCK, "endDate": "2026-12-20T11:30:00"})
+    assert msg == "Value error, '2026-12-20T11:30:00' must be UTC (end it with Z), as EC2 reports a block's end"
