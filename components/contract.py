@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from policies.capacity.cost import CAPACITY_BLOCK as CAPACITY_BLOCK_RESERVATION
+from policies.capacity.cost import ODCR as ODCR_RESERVATION
+from policies.capacity.cost import RESERVATION_KEY
+
 GPU_RESOURCE = "nvidia.com/gpu"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -59,6 +63,26 @@ CapacityType = Literal[tuple(CAPACITY_TYPES)]  # type: ignore[valid-type]
 ON_DEMAND = "ON_DEMAND"
 KARPENTER_ON_DEMAND, KARPENTER_SPOT = CAPACITY_TYPES["ON_DEMAND"], CAPACITY_TYPES["SPOT"]
 KarpenterCapacityType = Literal[tuple(CAPACITY_TYPES.values())]  # type: ignore[valid-type]
+CAPACITY_BLOCK, KARPENTER_RESERVED = "CAPACITY_BLOCK", CAPACITY_TYPES["CAPACITY_BLOCK"]
+
+#: Reserved capacity (docs/reserved-capacity.md). EC2's reservation types, as
+#: ``DescribeCapacityReservations`` ``ReservationType`` and Karpenter's
+#: ``karpenter.k8s.aws/capacity-reservation-type`` label spell them: a Capacity Block for ML, or an
+#: On-Demand Capacity Reservation (``default``). The tag/annotation key that records a pool's
+#: reservations for the pack and the report comes from the capacity model (one source).
+RESERVATION_CAPACITY_BLOCK, RESERVATION_ODCR = CAPACITY_BLOCK_RESERVATION, ODCR_RESERVATION
+RESERVATION_TYPES = (RESERVATION_CAPACITY_BLOCK, RESERVATION_ODCR)
+ReservationType = Literal[RESERVATION_TYPES]  # type: ignore[valid-type]
+RESERVATIONS_KEY = RESERVATION_KEY
+#: Labels Karpenter puts on a node launched into a reservation (Karpenter docs, tasks/odcrs "Selecting
+#: Capacity Reservations"; aws/karpenter-provider-aws pkg/apis/v1/labels.go).
+CAPACITY_RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE_LABEL = "karpenter.k8s.aws/capacity-reservation-type"
+#: Launch template market type of a Capacity Block (EKS user guide "Create a managed node group with
+#: Capacity Blocks for ML": ``InstanceMarketOptions.MarketType: capacity-block``).
+CAPACITY_BLOCK_MARKET_TYPE = "capacity-block"
+#: Days before a Capacity Block's end from which the check warns about tiers that depend on it.
+RESERVATION_END_WARNING_DAYS = 14
 
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 _CAPACITY_LABEL_VALUE = {**CAPACITY_TYPES, **{v: v for v in CAPACITY_TYPES.values()}}

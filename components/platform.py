@@ -155,6 +155,8 @@ class Platform(pulumi.ComponentResource):
                     subnet_ids=network.private_subnet_ids,
                     instance_types=pool.instance_types,
                     capacity_type=pool.capacity_type,
+                    reservation=pool.reservation,
+                    availability_zones=network.availability_zones,
                     scaling=_scaling(pool.scaling),
                     launch=LaunchSettings(
                         disk_size_gib=pool.disk_size_gib,

@@ -19,8 +19,8 @@ from automation.offline.pack.findings import PackReport
 from automation.offline.plan import Plan
 from components.contract import GPU_RESOURCE, POOL_LABEL
 from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, image_prepulled, root_volume_mibps, start, weight_loading
-from policies.capacity.cost import per_gpu_hourly_usd
-from policies.capacity.engine import cluster_from_resources
+from policies.capacity.cost import per_gpu_hourly_usd, reserved_split
+from policies.capacity.engine import cluster_from_resources, reservations_from_resources
 from policies.capacity.instances import InstanceCatalog
 from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import Simulation, simulate
@@ -87,6 +87,30 @@ class ColdStartSummary:
 
 
 @dataclass
+class ReservationSummary:
+    id: str
+    type: str
+    instance_type: str
+    count: int
+    zone: str
+    end: str | None
+    pool: str
+
+
+@dataclass
+class ReservedSummary:
+    """Reserved capacity (docs/reserved-capacity.md): GPUs and cost committed whether used or not, and
+    what the pools may spend on demand beyond them at their ceilings (figures from ``policies.capacity.cost``)."""
+
+    gpus: int
+    committed_hourly_usd: float
+    committed_monthly_usd: float
+    on_demand_beyond_monthly_usd: float
+    detail: str
+    reservations: list[ReservationSummary] = field(default_factory=list)
+
+
+@dataclass
 class Summary:
     project: str
     stack: str
@@ -101,6 +125,7 @@ class Summary:
     hours_per_month: int = 730
     capacity: list[CapacityRow] = field(default_factory=list)
     cold_start: dict[str, ColdStartSummary] = field(default_factory=dict)
+    reserved: ReservedSummary | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -252,6 +277,7 @@ def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
     capacity = capacity_rows(cluster, simulation)
     worst = stack_worst_case(cluster.pools)
     hours = cluster.hours_per_month
+    reserved = _reserved(plan, cluster, catalog, hours)
     quotas = {
         r.inputs["metadata"]["namespace"]: int(str(r.inputs["spec"]["hard"].get(f"requests.{GPU_RESOURCE}", 0)))
         for r in plan.of_type("kubernetes:core/v1:ResourceQuota")
@@ -270,6 +296,26 @@ def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
         hours_per_month=int(hours),
         capacity=capacity,
         cold_start=_cold_starts(plan, cluster, simulation),
+        reserved=reserved,
+    )
+
+
+def _reserved(plan: Plan, cluster: Cluster, catalog: InstanceCatalog | None, hours: float) -> ReservedSummary | None:
+    """The plan's reservations (a managed group's tag, a reserved NodePool's EC2NodeClass annotation), their
+    commitment and the on-demand spend beyond them, by the capacity model's one calculator."""
+    reservations = reservations_from_resources(plan.resources, catalog=catalog)
+    if not reservations:
+        return None
+    names = {p.key: p.name for p in cluster.pools}
+    cases = [(p.key, case) for p in cluster.pools if p.is_gpu and (case := worst_case(p)) is not None]
+    split = reserved_split(cases, reservations)
+    committed = split.committed
+    return ReservedSummary(
+        gpus=int(committed.gpus), committed_hourly_usd=round(committed.hourly_usd, 4),
+        committed_monthly_usd=round(committed.hourly_usd * hours, 2),
+        on_demand_beyond_monthly_usd=round(split.on_demand_hourly_usd * hours, 2), detail=committed.detail,
+        reservations=[ReservationSummary(r.id, r.type, r.instance_type, r.count, r.zone, r.end, names.get(key, key))
+                      for key, r, _ in reservations],
     )
 
 
@@ -320,6 +366,16 @@ def render(summary: Summary, console: Console) -> None:
         (f"${summary.worst_case_gpu_hourly_usd:,.2f}/h", "bold"), ", ",
         (f"${summary.worst_case_gpu_monthly_usd:,.0f}/month", "bold"), f" ({summary.hours_per_month} h)",
     ))
+    if summary.reserved is not None:
+        reserved = summary.reserved
+        console.print(Text.assemble(
+            "Reserved GPU capacity (committed, paid whether used or not): ", (str(reserved.gpus), "bold"), " GPUs, ",
+            (f"${reserved.committed_monthly_usd:,.0f}/month", "bold"), f" ({reserved.detail}); on-demand spend beyond "
+            "the reservations at the pools' ceilings: ", (f"${reserved.on_demand_beyond_monthly_usd:,.0f}/month", "bold"),
+        ))
+        for r in reserved.reservations:
+            if r.end:
+                console.print(f"  {r.id} ({r.type}, {r.count} x {r.instance_type} in {r.zone}, pool {r.pool}) ends {r.end}")
 
 
 def render_capacity(summary: Summary, console: Console) -> None:

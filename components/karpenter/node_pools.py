@@ -21,6 +21,7 @@ from components.specs.node_pools import (
     NODE_CLASS_API,
     NODE_POOL_API,
     ec2_node_class_manifest,
+    node_class_reservations,
     node_pool_manifest,
 )
 
@@ -63,7 +64,10 @@ class KarpenterNodePools(pulumi.ComponentResource):
                 f"{name}-{node_class.name}",
                 api_version=NODE_CLASS_API,
                 kind="EC2NodeClass",
-                metadata={"name": node_class.name},
+                # The name, and the annotation recording the class's reservations (count, zone, end) that the
+                # pack and the check's report read; the spec waits for the node role.
+                metadata={"name": node_class.name, **({"annotations": reservations}
+                                                      if (reservations := node_class_reservations(node_class)) else {})},
                 spec=manifest.apply(lambda m: m["spec"]),
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -17,6 +17,8 @@ import pulumi_eks as eks
 
 from components import contract, versions
 from components.cluster.node_role import NodeRole, NodeRoleArgs
+from components.settings.reservations import CapacityReservation
+from components.specs.node_pools import launch_reservation, reservation_subnets, reservation_tags
 from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
 
@@ -99,8 +101,13 @@ class _ManagedNodePool(pulumi.ComponentResource):
         tags: dict[str, str],
         node_group_tags: dict[str, str],
         gpus_per_node: int = 0,
+        reservation: CapacityReservation | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
+        # A reservation's launch options: market type capacity-block (Capacity Blocks only) and the target id.
+        reserved = launch_reservation(reservation)
+        market = reserved.get("instanceMarketOptions")
+        target = reserved.get("capacityReservationSpecification", {}).get("capacityReservationTarget")
         role = NodeRole(f"{name}-node", NodeRoleArgs(description=role_description, tags=tags), opts=child)
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
@@ -125,6 +132,13 @@ class _ManagedNodePool(pulumi.ComponentResource):
                 )
             ],
             user_data=nodeadm_user_data(launch),
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market["marketType"])
+            if market else None,
+            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=target["capacityReservationId"]
+                )
+            ) if target else None,
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": name})
                 for kind in ("instance", "volume")
@@ -154,7 +168,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),
-            tags={**tags, **node_group_tags},
+            tags={**tags, **node_group_tags, **reservation_tags(reservation)},
             opts=child,
         )
         self.autoscaling_group_name = group.node_group.apply(lambda ng: ng.resources).apply(
@@ -251,6 +265,11 @@ class GpuNodePoolArgs:
     purpose: str = contract.GPU_INFERENCE_PURPOSE
     labels: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    #: The capacity reservation the group launches into (``GpuPool.reservation``): its launch template then
+    #: targets it and the group's subnets are cut to the reservation's zone, looked up in
+    #: ``availability_zones`` (the Network's zones, in the order of ``subnet_ids``).
+    reservation: CapacityReservation | None = None
+    availability_zones: list[str] = field(default_factory=list)
 
 
 class GpuNodePool(_ManagedNodePool):
@@ -267,11 +286,21 @@ class GpuNodePool(_ManagedNodePool):
         self.gpus_per_node = args.gpus_per_node
         labels = args.labels
         taints = contract.gpu_pool_taints_eks(args.purpose)
+        subnet_ids: pulumi.Input[list[str]] = args.subnet_ids
+        if args.reservation is not None:
+            reservation, zones = args.reservation, list(args.availability_zones)
+            try:  # refuse at once, before any resource: a zone without a subnet cannot use the reservation
+                reservation_subnets(zones, zones, reservation)
+            except ValueError as error:
+                raise pulumi.RunError(f"llm-platform:gpuPools[{name}].reservation.availabilityZone: {error}") from None
+            subnet_ids = pulumi.Output.from_input(args.subnet_ids).apply(
+                lambda ids: reservation_subnets(ids, zones, reservation)
+            )
         self._build(
             name,
             cluster=args.cluster,
             kubernetes_version=args.kubernetes_version,
-            subnet_ids=args.subnet_ids,
+            subnet_ids=subnet_ids,
             ami_type=versions.GPU_AMI_TYPE,
             instance_types=args.instance_types,
             capacity_type=args.capacity_type,
@@ -283,4 +312,5 @@ class GpuNodePool(_ManagedNodePool):
             tags=args.tags,
             node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, self.gpus_per_node),
             gpus_per_node=self.gpus_per_node,
+            reservation=args.reservation,
         )

@@ -17,6 +17,7 @@ from components.settings._base import (
     keyed,
     repeated,
 )
+from components.settings.reservations import CapacityReservation
 from policies.capacity.instances import Instance, load_instances
 
 _DURATION_RE = re.compile(r"^([0-9]+(s|m|h))+$")
@@ -251,16 +252,60 @@ class Kubelet(_Model):
         return self
 
 
+#: Karpenter 1.14.1's EC2NodeClass CRD: ``capacityReservationSelectorTerms`` ``maxItems: 30``, tag maps
+#: ``maxProperties: 20`` with no empty keys or values (../shared/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml).
+MAX_RESERVATION_TERMS, MAX_TERM_TAGS = 30, 20
+
+
 class KarpenterNodeClass(_Model):
     """An EC2NodeClass. ``ami`` is ``pinned`` (the dated AL2023 alias in versions.py) or ``latest``,
-    which drifts every node on each AMI release and is allowed only with ``karpenter.allowLatestAmi``."""
+    which drifts every node on each AMI release and is allowed only with ``karpenter.allowLatestAmi``.
+
+    ``capacityReservations`` (by id, with what each holds, so the check can count and date them) and
+    ``capacityReservationTags`` (tag maps, for reservations bought later) become the class's
+    ``capacityReservationSelectorTerms``: a NodePool that lists ``reserved`` needs at least one."""
 
     name: str
     ami: Literal["pinned", "latest"] = "pinned"
     root_volume: RootVolume = Field(default_factory=RootVolume)
     kubelet: Kubelet = Field(default_factory=Kubelet)
+    capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
+    capacity_reservation_tags: list[dict[str, str]] = Field(default_factory=list)
 
     _name = field_validator("name")(lambda v: _dns_name(v))
+
+    @field_validator("capacity_reservation_tags")
+    @classmethod
+    def _tag_terms(cls, terms: list[dict[str, str]]) -> list[dict[str, str]]:
+        for i, tags in enumerate(terms):
+            if not tags or len(tags) > MAX_TERM_TAGS:
+                raise keyed(f"a tag term holds 1-{MAX_TERM_TAGS} tags (Karpenter's CRD), got {len(tags)}", i)
+            empty = [k for k, v in tags.items() if not k or not v]
+            if empty:
+                raise keyed("empty tag keys or values are not allowed (Karpenter's CRD); use '*' for any value", i)
+        return terms
+
+    @model_validator(mode="after")
+    def _terms(self) -> KarpenterNodeClass:
+        ids = [r.id for r in self.capacity_reservations]
+        for rid in repeated(ids):
+            raise keyed(f"reservation {rid} is listed twice", "capacityReservations", ids.index(rid, ids.index(rid) + 1),
+                        "id")
+        total = len(self.capacity_reservations) + len(self.capacity_reservation_tags)
+        if total > MAX_RESERVATION_TERMS:
+            raise keyed(f"{total} capacity reservation selector terms; Karpenter's EC2NodeClass takes at most "
+                        f"{MAX_RESERVATION_TERMS}", "capacityReservations")
+        return self
+
+    @property
+    def selects_reservations(self) -> bool:
+        return bool(self.capacity_reservations or self.capacity_reservation_tags)
+
+    def reservation_selector_terms(self) -> list[dict[str, Any]]:
+        """``capacityReservationSelectorTerms``: one ``id`` term per reservation (an id stands alone in its
+        term, per the CRD's rule), then one ``tags`` term per tag map; terms are ORed."""
+        return ([{"id": r.id} for r in self.capacity_reservations]
+                + [{"tags": dict(tags)} for tags in self.capacity_reservation_tags])
 
     @property
     def ami_alias(self) -> str:
@@ -409,6 +454,9 @@ class Karpenter(_Model):
                     f"{smallest.name} (nodePools {pool.name!r}) only {smallest.max_pods} pod IPs; remove maxPods "
                     f"(Karpenter derives it per instance type) or set it to at most {smallest.max_pods}"
                 )
+        problem = self._reserved_capacity(by_name)
+        if problem is not None:
+            raise problem
         latest = [c.name for c in self.node_classes if c.ami == "latest"]
         if latest and not self.allow_latest_ami:
             raise ValueError(
@@ -418,6 +466,28 @@ class Karpenter(_Model):
         if self.enabled and not self.node_pools:
             raise keyed("enabled is true but no nodePools are defined", "nodePools")
         return self
+
+
+    def _reserved_capacity(self, by_name: dict[str, KarpenterNodeClass]) -> Exception | None:
+        """``reserved`` in a NodePool's capacity types needs reservations selected on its node class (else
+        Karpenter has no reserved offering and the value is dead), and each reservation selected by id must
+        hold an instance type some ``reserved`` pool on that class may launch (Karpenter docs, tasks/odcrs)."""
+        for i, pool in enumerate(self.node_pools):
+            node_class = by_name[pool.node_class]
+            if contract.KARPENTER_RESERVED in pool.capacity_types and not node_class.selects_reservations:
+                return keyed(f"nodePools {pool.name!r} lists reserved, but nodeClasses {node_class.name!r} selects "
+                             "no capacity reservation: add capacityReservations (ids) or capacityReservationTags "
+                             "there, or drop reserved", "nodePools", i, "capacityTypes")
+        for c, node_class in enumerate(self.node_classes):
+            users = [p for p in self.node_pools
+                     if p.node_class == node_class.name and contract.KARPENTER_RESERVED in p.capacity_types]
+            for r, reservation in enumerate(node_class.capacity_reservations):
+                if not any(reservation.instance_type in [t.name for t in p.instances] for p in users):
+                    where = ", ".join(f"{p.name} ({', '.join(p.instance_families)})" for p in users) or "none"
+                    return keyed(f"{reservation.instance_type} is in no NodePool that lists reserved on this class "
+                                 f"(pools with reserved: {where}); Karpenter would never launch into the "
+                                 "reservation", "nodeClasses", c, "capacityReservations", r, "instanceType")
+        return None
 
 
 class AutoMode(_Model):
@@ -432,6 +502,10 @@ class AutoMode(_Model):
         if self.gpu_node_pools and not self.enabled:
             raise keyed("gpuNodePools are set but enabled is false", "enabled")
         for i, pool in enumerate(self.gpu_node_pools):
+            if contract.KARPENTER_RESERVED in pool.capacity_types:
+                raise keyed("reserved needs capacityReservationSelectorTerms on the pool's NodeClass, and Auto Mode "
+                            "pools here use the built-in default NodeClass, which selects none; use a Karpenter "
+                            "nodePool on a nodeClass with capacityReservations", "gpuNodePools", i, "capacityTypes")
             for j, budget in enumerate(pool.budgets):
                 if budget.blocks_all:
                     raise keyed(

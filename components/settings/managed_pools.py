@@ -16,6 +16,7 @@ from components.settings._base import (
     _Model,
     keyed,
 )
+from components.settings.reservations import CapacityReservation
 from policies.capacity.instances import Instance, load_instances
 
 
@@ -75,6 +76,10 @@ class GpuPool(_Model):
     purpose: contract.GpuPurpose = contract.GPU_INFERENCE_PURPOSE
     disk_size_gib: int = Field(default=200, ge=50, le=4000)
     labels: dict[str, str] = Field(default_factory=dict)
+    #: The capacity reservation the group launches into (docs/reserved-capacity.md): a Capacity Block with
+    #: ``capacityType: CAPACITY_BLOCK``, or an On-Demand Capacity Reservation (``type: default``) with
+    #: ``ON_DEMAND``. The group's launch template then targets it and its subnets are the reservation's AZ.
+    reservation: CapacityReservation | None = None
 
     _labels = field_validator("labels")(_check_labels)
 
@@ -116,6 +121,44 @@ class GpuPool(_Model):
                 f"SPOT pool {self.name!r} lists {len(self.instance_types)} instance type; "
                 "list at least 2 types with the same GPU model so Spot can find capacity", "instanceTypes"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _reservation_fits(self) -> GpuPool:
+        """A reservation is launched into only by a group that asks for it the way EC2 requires.
+
+        EKS user guide, "Create a managed node group with Capacity Blocks for ML": ``capacityType:
+        CAPACITY_BLOCK`` with a launch template whose ``InstanceMarketOptions.MarketType`` is
+        ``capacity-block`` and whose ``CapacityReservationTarget`` names the block, subnets in the block's
+        AZ. An On-Demand Capacity Reservation is targeted the same way without the market option, by an
+        on-demand group. A targeted launch runs only the reserved type, and at most the reserved count."""
+        reservation, capacity = self.reservation, self.capacity_type
+        if reservation is None:
+            if capacity == contract.CAPACITY_BLOCK:
+                raise keyed(f"capacityType CAPACITY_BLOCK on pool {self.name!r} needs a reservation (id, type: "
+                            "capacity-block, availabilityZone, instanceType, instanceCount, endDate): without the "
+                            "block's id and market option the group cannot launch", "reservation")
+            return self
+        if reservation.type == contract.RESERVATION_CAPACITY_BLOCK and capacity != contract.CAPACITY_BLOCK:
+            raise keyed(f"{capacity} with a capacity-block reservation; a Capacity Block launches only with "
+                        "capacityType CAPACITY_BLOCK", "capacityType")
+        if reservation.type == contract.RESERVATION_ODCR and capacity != contract.ON_DEMAND:
+            raise keyed(f"{capacity} with an On-Demand Capacity Reservation (type default); it is used by "
+                        "ON_DEMAND launches (for a Capacity Block set type: capacity-block and CAPACITY_BLOCK)",
+                        "capacityType")
+        if reservation.instance_type not in self.instance_types:
+            raise keyed(f"{reservation.instance_type} is not among the pool's instanceTypes "
+                        f"({', '.join(self.instance_types)}); the reservation holds only that type",
+                        "reservation", "instanceType")
+        if self.instance_types != [reservation.instance_type]:
+            others = [t for t in self.instance_types if t != reservation.instance_type]
+            raise keyed(f"{', '.join(others)} besides the reserved {reservation.instance_type}: a launch that "
+                        "targets the reservation fails for any other type; list only the reserved type",
+                        "instanceTypes")
+        if self.scaling.max_size > reservation.instance_count:
+            raise keyed(f"maxSize {self.scaling.max_size} is above the reservation's instanceCount "
+                        f"{reservation.instance_count}; launches past it fail (the target admits no other "
+                        "capacity)", "scaling", "maxSize")
         return self
 
     @property

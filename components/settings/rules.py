@@ -15,6 +15,7 @@ from components.settings._base import NAMESPACE
 from components.settings.cluster import service_cidr
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.problems import MISSING, Problem
+from components.settings.reservation_rules import reservation_problems
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
 from components.specs import serving as serving_specs
 from components.specs.capacity import model_pools, problem_key, settings_cluster, settings_simulation
@@ -44,6 +45,9 @@ def cross_field_problems(settings: Settings, skip: Iterable[str] = ()) -> list[P
     """Problems between keys, skipping rules that read a key in ``skip`` (already reported)."""
     skipped = set(skip)
     return [problem for keys, rule in _RULES if not keys & skipped for problem in rule(settings)]
+
+
+_rule("region", "gpuPools", "karpenter")(reservation_problems)
 
 
 @_rule("production", "endpoint", "karpenter")

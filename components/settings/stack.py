@@ -23,6 +23,7 @@ from components.settings.problems import (
     masked,
     secret_warnings,
 )
+from components.settings.reservation_rules import reservation_warnings
 from components.settings.root import Settings, support_date
 from components.settings.rules import capacity_problems, cross_field_problems
 
@@ -152,7 +153,8 @@ def _minor_key(minor: str) -> tuple[int, ...]:
 
 
 def settings_warnings(config: Mapping[str, Any], settings: Settings, secret_keys: Iterable[str] = ()) -> list[str]:
-    """Every warning a valid stack gets: credentials in plain text, its Kubernetes minor's support."""
-    return secret_warnings(config, secret_keys) + kubernetes_warnings(settings)
+    """Every warning a valid stack gets: credentials in plain text, its Kubernetes minor's support, a
+    Capacity Block that ends soon under a serving tier."""
+    return secret_warnings(config, secret_keys) + kubernetes_warnings(settings) + reservation_warnings(settings)
 
 

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from components import contract
 from components.specs.gpu_software import Provider, operator_node_labels
 from components.tags import karpenter_discovery_tag
+from policies.capacity.cost import reservation_text
 
 if TYPE_CHECKING:
     from components.settings.karpenter import KarpenterNodeClass, KarpenterNodePool
     from components.settings.managed_pools import GpuPool, Scaling, SystemPool
+    from components.settings.reservations import CapacityReservation
 
 #: The system node group's name (its nodes carry it as their pool label).
 SYSTEM_POOL = "system"
@@ -64,11 +66,13 @@ def ec2_node_class_manifest(
     the instance's NVMe drives striped as RAID0 ephemeral storage, where model caches (``emptyDir``) live."""
     volume, kubelet = node_class.root_volume, node_class.kubelet
     discovery = karpenter_discovery_tag(cluster_name)
+    reservations = node_class_reservations(node_class)
     return {
         "apiVersion": NODE_CLASS_API,
         "kind": "EC2NodeClass",
-        "metadata": {"name": node_class.name},
+        "metadata": {"name": node_class.name, **({"annotations": reservations} if reservations else {})},
         "spec": {
+            **reservation_selector(node_class),
             "amiSelectorTerms": [{"alias": node_class.ami_alias}],
             "instanceStorePolicy": "RAID0",
             "role": node_role,
@@ -106,6 +110,63 @@ def ec2_node_class_manifest(
     }
 
 
+def reservation_selector(node_class: KarpenterNodeClass) -> dict[str, Any]:
+    """``capacityReservationSelectorTerms`` when the class selects reservations (Karpenter docs,
+    tasks/odcrs; CRD ``karpenter.k8s.aws_ec2nodeclasses.yaml`` 1.14.1: terms ORed, an ``id`` term alone,
+    at most 30). The ``ReservedCapacity`` feature gate is on by default in the pinned chart
+    (``settings.featureGates.reservedCapacity: true``, BETA), so the program leaves it as shipped."""
+    terms = node_class.reservation_selector_terms()
+    return {"capacityReservationSelectorTerms": terms} if terms else {}
+
+
+def node_class_reservations(node_class: KarpenterNodeClass) -> dict[str, str]:
+    """The annotation that records the class's reservations by id (type, instance type, count, zone, end)
+    for the pack and the report, which count reserved GPUs and date Capacity Blocks from the plan."""
+    if not node_class.capacity_reservations:
+        return {}
+    return {contract.RESERVATIONS_KEY: reservation_text([r.record() for r in node_class.capacity_reservations])}
+
+
+def launch_reservation(reservation: CapacityReservation | None) -> dict[str, Any]:
+    """What a managed GPU group's launch template adds for its reservation, in the EC2 API's camelCase
+    (pulumi-aws ``LaunchTemplate`` ``instance_market_options``, ``capacity_reservation_specification``).
+
+    EKS user guide, "Create a managed node group with Capacity Blocks for ML": the launch template's
+    ``InstanceMarketOptions.MarketType`` is ``capacity-block`` and ``CapacityReservationSpecification.
+    CapacityReservationTarget.CapacityReservationId`` names the block; an On-Demand Capacity Reservation
+    is targeted without the market option. Empty without a reservation."""
+    if reservation is None:
+        return {}
+    out: dict[str, Any] = {
+        "capacityReservationSpecification": {"capacityReservationTarget": {"capacityReservationId": reservation.id}},
+    }
+    if reservation.type == contract.RESERVATION_CAPACITY_BLOCK:
+        out["instanceMarketOptions"] = {"marketType": contract.CAPACITY_BLOCK_MARKET_TYPE}
+    return out
+
+
+def reservation_tags(reservation: CapacityReservation | None) -> dict[str, str]:
+    """The tag that records a managed group's reservation for the pack and the report (one per group)."""
+    if reservation is None:
+        return {}
+    return {contract.RESERVATIONS_KEY: reservation_text([reservation.record()])}
+
+
+def reservation_subnets(subnet_ids: list[str], zones: list[str], reservation: CapacityReservation | None) -> list[str]:
+    """The subnets a group launches in: all of them, or with a reservation only the one in its zone
+    (``subnet_ids`` and ``zones`` in the same order, as the Network component makes them). An Auto Scaling
+    group spreads launches over its subnets' zones, and a launch in another zone cannot use the reservation
+    (EKS user guide, Capacity Blocks with managed node groups; terraform-aws-eks-blueprints pattern
+    ml-capacity-block: "restricted to the availability zone where the CBR has been allocated")."""
+    if reservation is None:
+        return list(subnet_ids)
+    if reservation.availability_zone not in zones:
+        raise ValueError(
+            f"reservation {reservation.id} is in {reservation.availability_zone}, where the stack has no subnet "
+            f"(its zones: {', '.join(zones)}); raise network.azCount or use a reservation in one of those zones")
+    return [subnet_ids[zones.index(reservation.availability_zone)]]
+
+
 def node_pool_manifest(
     pool: KarpenterNodePool,
     *,
@@ -126,7 +187,12 @@ def node_pool_manifest(
     ``terminationGracePeriod`` with spreading was the other option, rejected: it bounds the drain, not
     when expiry starts, so nodes launched together (a morning scale-out) would still expire together
     inside the window. The settings refuse a finite ``expireAfter`` beside a zero budget
-    (``components/settings/karpenter.py``, ``KarpenterNodePool``)."""
+    (``components/settings/karpenter.py``, ``KarpenterNodePool``).
+
+    Capacity types are emitted as listed. With ``reserved`` among them Karpenter launches into the node
+    class's selected reservations first and falls back to the other types only when they are full (spot
+    before on-demand, by price); the settings refuse ``reserved`` on a class that selects no reservation
+    (Karpenter docs, tasks/odcrs; docs/reserved-capacity.md, "Fallback order")."""
     single_capacity = pool.capacity_types[0] if len(pool.capacity_types) == 1 else None
     labels = {
         **(extra_labels or {}),

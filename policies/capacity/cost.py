@@ -87,3 +87,110 @@ def nodepool_worst_case(label: str, types: Sequence[PricedType], *, static_nodes
         return None
     per_gpu = per_gpu_hourly_usd(types)
     return WorstCase(limit, limit * per_gpu, f"{label}: limit {limit:g} GPUs at up to ${per_gpu:.3f}/GPU-h")
+
+
+#: Where a stack records the capacity reservations a pool launches into, so that the pack and the offline
+#: report can count them from the plan alone: a managed group's tag, an EC2NodeClass's annotation (EC2
+#: returns neither counts nor end dates in the launch template or selector terms). One source: the program
+#: writes it with :func:`reservation_text`, the engine reads it with :func:`parse_reservations`.
+RESERVATION_KEY = "llm-platform.io/capacity-reservations"
+#: Reservation types as EC2 names them (``DescribeCapacityReservations`` ``ReservationType``) and as
+#: Karpenter's ``karpenter.k8s.aws/capacity-reservation-type`` label carries them.
+CAPACITY_BLOCK, ODCR = "capacity-block", "default"
+_FIELDS = ("id", "type", "instanceType", "count", "zone", "end")
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """An EC2 capacity reservation as the plan records it: ``count`` instances of ``instance_type`` in
+    ``zone``; ``end`` (ISO 8601, UTC) for a Capacity Block, whose instances EC2 reclaims at its end."""
+
+    id: str
+    type: str
+    instance_type: str
+    count: int
+    zone: str
+    end: str | None = None
+
+
+def reservation_text(reservations: Sequence[Reservation]) -> str:
+    """``id=cr-... type=capacity-block instanceType=p5.48xlarge count=2 zone=us-east-1a end=...``, entries
+    joined by ``;`` (a managed group's tag holds one: AWS tag values allow letters, digits, spaces and
+    ``_ . : / = + - @``, which this text keeps to)."""
+    return ";".join(
+        " ".join(f"{k}={v}" for k, v in zip(_FIELDS, (r.id, r.type, r.instance_type, r.count, r.zone, r.end))
+                 if v is not None)
+        for r in reservations
+    )
+
+
+def parse_reservations(text: object) -> list[Reservation]:
+    """What :func:`reservation_text` wrote; entries without an id, type, instance type or a count are
+    skipped (a plan the pack did not see built may carry anything)."""
+    out = []
+    for entry in str(text or "").split(";"):
+        fields = dict(part.split("=", 1) for part in entry.split() if "=" in part)
+        count = fields.get("count", "")
+        if not (fields.get("id") and fields.get("type") and fields.get("instanceType") and count.isdigit()):
+            continue
+        out.append(Reservation(fields["id"], fields["type"], fields["instanceType"], int(count),
+                               fields.get("zone", ""), fields.get("end")))
+    return out
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """Reserved capacity the stack pays for whether a node runs on it or not."""
+
+    gpus: float
+    hourly_usd: float
+    detail: str
+
+
+def reserved_commitment(reservations: Sequence[tuple[Reservation, PricedType]]) -> Commitment:
+    """GPUs and hourly cost of ``(reservation, its instance type)`` pairs, each reservation once.
+
+    An On-Demand Capacity Reservation bills its instances at the on-demand rate from the moment it is
+    active, used or not (EC2 user guide, "Capacity Reservation pricing and billing"). A Capacity Block is
+    paid upfront at the price quoted at purchase, which the catalog does not hold: its hourly figure here
+    is the on-demand rate as a stand-in, said so in ``detail`` (docs/reserved-capacity.md)."""
+    seen: set[str] = set()
+    gpus, hourly, parts = 0.0, 0.0, []
+    for reservation, instance in reservations:
+        if reservation.id in seen:
+            continue
+        seen.add(reservation.id)
+        price = hourly_prices([instance])[0]
+        gpus += reservation.count * instance.gpus
+        hourly += reservation.count * price
+        kind = "Capacity Block, on-demand rate as stand-in" if reservation.type == CAPACITY_BLOCK else "ODCR"
+        parts.append(f"{reservation.id}: {reservation.count} x {reservation.instance_type} "
+                     f"({reservation.count * instance.gpus} GPUs) at ${price:.3f}/h ({kind})")
+    return Commitment(gpus, hourly, "; ".join(parts))
+
+
+@dataclass(frozen=True)
+class ReservedSplit:
+    """The stack's worst-case GPU spend split: ``committed`` reserved capacity (paid whether used or not)
+    and ``on_demand_hourly_usd``, what the pools may spend beyond their reservations at their ceilings."""
+
+    committed: Commitment
+    on_demand_hourly_usd: float
+
+
+def reserved_split(pool_cases: Sequence[tuple[str, WorstCase]],
+                   reservations: Sequence[tuple[str, Reservation, PricedType]]) -> ReservedSplit:
+    """Each pool's worst case less the GPUs its reservations hold (a reservation counts toward the first
+    pool that launches into it, as it is one set of instances), priced at the pool's own GPU rate; plus the
+    reservations' commitment. A reserved node is inside the pool's ceiling (a NodePool's GPU limit counts
+    every node; a managed group on a reservation is capped at its count by the settings), so the GPU total
+    does not change: only who pays how."""
+    held: dict[str, float] = {}
+    seen: set[str] = set()
+    for key, reservation, instance in reservations:
+        if reservation.id not in seen:
+            seen.add(reservation.id)
+            held[key] = held.get(key, 0.0) + reservation.count * instance.gpus
+    beyond = sum(max(0.0, case.gpus - held.get(key, 0.0)) * case.hourly_usd / case.gpus
+                 for key, case in pool_cases if case.gpus > 0)
+    return ReservedSplit(reserved_commitment([(r, i) for _, r, i in reservations]), beyond)

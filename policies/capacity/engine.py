@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
-from .instances import InstanceCatalog, load_instances
+from .cost import RESERVATION_KEY, Reservation, parse_reservations
+from .instances import Instance, InstanceCatalog, load_instances
 from .kinds import (
     ASG_TAG,
     AWS_NODE_GROUP,
@@ -450,3 +451,37 @@ def cluster_from_resources(resources: Iterable[Any], *, self_prefixes: tuple[str
         quotas=_quotas(resources),
         hours_per_month=catalog.hours_per_month,
     )
+
+
+def reservations_from_resources(resources: Iterable[Any], *, catalog: InstanceCatalog | None = None
+                                ) -> list[tuple[str, Reservation, Instance]]:
+    """``(pool key, reservation, its instance type)`` for every capacity reservation a pool launches into,
+    as the plan records them (``cost.RESERVATION_KEY``): a managed group's tag, or the annotation of the
+    EC2NodeClass of a NodePool whose ``karpenter.sh/capacity-type`` admits ``reserved`` (Karpenter uses a
+    class's reservations only for such pools: docs, tasks/odcrs). The pool key is the one ``Pool.key``
+    carries; a reservation of a type the catalog does not know is left out."""
+    resources = list(resources)
+    catalog = catalog or load_instances()
+    by_urn = {r.urn: r for r in resources}
+    keys = {p.key for p in _pools(resources, by_urn, catalog)}
+    classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
+    out = []
+    for r in resources:
+        if r.urn not in keys:
+            continue
+        props = _props(r)
+        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP):
+            text = _get(props, "tags", RESERVATION_KEY)
+        elif r.type == NODEPOOL:
+            template = _get(props, "spec", "template", "spec") or {}
+            capacity = next((q for q in template.get("requirements") or []
+                             if isinstance(q, dict) and q.get("key") == "karpenter.sh/capacity-type"), {})
+            if capacity.get("operator") != "In" or "reserved" not in (capacity.get("values") or []):
+                continue
+            node_class = classes.get(_get(template, "nodeClassRef", "name")) or {}
+            text = _get(node_class, "metadata", "annotations", RESERVATION_KEY)
+        else:
+            continue
+        out += [(r.urn, reservation, catalog.instances[reservation.instance_type])
+                for reservation in parse_reservations(text) if reservation.instance_type in catalog.instances]
+    return out

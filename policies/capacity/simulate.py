@@ -20,16 +20,17 @@ case an autoscaler can reach: a shortfall even then is real.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .cost import Reservation
 from .instances import Instance, Resources
 from .llm import GIB, memory_fit
 from .model import GPU_RESOURCE, HARD_EFFECTS, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
 
 #: The checks, in the order findings are reported; each finding carries one.
 CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "surge", "model-memory", "quota",
-          "rollout", "wake-up", "overcommit")
+          "rollout", "wake-up", "overcommit", "reserved")
 
 
 @dataclass(frozen=True)
@@ -557,3 +558,39 @@ def _quota_findings(cluster: Cluster) -> list[Finding]:
                     f"quota. Raise the quota, lower max replicas, or set maxSurge: 0.",
                     where_key=quota.key))
     return out
+
+
+def reserved_gpus(pool: Pool, reservations: Sequence[tuple[str, Reservation, Instance]]) -> float:
+    """GPUs the reservations recorded for ``pool`` hold (``engine.reservations_from_resources``), each once."""
+    held = {r.id: r.count * i.gpus for key, r, i in reservations if key == pool.key}
+    return float(sum(held.values()))
+
+
+def reserved_findings(simulation: Simulation, reservations: Sequence[tuple[str, Reservation, Instance]]) -> list[Finding]:
+    """A Karpenter pool that admits only ``reserved`` capacity launches only into its node class's reservations
+    (Karpenter docs, tasks/odcrs: with ``reserved`` alone there is no spot or on-demand fallback), so its
+    ceiling is what they hold, below any GPU limit: min replicas beyond it stay Pending (blocking); max
+    replicas beyond it wait for room (reported, not refused). Pools with a fallback, and managed groups on a
+    reservation (capped at its count by the settings, judged by pool-max), are not judged here."""
+    findings = []
+    for plan in simulation.plans:
+        pool = plan.pool
+        if pool.flexible.get("karpenter.sh/capacity-type") != frozenset({"reserved"}):
+            continue
+        held = reserved_gpus(pool, reservations)
+        where = f"{pool.kind} '{pool.name}'"
+        names = ", ".join(w.name for w in plan.workloads)
+        if plan.gpus_at_min > held:
+            findings.append(Finding(
+                "reserved", None, pool.name, "reserved GPUs", _fmt(plan.gpus_at_min), _fmt(held),
+                f"{where} launches only into capacity reservations, which hold {_fmt(held)} GPUs, but its workloads "
+                f"({names}) need {_fmt(plan.gpus_at_min)} at min replicas; the rest stays Pending. Add spot or "
+                "on-demand to its capacity types, select more reservations, or lower min replicas.",
+                where_key=pool.key))
+        elif plan.gpus_at_max > held:
+            findings.append(Finding(
+                "reserved", None, pool.name, "reserved GPUs", _fmt(plan.gpus_at_max), _fmt(held),
+                f"{where} launches only into capacity reservations, which hold {_fmt(held)} GPUs; at max replicas its "
+                f"workloads ({names}) need {_fmt(plan.gpus_at_max)}, and the replicas beyond wait for room.",
+                blocking=False, where_key=pool.key))
+    return findings

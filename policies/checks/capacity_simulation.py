@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from capacity import simulate
-from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources
+from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources, reservations_from_resources
+from capacity.simulate import reserved_findings
 from lib.catalog import load_catalog
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
 from lib.resources import (
@@ -35,7 +36,7 @@ _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
     EKS_MANAGED_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
     AWS_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
     NODEPOOL: (("spec",),),
-    EC2NODECLASS: (("spec", "kubelet"),),
+    EC2NODECLASS: (("spec", "kubelet"), ("metadata",)),
     ASG_TAG: (("tag",),),
     SCALED_OBJECT: (("spec",), ("metadata",)),
     RESOURCE_QUOTA: (("spec",), ("metadata",)),
@@ -68,7 +69,9 @@ def _findings(stack: Stack, config: dict[str, Any]):
         if not cluster.pools:
             return None
         # Prices only rank fitting types (cheapest first, unpriced last): no price is borrowed.
-        return tuple(simulate(cluster).findings)
+        simulation = simulate(cluster)
+        reservations = reservations_from_resources(stack.resources, catalog=catalog)
+        return tuple(simulation.findings) + tuple(reserved_findings(simulation, reservations))
 
     return stack.derived("capacity findings", prefixes, judge)
 

@@ -16,6 +16,8 @@ from lib.kit import MANDATORY, resource_policy
 from lib.resources import EC2NODECLASS, LEGACY_KARPENTER_TYPES, NODEPOOL, Resource
 from lib.values import UNKNOWN, as_int, as_list, dig, fmt
 
+from checks.reservations import selector_term_problems
+
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 REASONS = ("Underutilized", "Empty", "Drifted")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
@@ -145,6 +147,7 @@ def _nodeclass_problems(resource: Resource) -> Iterator[str]:
     for field_name in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
         if spec.get(field_name) is None:
             yield f"spec.{field_name} is required (select by the cluster's discovery tag)"
+    yield from selector_term_problems(spec.get("capacityReservationSelectorTerms"))
 
 
 def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:

@@ -80,6 +80,7 @@ RANGES: dict[tuple[str, ...], tuple[float | None, float | None]] = {
     ('gpuBudget', 'monthlyBudgetUsd'): (0, 1_000_000_000),
     ('gpuHoursMonthlyBudget',): (1, 10_000_000),
     ('gpuPools', 'diskSizeGib'): (50, 4000),
+    ('gpuPools', 'reservation', 'instanceCount'): (1, 1000),
     ('gpuPools', 'scaling', 'desiredSize'): (0, 1000),
     ('gpuPools', 'scaling', 'maxSize'): (1, 1000),
     ('gpuPools', 'scaling', 'minSize'): (0, 1000),

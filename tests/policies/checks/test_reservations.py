@@ -1,0 +1,146 @@
+"""reserved-capacity-usable over the pack's real gRPC path: a CAPACITY_BLOCK managed group's launch template
+sets the capacity-block market type and the block's reservation target (EKS user guide, "Create a managed
+node group with Capacity Blocks for ML"); a NodePool admitting ``reserved`` has a node class that selects
+capacity reservations (Karpenter docs, tasks/odcrs). And karpenter-v1-valid reads the selector terms
+against the 1.14.1 CRD."""
+
+from __future__ import annotations
+
+from tests.policies.builders import (
+    UNKNOWN,
+    auto_mode_nodepool,
+    ec2nodeclass,
+    gpu_node_group,
+    launch_template,
+    nodepool,
+    patch,
+    resource,
+)
+from tests.policies.checks.test_capacity_simulation import KARPENTER, OVER, SIM, scaler, server
+from tests.policies.conftest import one
+
+RESERVED, VALID = "reserved-capacity-usable", "karpenter-v1-valid"
+BLOCK = "cr-0123456789abcdef0"
+OWNER = resource("llm-platform:index:GpuNodePool", "reserved-h100", {})
+TARGET = {"capacityReservationTarget": {"capacityReservationId": BLOCK}}
+
+
+def _group(**inputs):
+    group = gpu_node_group(name="reserved-h100", instanceTypes=["p5.48xlarge"], capacityType="CAPACITY_BLOCK", **inputs)
+    return resource(group["type"], group["name"], group["inputs"], parent=OWNER)
+
+
+def _template(**inputs):
+    template = launch_template(name="reserved-h100-lt", **inputs)
+    return resource(template["type"], template["name"], template["inputs"], parent=OWNER)
+
+
+def test_a_capacity_block_group_whose_template_has_the_market_option_and_target_passes(pack):
+    template = _template(instanceMarketOptions={"marketType": "capacity-block"}, capacityReservationSpecification=TARGET)
+    assert pack.stack_messages([OWNER, _group(), template], RESERVED) == []
+
+
+def test_a_capacity_block_group_whose_template_has_neither_is_refused(pack):
+    one(pack.stack_messages([OWNER, _group(), _template()], RESERVED),
+        "ManagedNodeGroup 'reserved-h100' has capacityType CAPACITY_BLOCK but its LaunchTemplate 'reserved-h100-lt' "
+        "lacks instanceMarketOptions.marketType capacity-block (has none) and "
+        "capacityReservationSpecification.capacityReservationTarget.capacityReservationId naming the block (has none); "
+        "the group cannot launch into the block.")
+
+
+def test_the_target_without_the_market_option_is_refused(pack):
+    template = _template(capacityReservationSpecification=TARGET)
+    message = one(pack.stack_messages([OWNER, _group(), template], RESERVED),
+                  "lacks instanceMarketOptions.marketType capacity-block (has none);")
+    assert "capacityReservationId" not in message
+
+
+def test_a_real_preview_shape_is_judged_once_at_the_aws_node_group(pack):
+    """A real preview shows aws:eks/nodeGroup:NodeGroup under eks:index:ManagedNodeGroup: one finding."""
+    component = _group()
+    child = gpu_node_group("aws:eks/nodeGroup:NodeGroup", name="reserved-h100-ng", instanceTypes=["p5.48xlarge"],
+                           capacityType="CAPACITY_BLOCK")
+    child = resource(child["type"], child["name"], child["inputs"], parent=component)
+    one(pack.stack_messages([OWNER, component, child, _template()], RESERVED), "NodeGroup 'reserved-h100-ng'")
+
+
+def test_a_capacity_block_group_without_a_launch_template_is_refused(pack):
+    group = patch(_group(), {"launchTemplate": None})
+    one(pack.stack_messages([OWNER, group], RESERVED), "has capacityType CAPACITY_BLOCK but no launch template")
+
+
+def test_an_unknown_template_field_is_not_judged(pack):
+    template = _template(instanceMarketOptions={"marketType": UNKNOWN}, capacityReservationSpecification=TARGET)
+    assert pack.stack_messages([OWNER, _group(), template], RESERVED) == []
+
+
+def _reserved_pool():
+    pool = nodepool()
+    return patch(pool, {"spec.template.spec.requirements.2.values": ["reserved", "on-demand"]})
+
+
+def test_a_reserved_nodepool_on_a_class_without_selector_terms_is_refused(pack):
+    one(pack.stack_messages([_reserved_pool(), ec2nodeclass()], RESERVED),
+        "NodePool 'gpu-inference' admits karpenter.sh/capacity-type reserved, but EC2NodeClass 'gpu' has no "
+        "capacityReservationSelectorTerms")
+
+
+def test_a_reserved_nodepool_on_a_class_with_selector_terms_passes(pack):
+    node_class = ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}])
+    assert pack.stack_messages([_reserved_pool(), node_class], RESERVED) == []
+    assert pack.messages(node_class, VALID) == []
+
+
+def test_an_on_demand_nodepool_needs_no_selector_terms(pack):
+    assert pack.stack_messages([nodepool(), ec2nodeclass()], RESERVED) == []
+
+
+def test_a_reserved_auto_mode_pool_on_the_built_in_class_is_refused(pack):
+    pool = auto_mode_nodepool(requirements=[
+        {"key": "eks.amazonaws.com/instance-family", "operator": "In", "values": ["g5"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]},
+    ])
+    one(pack.stack_messages([pool], RESERVED), "on EKS Auto Mode's built-in NodeClass 'default'")
+
+
+def test_selector_terms_are_read_against_the_crd(pack):
+    bad = ec2nodeclass(capacityReservationSelectorTerms=[{"id": "cr-ABC"}, {"id": BLOCK, "tags": {"a": "b"}}])
+    one(pack.messages(bad, VALID),
+        "spec.capacityReservationSelectorTerms[0].id 'cr-ABC' is not a capacity reservation id",
+        "spec.capacityReservationSelectorTerms[1] sets id with other fields; an id term stands alone")
+    assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]), VALID) == []
+
+
+# --- capacity-simulation: a pool that admits only reserved capacity ------------------------------------
+
+SELECTOR = {"llm-platform.io/pool": "gpu-inference"}
+
+
+def _reserved_only(count: int):
+    """A NodePool admitting only reserved g5 capacity on class gpu, whose annotation records one ODCR of
+    ``count`` g5.2xlarge (1 GPU each)."""
+    pool = patch(nodepool(), {"spec.template.spec.requirements.2.values": ["reserved"]})
+    node_class = ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}])
+    node_class = patch(node_class, {"metadata": {"name": "gpu", "annotations": {
+        "llm-platform.io/capacity-reservations":
+            f"id={BLOCK} type=default instanceType=g5.2xlarge count={count} zone=us-east-1a"}}})
+    return [KARPENTER, pool, node_class]
+
+
+def test_min_replicas_beyond_a_reserved_only_pools_reservations_are_refused(pack):
+    stack = [*_reserved_only(1), server(selector=SELECTOR), scaler(low=2, high=3)]
+    one(pack.stack_messages(stack, SIM),
+        "Karpenter NodePool 'gpu-inference' launches only into capacity reservations, which hold 1 GPUs, but its "
+        "workloads (Deployment serving/vllm) need 2 at min replicas; the rest stays Pending.")
+
+
+def test_max_replicas_beyond_the_reservations_are_advice(pack):
+    stack = [*_reserved_only(2), server(selector=SELECTOR), scaler(low=2, high=3)]
+    assert pack.stack_messages(stack, SIM) == []
+    one(pack.stack_messages(stack, OVER), "launches only into capacity reservations, which hold 2 GPUs; at max "
+                                          "replicas its workloads (Deployment serving/vllm) need 3")
+
+
+def test_reservations_that_hold_the_max_pass(pack):
+    stack = [*_reserved_only(4), server(selector=SELECTOR), scaler(low=2, high=3)]
+    assert pack.stack_messages(stack, SIM) == [] and pack.stack_messages(stack, OVER) == []
