@@ -183,8 +183,9 @@ def test_a_reservation_outside_the_stacks_region_is_a_problem():
     settings = parse_settings(config_strings(capacity_block_copy()))
     assert list(reservation_problems(settings)) == []
     moved = with_changes(capacity_block_copy(), {"gpuPools__1__reservation__availabilityZone": "us-west-2a"})
-    settings = parse_settings(config_strings(moved))
-    [problem] = reservation_problems(settings)
+    with pytest.raises(SettingsError) as raised:
+        parse_settings(config_strings(moved))
+    [problem] = raised.value.problems
     assert problem.key == "llm-platform:gpuPools[1].reservation.availabilityZone"
     assert problem.reason.startswith("is in us-west-2, but the stack's region is us-east-1")
 

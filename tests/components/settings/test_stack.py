@@ -379,8 +379,8 @@ def test_max_model_len_beyond_the_model_is_rejected():
 
 def test_model_requests_must_fit_a_node_after_daemonsets():
     config = serving_with(tiers__0__models__0__cpu="8")
-    assert_rejected(config, f"{MODEL}.cpu", "requests 8 CPU per pod", "(g5.2xlarge) has 7.63 CPU allocatable",
-                    "DaemonSet(s) (eks-pod-identity-agent, kube-proxy, aws-node, nvidia-device-plugin, dcgm-exporter")
+    assert_rejected(config, f"{MODEL}.cpu", "requests 8 CPU per pod", "(g5.2xlarge) has 7.62 CPU allocatable",
+                    "DaemonSet(s) (eks-pod-identity-agent, kube-proxy, aws-node, nvidia-device-plugin, dcgm-exporter, prometheus-node-exporter, vllm-image)")
 
 
 def test_model_that_can_never_reach_its_max_is_rejected():
