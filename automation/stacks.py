@@ -130,6 +130,18 @@ _FastStackFileLoader = type("_FastStackFileLoader", (_RefusesDuplicateKeys, yaml
 _EventLoader = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
 
 
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """A timestamp-like scalar (``endDate: 2026-12-20T11:30:00Z`` unquoted) stays its text, as the Pulumi
+    CLI reads it: go-yaml decodes a timestamp into ``interface{}`` as the scalar's string "for backward
+    compatibility" (go-yaml decode.go ``(*decoder).scalar``, the ``reflect.Interface`` case), so the
+    program receives the text, never a date object."""
+    return str(loader.construct_scalar(node))
+
+
+for _loader in {_StackFileLoader, _FastStackFileLoader}:
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+
 def _load(text: str, loader: type) -> Any:
     instance = loader(text)
     try:
