@@ -37,11 +37,13 @@ SYSTEM_PURPOSE = "system"
 # with); the tuples and names are read from it with typing.get_args, in the Literal's order.
 #: Karpenter and Auto Mode pools serve every purpose but DRA (Karpenter cannot provision DRA pods).
 NodePoolPurpose = Literal["gpu-inference", "gpu-training"]
-#: ``gpu-dra``: pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
-GpuPurpose = Literal[NodePoolPurpose, "gpu-dra"]
+#: Pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
+DraPurpose = Literal["gpu-dra"]
+GpuPurpose = Literal[NodePoolPurpose, DraPurpose]
 GPU_PURPOSES: tuple[GpuPurpose, ...] = get_args(GpuPurpose)
 NODE_POOL_PURPOSES: tuple[NodePoolPurpose, ...] = get_args(NodePoolPurpose)
-GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE, GPU_DRA_PURPOSE = GPU_PURPOSES
+GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE = NODE_POOL_PURPOSES
+GPU_DRA_PURPOSE: DraPurpose = get_args(DraPurpose)[0]
 
 #: Who installs the GPU node software: the NVIDIA device plugin, the GPU Operator, or nothing (the AMI).
 GpuSoftwareProvider = Literal["device-plugin", "gpu-operator", "none"]
