@@ -8,7 +8,7 @@ verbatim. Emphasis is a style on a ``rich.text.Text``, never inline markup.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
 
 from rich.console import Console
@@ -31,13 +31,17 @@ def on(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
-def progress_writer(json_mode: bool) -> Callable[[str], None]:
+@dataclass(frozen=True)
+class ProgressWriter:
+    """Writes progress lines to ``stream``, each flushed; live progress draws on the same ``stream``."""
+
+    stream: TextIO
+
+    def __call__(self, line: str) -> None:
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def progress_writer(json_mode: bool) -> ProgressWriter:
     """Streams the CLI's progress lines: stdout for people, stderr when stdout carries JSON."""
-    stream = sys.stderr if json_mode else sys.stdout
-
-    def write(line: str) -> None:
-        stream.write(line + "\n")
-        stream.flush()
-
-    write.stream = stream  # type: ignore[attr-defined]  - where live progress draws
-    return write
+    return ProgressWriter(sys.stderr if json_mode else sys.stdout)

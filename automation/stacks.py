@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,11 @@ def _check_aliases(root: yaml.Node | None) -> None:
 
 class _RefusesDuplicateKeys:
     """Safe YAML that refuses a repeated mapping key, as the Pulumi CLI does (PyYAML keeps the last).
-    Merge keys (``<<: *defaults``) are read as the CLI reads them: the mapping's own keys win."""
+    Merge keys (``<<: *defaults``) are read as the CLI reads them: the mapping's own keys win.
+    Mixed into a loader before its constructor (``SafeConstructor``, in the pure-Python and libyaml
+    loaders alike), which supplies ``construct_object`` and the ``construct_mapping`` this one ends in."""
+
+    construct_object: Callable[..., Any]
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
@@ -115,7 +120,7 @@ class _RefusesDuplicateKeys:
                 raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: duplicate key {str(key)[:80]!r} "
                                     f"(first at line {first}); the Pulumi CLI rejects repeated keys, keep one")
             seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
+        return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
 
 
 class _StackFileLoader(_RefusesDuplicateKeys, yaml.SafeLoader):

@@ -9,7 +9,7 @@ receives the same values through ``policies/config/<stack>.json`` (a test keeps 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from policies.capacity.cost import CAPACITY_BLOCK as CAPACITY_BLOCK_RESERVATION
 from policies.capacity.cost import ODCR as ODCR_RESERVATION
@@ -37,33 +37,38 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 
 SYSTEM_PURPOSE = "system"
-GPU_INFERENCE_PURPOSE = "gpu-inference"
-GPU_TRAINING_PURPOSE = "gpu-training"
-#: Pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
-GPU_DRA_PURPOSE = "gpu-dra"
-GPU_PURPOSES = (GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE, GPU_DRA_PURPOSE)
-GpuPurpose = Literal[GPU_PURPOSES]  # type: ignore[valid-type]
+# Each set of values below is written once, as its Literal type (what settings fields are typed
+# with); the tuples and names are read from it with typing.get_args, in the Literal's order.
 #: Karpenter and Auto Mode pools serve every purpose but DRA (Karpenter cannot provision DRA pods).
-NODE_POOL_PURPOSES = tuple(p for p in GPU_PURPOSES if p != GPU_DRA_PURPOSE)
-NodePoolPurpose = Literal[NODE_POOL_PURPOSES]  # type: ignore[valid-type]
+NodePoolPurpose = Literal["gpu-inference", "gpu-training"]
+#: Pools reserved for pods that claim GPUs through Dynamic Resource Allocation (``resourceClaims``).
+DraPurpose = Literal["gpu-dra"]
+GpuPurpose = Literal[NodePoolPurpose, DraPurpose]
+GPU_PURPOSES: tuple[GpuPurpose, ...] = get_args(GpuPurpose)
+NODE_POOL_PURPOSES: tuple[NodePoolPurpose, ...] = get_args(NodePoolPurpose)
+GPU_INFERENCE_PURPOSE, GPU_TRAINING_PURPOSE = NODE_POOL_PURPOSES
+GPU_DRA_PURPOSE: DraPurpose = get_args(DraPurpose)[0]
 
 #: Who installs the GPU node software: the NVIDIA device plugin, the GPU Operator, or nothing (the AMI).
-DEVICE_PLUGIN, GPU_OPERATOR, NO_GPU_SOFTWARE = "device-plugin", "gpu-operator", "none"
-GPU_SOFTWARE_PROVIDERS = (DEVICE_PLUGIN, GPU_OPERATOR, NO_GPU_SOFTWARE)
-GpuSoftwareProvider = Literal[GPU_SOFTWARE_PROVIDERS]  # type: ignore[valid-type]
+GpuSoftwareProvider = Literal["device-plugin", "gpu-operator", "none"]
+GPU_SOFTWARE_PROVIDERS: tuple[GpuSoftwareProvider, ...] = get_args(GpuSoftwareProvider)
+DEVICE_PLUGIN, GPU_OPERATOR, NO_GPU_SOFTWARE = GPU_SOFTWARE_PROVIDERS
 
 #: Second taint that keeps everything but the pool's own workload class off training and DRA pools.
 WORKLOAD_TAINT_KEY = "llm-platform.io/workload"
 _PURPOSE_TAINT_VALUE = {GPU_TRAINING_PURPOSE: "training", GPU_DRA_PURPOSE: "dra"}
 
 #: Capacity types: EKS node group spelling -> Karpenter's (``karpenter.sh/capacity-type``), which the
-#: capacity-type label also uses.
-CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
-CapacityType = Literal[tuple(CAPACITY_TYPES)]  # type: ignore[valid-type]
-ON_DEMAND = "ON_DEMAND"
+#: capacity-type label also uses; the two Literals pair up position by position.
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+KarpenterCapacityType = Literal["on-demand", "spot", "reserved"]
+CAPACITY_TYPES: dict[CapacityType, KarpenterCapacityType] = dict(
+    zip(get_args(CapacityType), get_args(KarpenterCapacityType), strict=True)
+)
+ON_DEMAND: CapacityType = "ON_DEMAND"
 KARPENTER_ON_DEMAND, KARPENTER_SPOT = CAPACITY_TYPES["ON_DEMAND"], CAPACITY_TYPES["SPOT"]
-KarpenterCapacityType = Literal[tuple(CAPACITY_TYPES.values())]  # type: ignore[valid-type]
-CAPACITY_BLOCK, KARPENTER_RESERVED = "CAPACITY_BLOCK", CAPACITY_TYPES["CAPACITY_BLOCK"]
+CAPACITY_BLOCK: CapacityType = "CAPACITY_BLOCK"
+KARPENTER_RESERVED = CAPACITY_TYPES[CAPACITY_BLOCK]
 
 #: Reserved capacity (docs/reserved-capacity.md). EC2's reservation types, as
 #: ``DescribeCapacityReservations`` ``ReservationType`` and Karpenter's
@@ -85,7 +90,7 @@ CAPACITY_BLOCK_MARKET_TYPE = "capacity-block"
 RESERVATION_END_WARNING_DAYS = 14
 
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-_CAPACITY_LABEL_VALUE = {**CAPACITY_TYPES, **{v: v for v in CAPACITY_TYPES.values()}}
+_CAPACITY_LABEL_VALUE: dict[str, str] = {spelling: karpenter for eks, karpenter in CAPACITY_TYPES.items() for spelling in (eks, karpenter)}
 
 #: Label keys a stack may not override through ``labels`` settings: the contract owns them.
 RESERVED_LABEL_KEYS = frozenset(
@@ -98,21 +103,21 @@ RESERVED_LABEL_KEYS = frozenset(
 #: ``maxSize``, NodePool ``limits``) with the model at max replicas: with ``maxUnavailable: 0`` the
 #: deployment controller removes no old pod until the surge pod is ready, so a surge pod the pool has no
 #: room for stalls the rollout at peak (the capacity simulation's ``surge`` check refuses that).
-SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+SURGE_ROLLOUT: dict[str, object] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 #: The way out for a model whose pool sits at its ceiling: take one old pod down first, its replacement
 #: takes the freed room. Serving capacity dips by one replica during the rollout, so it is allowed only
 #: where ``replicas.min >= 2`` leaves one serving, or ``replicas.min`` is 0 (a scale-to-zero model that
 #: already accepts going cold); the simulation's ``rollout`` check refuses ``replicas.min`` 1.
-NO_SURGE_ROLLOUT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+NO_SURGE_ROLLOUT: dict[str, object] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 #: A model's ``rollout`` setting -> its Deployment strategy. The rule: ``surge`` (default) wherever the
 #: pool's ceiling holds the model at max replicas plus one; ``noSurge`` only where it cannot and
 #: ``replicas.min`` is 0 or at least 2. The program (settings check) and the pack judge both through one simulation
 #: (``policies/capacity/simulate.py``), the settings on the strategy this table gives.
-ROLLOUTS = {"surge": SURGE_ROLLOUT, "noSurge": NO_SURGE_ROLLOUT}
-Rollout = Literal[tuple(ROLLOUTS)]  # type: ignore[valid-type]
+Rollout = Literal["surge", "noSurge"]
+ROLLOUTS: dict[Rollout, dict[str, object]] = dict(zip(get_args(Rollout), (SURGE_ROLLOUT, NO_SURGE_ROLLOUT), strict=True))
 
 
-def rollout_strategy(rollout: str) -> dict[str, object]:
+def rollout_strategy(rollout: Rollout) -> dict[str, object]:
     """The Deployment ``spec.strategy`` of a model whose ``rollout`` setting is ``rollout``."""
     return ROLLOUTS[rollout]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from components import contract
 
@@ -15,14 +15,14 @@ def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:
 NODE_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 
 
-def node_template_tags(labels: Mapping[str, str], taints: list[Mapping[str, str]], gpus_per_node: int) -> dict[str, str]:
+def node_template_tags(labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int) -> dict[str, str]:
     """What Cluster Autoscaler needs on an Auto Scaling group to build a node from nothing when the
     group sits at zero: every label, every taint (``value:Effect``) and the GPU count."""
     return {k: v for k, v in cluster_autoscaler_tags("", labels, taints, gpus_per_node).items() if k.startswith(NODE_TEMPLATE_PREFIX)}
 
 
 def cluster_autoscaler_tags(
-    cluster_name: str, labels: Mapping[str, str], taints: list[Mapping[str, str]], gpus_per_node: int
+    cluster_name: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int
 ) -> dict[str, str]:
     """Auto-discovery tags plus node-template hints so Cluster Autoscaler can scale a pool up from zero."""
     tags = {

@@ -87,7 +87,8 @@ class EventCollector:
     def __call__(self, event: EngineEvent) -> None:
         with self._lock:
             if event.summary_event:
-                self.changes = dict(event.summary_event.resource_changes or {})
+                # Keyed by the engine's step names (plain strings on the wire; OpType is a str).
+                self.changes = {op: count for op, count in (event.summary_event.resource_changes or {}).items()}
             if event.policy_event:
                 p = event.policy_event
                 violation = PolicyViolation(

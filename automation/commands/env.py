@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import time
+from collections.abc import MutableMapping
 
 from pulumi.automation import ConfigValue, Stack
 from pulumi.automation.errors import (
@@ -224,7 +225,7 @@ def _declare_update(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run_update)
 
 
-def _select_env(ws, stack_name: str, owner_check: bool, force: bool) -> tuple[Stack, EnvMetadata, dict]:
+def _select_env(ws, stack_name: str, owner_check: bool, force: bool) -> tuple[Stack, EnvMetadata, MutableMapping[str, str]]:
     stack = Stack.select(stack_name, ws)
     tags = stack.list_tags()
     meta = EnvMetadata.from_tags(stack_name, tags)

@@ -124,7 +124,7 @@ def _run_resolve(args: argparse.Namespace) -> int:
         resolutions = resolve_pins(pins, client, show)
     finally:
         client.close()
-    changes = {r.pin.name: r.digest for r in resolutions if r.status in ("new", "changed")}
+    changes = {r.pin.name: r.digest for r in resolutions if r.digest is not None and r.status in ("new", "changed")}
     if changes:
         new = rewrite(source, changes, args.versions_file)
         if args.dry_run:

@@ -94,7 +94,7 @@ def _run_operation(args: argparse.Namespace) -> int:
             if stack is None:
                 stack = Stack.create(args.stack, ws)
             if args.operation == "destroy":
-                teardown = clear_cluster(stack, kubectl_factory(kubectl))
+                teardown = clear_cluster(stack, kubectl_factory(args.kubectl))
             report = run_operation(stack, args.operation, on_output=progress_writer(json_mode), policy=policy)
     if json_mode:
         print(json.dumps({**report.to_json(), **({"teardown": teardown.to_json()} if teardown else {})}, indent=2))

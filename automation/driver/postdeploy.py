@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -99,7 +100,8 @@ class KubectlCli:
                 if match:
                     break
                 if not line and process.poll() is not None:
-                    raise KubectlError(f"kubectl port-forward {target}: {process.stderr.read().strip()}")
+                    error = process.stderr.read().strip() if process.stderr else ""
+                    raise KubectlError(f"kubectl port-forward {target}: {error}")
             else:
                 raise KubectlError(f"kubectl port-forward {target}: no local port within {wait:.0f}s")
             yield int(match.group(1))
@@ -133,6 +135,10 @@ class GpuTarget:
     nodes: int
 
 
+#: What a probe answers: ``(ok, detail)``, or ``(ok, detail, final)`` where a final failure stops waiting.
+Probed = tuple[bool, str] | tuple[bool, str, bool]
+
+
 @dataclass
 class Poller:
     """Retries a check until it passes or the shared deadline passes; the clock is injectable.
@@ -146,7 +152,7 @@ class Poller:
     sleep: Callable[[float], None] = time.sleep
     deadline: float | None = field(default=None, init=False)
 
-    def until(self, name: str, probe: Callable[[], tuple]) -> CheckResult:
+    def until(self, name: str, probe: Callable[[], Probed]) -> CheckResult:
         """``probe`` returns ``(ok, detail)`` or ``(ok, detail, final)``; final failures stop waiting."""
         if self.deadline is None:
             self.deadline = self.clock() + self.timeout
@@ -244,7 +250,10 @@ class GpuSoftwareTarget:
 
 
 def _default_namespace(args_class: type) -> str:
-    return next(f.default for f in dataclasses.fields(args_class) if f.name == "namespace")
+    default = next(f.default for f in dataclasses.fields(args_class) if f.name == "namespace")
+    if not isinstance(default, str):
+        raise TypeError(f"{args_class.__name__}.namespace has no default namespace")
+    return default
 
 
 def gpu_software_target(provider: str) -> GpuSoftwareTarget:
@@ -422,12 +431,13 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
             for model in tier.models:
                 models.append(ModelTarget(model.name, namespace_name(tier.name), model_kind(model, tier.name),
                                           model.replicas.min >= 1))
-    gateway = bool(serving is not None and serving.enabled and serving.gateway.enabled)
+    gateway_settings = serving.gateway if serving is not None and serving.enabled and serving.gateway.enabled else None
+    gateway = gateway_settings is not None
     pools = {name: facts.purpose for name, facts in settings.gpu_pool_facts().items()}
 
     return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for,
                      bedrock=bedrock_targets(settings) if wait_for is None else (),
-                     bedrock_region=serving.gateway.bedrock_region if gateway else None)
+                     bedrock_region=gateway_settings.bedrock_region if gateway_settings is not None else None)
 
 
 def http_status(url: str, timeout: float = 30) -> int:
@@ -441,7 +451,7 @@ def http_status(url: str, timeout: float = 30) -> int:
         raise KubectlError(f"GET {url}: {exc}") from None
 
 
-def model_healthy(kubectl: Kubectl, model: ModelTarget) -> tuple[bool, ...]:
+def model_healthy(kubectl: Kubectl, model: ModelTarget) -> Probed:
     """vLLM's ``/health`` (200 when the engine is up) through ``kubectl port-forward`` to the model's
     Service: not through the API server's service proxy, which the namespace's NetworkPolicy drops."""
     from components.specs.serving import PORT
@@ -536,8 +546,9 @@ def cluster_checks(kubectl: Kubectl, plan: CheckPlan, poller: Poller) -> list[Ch
     GPUs (each needs the one before it: the first failure stops these), then ``nvidia-smi`` on every
     GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
     steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
-    if plan.wait_for is not None:
-        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, plan.wait_for)))
+    wait_for = plan.wait_for
+    if wait_for is not None:
+        steps.append(("gpu nodes present", lambda: gpu_nodes_present(kubectl, wait_for)))
     results: list[CheckResult] = []
     for name, probe in steps:
         results.append(poller.until(name, probe))
@@ -573,7 +584,7 @@ def cluster_checks(kubectl: Kubectl, plan: CheckPlan, poller: Poller) -> list[Ch
         if not model.warm:
             results.append(CheckResult(name, True, "scaled to zero (replicas.min 0): woken by traffic", skipped=True))
             continue
-        results.append(poller.until(name, lambda m=model: model_healthy(kubectl, m)))
+        results.append(poller.until(name, functools.partial(model_healthy, kubectl, model)))
     if plan.gateway:
         results.extend(gateway_checks(kubectl, plan))
     return results

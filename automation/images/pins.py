@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +78,7 @@ def _calls(tree: ast.Module) -> list[tuple[str, ast.Call]]:
             keyed = {id(v): k.value for k, v in zip(value.keys, value.values)
                      if isinstance(k, ast.Constant) and isinstance(k.value, (str, int))}
         for node in ast.walk(statement):
-            if not _is_image_call(node):
+            if not isinstance(node, ast.Call) or not _is_image_call(node):
                 continue
             if owner and node is value:
                 name = owner
@@ -151,24 +151,33 @@ def rewrite(source: bytes, digests: Mapping[str, str], path: Path = DEFAULT_VERS
     return new
 
 
-def _digest_edits(call: ast.Call, digest: str, source: bytes, lines: list[bytes], offset) -> list[tuple[int, int, bytes]]:
+def _end(node: ast.expr) -> tuple[int, int]:
+    """Where ``node`` ends: (line, UTF-8 column). ``ast.parse`` sets both on every node it makes."""
+    if node.end_lineno is None or node.end_col_offset is None:
+        raise VersionsFileError(f"line {node.lineno}: the parser gave no end position")
+    return node.end_lineno, node.end_col_offset
+
+
+def _digest_edits(call: ast.Call, digest: str, source: bytes, lines: list[bytes],
+                  offset: Callable[[int, int], int]) -> list[tuple[int, int, bytes]]:
     existing = _arguments(call).get("digest")
     if existing is not None:
         start = offset(existing.lineno, existing.col_offset)
-        end = offset(existing.end_lineno, existing.end_col_offset)
+        end = offset(*_end(existing))
         quote = source[start:start + 1] if source[start:start + 1] in (b'"', b"'") else b'"'
         return [(start, end, quote + digest.encode() + quote)]
-    last = max([*call.args, *(kw.value for kw in call.keywords)], key=lambda n: (n.end_lineno, n.end_col_offset))
-    after = offset(last.end_lineno, last.end_col_offset)
-    if call.end_lineno == last.end_lineno:  # the closing parenthesis is on the last argument's line
+    last = max([*call.args, *(kw.value for kw in call.keywords)], key=_end)
+    last_line, last_column = _end(last)
+    after = offset(last_line, last_column)
+    if _end(call)[0] == last_line:  # the closing parenthesis is on the last argument's line
         return [(after, after, f', digest="{digest}"'.encode())]
-    line = lines[last.end_lineno - 1]
+    line = lines[last_line - 1]
     first_line = lines[last.lineno - 1]
     indent = first_line[:len(first_line) - len(first_line.lstrip(b" \t"))]
     ending = line[len(line.rstrip(b"\r\n")):] or b"\n"
-    rest = source[after:offset(last.end_lineno, 0) + len(line)]
+    rest = source[after:offset(last_line, 0) + len(line)]
     edits = [] if rest.lstrip(b" \t").startswith(b",") else [(after, after, b",")]
-    next_line = offset(last.end_lineno, 0) + len(line)
+    next_line = offset(last_line, 0) + len(line)
     edits.append((next_line, next_line, indent + f'digest="{digest}",'.encode() + ending))
     return edits
 

@@ -161,9 +161,10 @@ class RegistryClient:
         raise Unresolved(f"more than {MAX_REDIRECTS} redirects")
 
     def _token(self, challenge: dict[str, str], ref: Reference) -> str:
-        params = {"scope": challenge.get("scope") or f"repository:{ref.path}:pull"}
+        scope = {"scope": challenge.get("scope") or f"repository:{ref.path}:pull"}
         if challenge.get("service"):
-            params["service"] = challenge["service"]
+            scope["service"] = challenge["service"]
+        params: dict[str, str] | None = scope
         url = challenge["realm"]
         for _ in range(MAX_REDIRECTS + 1):
             response = self._send("GET", url, {"Accept": "application/json"}, False, params=params)
@@ -191,7 +192,10 @@ class RegistryClient:
         try:
             return self.session.request(method, target, headers=headers, params=params, stream=stream,
                                         allow_redirects=False, timeout=(self.timeout, self.timeout),
-                                        proxies=proxies)
+                                        # requests reads a None proxy as "none for this scheme" (merge_setting
+                                        # drops None keys after the environment's proxies are merged); its
+                                        # annotation says dict[str, str] only.
+                                        proxies=proxies)  # type: ignore[arg-type]
         except requests.RequestException as exc:
             raise Unresolved(self._network_reason(exc, url)) from None
 

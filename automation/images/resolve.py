@@ -37,7 +37,7 @@ class Resolution:
     @property
     def command(self) -> str:
         """The one command that reads this digest where the registry is reachable."""
-        if self.pin.problem:
+        if self.pin.problem or self.pin.repository is None or self.pin.tag is None:  # a pin without both has a problem
             return f"edit {self.pin.name} by hand ({self.pin.problem})"
         try:
             return f"crane digest {parse(self.pin.repository, self.pin.tag).qualified}"
@@ -56,7 +56,7 @@ def resolve_pins(pins: Iterable[Pin], client: RegistryClient,
     answers: dict[tuple[str, str, str], tuple[str | None, str | None]] = {}
     resolutions = []
     for pin in pins:
-        if pin.problem:
+        if pin.problem or pin.repository is None or pin.tag is None:  # a pin without both has a problem
             resolution = Resolution(pin, reason=pin.problem)
         else:
             try:

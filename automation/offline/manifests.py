@@ -15,7 +15,7 @@ HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Ch
 _SAFE_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class ManifestDumper(_SAFE_DUMPER):  # type: ignore[misc, valid-type]
+class ManifestDumper(_SAFE_DUMPER):
     """PyYAML's safe dumper, with multi-line text (a script, an embedded config file) written as a
     literal block (``|``) as people write it in manifests; the emitter still quotes text a block
     cannot hold (trailing spaces, control characters)."""

@@ -110,12 +110,6 @@ class Cluster(pulumi.ComponentResource):
         # "most recent" on every update otherwise). The system pool is a managed group even with
         # Auto Mode, so they are always installed (their DaemonSets skip Auto Mode nodes).
         # CoreDNS needs nodes: see install_coredns.
-        networking = {
-            "kube_proxy_addon_options": eks.KubeProxyAddonOptionsArgs(enabled=True, version=addons.kube_proxy),
-            # The CNI's network policy agent enforces the platform's NetworkPolicies.
-            "vpc_cni_options": eks.VpcCniOptionsArgs(addon_version=addons.vpc_cni, configuration_values=VPC_CNI_CONFIGURATION),
-            "coredns_addon_options": eks.CoreDnsAddonOptionsArgs(enabled=False),
-        }
         self.eks = eks.Cluster(
             f"{name}-eks",
             name=args.name,
@@ -142,7 +136,10 @@ class Cluster(pulumi.ComponentResource):
                 else None
             ),
             tags=args.tags,
-            **networking,
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=addons.kube_proxy),
+            # The CNI's network policy agent enforces the platform's NetworkPolicies.
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=addons.vpc_cni, configuration_values=VPC_CNI_CONFIGURATION),
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 transforms=(

@@ -32,7 +32,7 @@ class NetworkArgs:
 
 def plan_subnets(vpc_cidr: str, az_count: int) -> tuple[list[str], list[str]]:
     """Private and public subnet CIDRs, one of each per AZ, for a /16-/20 VPC and 2-6 AZs."""
-    vpc = ipaddress.ip_network(vpc_cidr)
+    vpc = ipaddress.IPv4Network(vpc_cidr)  # settings accept IPv4 VPC ranges only
     blocks = list(vpc.subnets(new_prefix=vpc.prefixlen + 3))
     private = [str(b) for b in blocks[:az_count]]
     public = [str(b) for b in list(blocks[-1].subnets(new_prefix=vpc.prefixlen + 6))[:az_count]]
@@ -165,7 +165,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.availability_zones = zones
+        self.availability_zones = list(zones)
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets])

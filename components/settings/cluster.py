@@ -76,14 +76,14 @@ class Network(_Model):
 
 #: Ranges EKS accepts for remote node and pod networks (RFC 1918 and CGNAT).
 HYBRID_ALLOWED_RANGES = tuple(
-    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 )
 
 
 def service_cidr(vpc_cidr: str) -> str:
     """The Service range EKS picks when none is given: 172.20.0.0/16 for a VPC in 10.0.0.0/8,
     10.100.0.0/16 otherwise."""
-    in_ten = ipaddress.ip_network(vpc_cidr).subnet_of(ipaddress.ip_network("10.0.0.0/8"))
+    in_ten = ipaddress.IPv4Network(vpc_cidr).subnet_of(ipaddress.IPv4Network("10.0.0.0/8"))
     return "172.20.0.0/16" if in_ten else "10.100.0.0/16"
 
 
@@ -108,7 +108,7 @@ class HybridNodes(_Model):
                 net = ipaddress.ip_network(cidr, strict=True)
             except ValueError as exc:
                 raise ValueError(f"{cidr!r} is not a CIDR ({exc})") from None
-            if net.version != 4 or not any(net.subnet_of(r) for r in HYBRID_ALLOWED_RANGES):
+            if not isinstance(net, ipaddress.IPv4Network) or not any(net.subnet_of(r) for r in HYBRID_ALLOWED_RANGES):
                 raise ValueError(
                     f"{cidr!r} is not a private IPv4 range; EKS accepts 10.0.0.0/8, 172.16.0.0/12, "
                     "192.168.0.0/16 or 100.64.0.0/10"

@@ -9,7 +9,7 @@ passes them on only inside a Kubernetes Secret (a Pulumi secret too). They are n
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -17,7 +17,8 @@ from components.settings._base import _Model, keyed, repeated
 
 #: Config field names (camelCase) that hold credentials; errors about them never show the value.
 SECRET_FIELDS = frozenset({"apiUrl", "routingKey", "url"})
-SEVERITIES = ("critical", "warning", "info")
+Severity = Literal["critical", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 #: Window of the GPU-hour budget rule, the longest any rule reads; retention must cover it.
 GPU_HOURS_WINDOW_DAYS = 30
 _SNS_TOPIC_RE = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
@@ -141,12 +142,16 @@ class Receiver(_Model):
         return self
 
 
+#: What a route takes when it names no severities.
+_PAGED_SEVERITIES: list[Severity] = ["critical", "warning"]
+
+
 class Route(_Model):
     """Alerts whose severity is in ``severities`` and (when given) whose tier is in ``tiers`` go to
     ``receiver``; the first matching route wins."""
 
     receiver: str
-    severities: list[Literal["critical", "warning", "info"]] = Field(default_factory=lambda: ["critical", "warning"], min_length=1)
+    severities: list[Severity] = Field(default_factory=lambda: _PAGED_SEVERITIES.copy(), min_length=1)
     tiers: list[str] = Field(default_factory=list)
 
 

@@ -18,7 +18,7 @@ from components import versions
 from components.settings._base import NAMESPACE, _Model, check_region, keyed, partition_of, repeated
 from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network
 from components.settings.gpu_budget import GpuBudget
-from components.settings.karpenter import AutoMode, Karpenter
+from components.settings.karpenter import AutoMode, Karpenter, KarpenterNodePool
 from components.settings.managed_pools import GpuPool, SystemPool
 from components.settings.observability import Observability, _secret
 from components.settings.problems import Problem, SettingsError
@@ -150,6 +150,7 @@ class Settings(_Model):
     def gpu_pool_facts(self) -> dict[str, PoolFacts]:
         """Every GPU pool a workload can target, by name, with what it offers."""
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
+        pools: list[GpuPool | KarpenterNodePool] = [*self.gpu_pools, *node_pools]
         return {
             pool.name: PoolFacts(
                 purpose=pool.purpose,
@@ -157,7 +158,7 @@ class Settings(_Model):
                 gpu_memory_mib=pool.gpu_memory_mib,
                 max_gpus_per_node=max(t.gpus for t in pool.instances),
             )
-            for pool in [*self.gpu_pools, *node_pools]
+            for pool in pools
         }
 
     @property

@@ -82,10 +82,10 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
     out.append(_resource("eks:index:ManagedNodeGroup", SYSTEM_POOL, managed_node_group(
         system.instance_types, system.scaling, system_group_labels(system), [])))
     keys.pools[SYSTEM_POOL] = "systemPool"
-    for index, pool in enumerate(settings.gpu_pools):
-        out.append(_resource("eks:index:ManagedNodeGroup", pool.name, managed_node_group(
-            pool.instance_types, pool.scaling, gpu_group_labels(pool, software), contract.gpu_pool_taints_eks(pool.purpose))))
-        keys.pools[pool.name] = f"gpuPools[{index}]"
+    for index, group in enumerate(settings.gpu_pools):
+        out.append(_resource("eks:index:ManagedNodeGroup", group.name, managed_node_group(
+            group.instance_types, group.scaling, gpu_group_labels(group, software), contract.gpu_pool_taints_eks(group.purpose))))
+        keys.pools[group.name] = f"gpuPools[{index}]"
     if settings.karpenter.enabled:
         out.append(_release(versions.KARPENTER, {}))
         for node_class in settings.karpenter.node_classes:
@@ -93,6 +93,7 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
                                  ec2_node_class_manifest(node_class, cluster_name=settings.cluster_name,
                                                          node_role=NODE_ROLE_PLACEHOLDER, tags={})))
         for index, pool in enumerate(settings.karpenter.node_pools):
+            assert pool.node_class is not None  # settings refuse a Karpenter pool without a defined nodeClass
             out.append(_resource("kubernetes:karpenter.sh/v1:NodePool", pool.name, node_pool_manifest(
                 pool, node_class_ref={**KARPENTER_NODE_CLASS_REF, "name": pool.node_class}, label_prefix=KARPENTER_LABELS,
                 extra_labels=operator_node_labels(software, "karpenter"))))

@@ -17,7 +17,8 @@ from .instances import Instance, Resources, allocatable
 from .llm import Architecture
 
 #: The pack's one taint-effect table: EKS API spelling -> Kubernetes spelling (``shapes`` re-exports it).
-EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+#: Read with whatever effect the engine sent (any value); one that is not an EKS spelling misses.
+EKS_EFFECTS: dict[object, str] = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -104,12 +105,13 @@ def _int(value: str) -> int | None:
 
 def _expression_ok(key: str, operator: str, values: tuple[str, ...], fixed: dict[str, str],
                    flexible: dict[str, frozenset[str] | None]) -> bool:
+    candidates: frozenset[str] | None
     if key in fixed:
-        present, candidates = True, {fixed[key]}
+        present, candidates = True, frozenset({fixed[key]})
     elif key in flexible:
         present, candidates = True, flexible[key]
     else:
-        present, candidates = False, set()
+        present, candidates = False, frozenset()
     if operator == "Exists":
         return present
     if operator == "DoesNotExist":
@@ -122,8 +124,8 @@ def _expression_ok(key: str, operator: str, values: tuple[str, ...], fixed: dict
         return False
     if operator == "In":
         return candidates is None or bool(set(candidates) & set(values))
-    if operator in ("Gt", "Lt") and values and _int(values[0]) is not None:
-        bound = _int(values[0])
+    bound = _int(values[0]) if operator in ("Gt", "Lt") and values else None
+    if bound is not None:
         if candidates is None:
             return True
         numbers = [n for n in map(_int, candidates) if n is not None]
@@ -275,8 +277,9 @@ def counts_priority(scope_selector: Any, priority: Any) -> bool:
         raw = expression.get("values") or []
         values = [str(v) for v in raw] if isinstance(raw, list) else []
         name = priority if isinstance(priority, str) and priority else None
-        matched = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
-                   "DoesNotExist": name is None}.get(expression.get("operator"), True)
+        outcomes: dict[object, bool] = {"In": name in values, "NotIn": name not in values, "Exists": name is not None,
+                                        "DoesNotExist": name is None}
+        matched = outcomes.get(expression.get("operator"), True)
         if not matched:
             return False
     return True

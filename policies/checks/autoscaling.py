@@ -42,10 +42,12 @@ def _check_scaled_object(resource: Resource, config: dict[str, Any]) -> Iterator
     if spec.get("scaleTargetRef") is not UNKNOWN and not dig(spec, "scaleTargetRef", "name"):
         problems.append("spec.scaleTargetRef.name is required")
     low, high = spec.get("minReplicaCount", KEDA_DEFAULT_MIN), spec.get("maxReplicaCount", KEDA_DEFAULT_MAX)
-    if as_int(low) is not None and as_int(high) is not None and as_int(low) > as_int(high):
+    min_count, max_count = as_int(low), as_int(high)
+    if min_count is not None and max_count is not None and min_count > max_count:
         problems.append(f"minReplicaCount {fmt(low)} is above maxReplicaCount {fmt(high)}")
     idle = spec.get("idleReplicaCount")
-    if as_int(idle) is not None and as_int(low) is not None and as_int(idle) >= as_int(low):
+    idle_count = as_int(idle)
+    if idle_count is not None and min_count is not None and idle_count >= min_count:
         problems.append(f"idleReplicaCount {fmt(idle)} must be below minReplicaCount {fmt(low)}")
     triggers = spec.get("triggers")
     if triggers is None or triggers == []:

@@ -12,7 +12,7 @@ from typing import Any
 
 from lib.kit import MANDATORY, Stack, stack_policy, stack_workloads
 from lib.placement import node_selection, pod_uses_key
-from lib.pools import labels_match, stack_pools, untolerated_taints
+from lib.pools import Pool, labels_match, stack_pools, untolerated_taints
 
 from checks.gpu_workloads import uses_dra
 
@@ -30,7 +30,9 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
             yield (f"{template.label} uses DRA resourceClaims but selects nodes by karpenter.sh/nodepool; Karpenter "
                    f"cannot provision for DRA pods. Select a managed node group's labels instead.", resource.urn)
             continue
-        reachable, managed, undecided = [], [], False
+        reachable: list[Pool] = []
+        managed: list[Pool] = []
+        undecided = False
         for pool in pools:
             labels_ok, _ = labels_match(pool, alternatives)
             missing = untolerated_taints(pool, template.tolerations)

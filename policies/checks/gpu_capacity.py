@@ -18,6 +18,7 @@ still counts against the cap; never another region's price).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -77,7 +78,7 @@ def _priced(pool: Pool, hours: float, worst_case: Callable[[Sequence[Instance]],
 def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
     catalog = load_catalog()
     hours = catalog.hours_per_month
-    items = []
+    items: list[Item | None] = []
     for pool in stack_pools(stack):
         if not pool.is_gpu:
             continue
@@ -92,8 +93,7 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
             if max_size is None:
                 continue
             label = pool.label
-            items.append(_priced(pool, hours, lambda types, label=label, max_size=max_size:
-                                 node_group_worst_case(label, max_size, types), pool.instance_types))
+            items.append(_priced(pool, hours, functools.partial(node_group_worst_case, label, max_size), pool.instance_types))
             continue
         items.append(_nodepool_item(pool, gpu_resource, hours))
     return [i for i in items if i is not None]
@@ -167,7 +167,7 @@ def _check_quota(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, st
         if namespace is UNKNOWN or contains_unknown(hard) or contains_unknown(scope):
             return
         quotas.setdefault(namespace, []).append((as_dict(hard), scope))
-    reported = set()
+    reported: set[tuple[str, Any, str]] = set()
     for template in stack_workloads(stack, config):
         if not isinstance(template.namespace, str):
             continue

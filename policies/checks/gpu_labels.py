@@ -61,7 +61,9 @@ def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     if isinstance(accelerator, str) and names and names != {accelerator.lower()}:
         problems.append(f"{config['acceleratorLabel']}={accelerator} but its instance types carry {', '.join(sorted(map(str, names)))}")
     memory = found[config["gpuMemoryLabel"]]
-    sizes = {t.gpu_memory_mib for t in types if t.gpus}
+    # A GPU type whose memory the catalog does not know cannot contradict the label (and None would
+    # not sort beside the sizes).
+    sizes = {t.gpu_memory_mib for t in types if t.gpus and t.gpu_memory_mib is not None}
     if isinstance(memory, str) and sizes and {str(s) for s in sizes} != {memory}:
         problems.append(f"{config['gpuMemoryLabel']}={memory} but its instance types have {', '.join(map(str, sorted(sizes)))} MiB per GPU")
     capacity_label = found.get(config["capacityTypeLabel"])

@@ -55,7 +55,8 @@ def _nodepool_problems(resource: Resource) -> Iterator[str]:
         for i, budget in enumerate(as_list(budgets) if budgets is not UNKNOWN else []):
             yield from _budget_problems(i, budget)
     weight = dig(spec, "weight")
-    if _known(weight) and not (as_int(weight) is not None and 1 <= as_int(weight) <= 100):
+    weight_number = as_int(weight)
+    if _known(weight) and not (weight_number is not None and 1 <= weight_number <= 100):
         yield f"spec.weight {fmt(weight)} is not an integer from 1 to 100"
     replicas = dig(spec, "replicas")
     if _known(replicas):
@@ -124,7 +125,8 @@ def _requirement_problems(i: int, requirement: Any) -> Iterator[str]:
         yield f"{where} uses In without values"
     elif operator in ("Gt", "Lt", "Gte", "Lte"):
         items = as_list(values)
-        if len(items) != 1 or as_int(items[0]) is None or as_int(items[0]) < 0:
+        bound = as_int(items[0]) if len(items) == 1 else None
+        if bound is None or bound < 0:
             yield f"{where} uses {operator}, which needs exactly one non-negative integer value"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from lib.helm import chart_ref, is_exact_version, values
 from lib.kit import ADVISORY, MANDATORY, resource_policy
@@ -23,7 +23,7 @@ MOVING_TAGS = frozenset({"latest", "stable", "nightly", "main", "master", "edge"
 _VERSION = re.compile(r"\d+\.\d+")
 
 
-def moving_tag(tag: Any) -> bool:
+def moving_tag(tag: Any) -> TypeGuard[str]:
     """Whether a tag floats: a moving word (``stable``), one built from it first (``main-stable``,
     ``nightly-2026-01-05``, ``latest-cuda``), or one carrying a moving word but no version
     (``cuda-latest``); ``1.2.3-stable`` and ``12.4.1-devel`` name a release."""
@@ -176,13 +176,13 @@ def _check_images(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
             continue
         for field_name in ("initContainers", "containers", "ephemeralContainers"):
             for container in template.containers(field_name):
-                problem = image_problem(container.get("image"), require_digest)
-                if problem == TAG_ONLY and container.get("image") in exempt:
+                container_problem = image_problem(container.get("image"), require_digest)
+                if container_problem == TAG_ONLY and container.get("image") in exempt:
                     continue
-                if problem:
+                if container_problem:
                     yield (
                         f"{template.label}: {field_name[:-1]} '{container.get('name', '?')}' image "
-                        f"'{container.get('image')}' {problem}. {fix}"
+                        f"'{container.get('image')}' {container_problem}. {fix}"
                     )
 
 

@@ -143,11 +143,16 @@ class StackResource(Resource):
         self._source: Any = resource.props
         self._plain: dict[str, Any] | None = None
 
-    @property  # type: ignore[override]
+    @property
     def props(self) -> dict[str, Any]:
         if self._plain is None:
             self._plain = plain(self._source)
         return self._plain
+
+    @props.setter
+    def props(self, value: dict[str, Any]) -> None:
+        """Writable, as a :class:`Resource`'s ``props`` is."""
+        self._plain = value
 
 
 def _strict() -> bool:

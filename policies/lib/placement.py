@@ -147,8 +147,8 @@ def requirement_constraint(requirement: Any) -> Constraint | None:
         return Constraint(exists=True)
     if operator == "DoesNotExist":
         return Constraint(absent=True)
-    if operator in ("Gt", "Lt", "Gte", "Lte") and len(values) == 1 and as_int(values[0]) is not None:
-        bound = as_int(values[0])
+    bound = as_int(values[0]) if len(values) == 1 else None
+    if operator in ("Gt", "Lt", "Gte", "Lte") and bound is not None:
         if operator == "Gt":
             return Constraint(gt=bound, exists=True)
         if operator == "Gte":

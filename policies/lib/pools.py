@@ -219,7 +219,7 @@ def is_auto_mode(resource: Resource) -> bool:
 
 #: Deprecated label keys Karpenter rewrites to their stable names before it reads a requirement
 #: (kubernetes-sigs/karpenter pkg/apis/v1/labels.go, ``NormalizedLabels``).
-NORMALIZED_LABELS = {
+NORMALIZED_LABELS: dict[object, str] = {
     "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
     "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
     "beta.kubernetes.io/arch": "kubernetes.io/arch",

@@ -9,7 +9,7 @@ so a policy can say "can't judge" per field instead of losing the whole check to
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from capacity.model import quantity as _model_quantity
@@ -108,6 +108,7 @@ def contains_unknown(value: Any) -> bool:
     """Whether :data:`UNKNOWN` is ``value`` or anywhere inside it (dicts and lists)."""
     if value is UNKNOWN:
         return True
+    items: Iterable[Any]
     if isinstance(value, dict):
         items = value.values()
     elif isinstance(value, list):
