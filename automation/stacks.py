@@ -130,7 +130,7 @@ class _StackFileLoader(_RefusesDuplicateKeys, yaml.SafeLoader):
 #: libyaml's parser under the same constructor and resolver (the same values; a 500-model stack
 #: file read in a fifth of the time). Where it fails, the pure-Python loader reads the text again,
 #: so errors read as they always did.
-_FastStackFileLoader = type("_FastStackFileLoader", (_RefusesDuplicateKeys, yaml.CSafeLoader), {}) \
+_FastStackFileLoader: Any = type("_FastStackFileLoader", (_RefusesDuplicateKeys, yaml.CSafeLoader), {}) \
     if hasattr(yaml, "CSafeLoader") else _StackFileLoader
 _EventLoader = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader
 

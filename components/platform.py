@@ -82,6 +82,7 @@ class Platform(pulumi.ComponentResource):
         self.endpoints: dict[str, str] = {}
         self.gateway_url: str | None = None
         if settings.serving.enabled:
+            assert observability is not None  # _observability installs Prometheus whenever serving is enabled
             self._serving(settings, settings.cluster_name, on_cluster, observability, tags)
         self._outputs(settings, cluster)
 
@@ -327,7 +328,7 @@ class Platform(pulumi.ComponentResource):
         token = settings.hugging_face_token
         pools = settings.gpu_pool_facts()
         starts = model_pools(settings)  # where each model starts: its await bound
-        api_keys: dict[str, pulumi.Output[str]] = {}
+        api_keys: dict[str, pulumi.Input[str]] = {}
         hosting = prepull_pools(serving.tiers, {name: facts.purpose for name, facts in pools.items()})
         if hosting:
             ImagePrepull("image-prepull", ImagePrepullArgs(image=str(versions.VLLM_IMAGE), pools=hosting), opts=on_cluster)

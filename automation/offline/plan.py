@@ -180,16 +180,17 @@ class PlatformMocks(Mocks):
         kind = _ID_PREFIX.get(typ, typ.split(":")[-1].lower())
         return _fake_id(kind, name), {**inputs, **outputs}
 
-    def call(self, args: MockCallArgs) -> dict:
+    def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        """(outputs, no check failures), the form ``Mocks.call`` declares."""
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             names = [f"{self.region}{zone}" for zone in "abcdef"]
-            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(6)], "id": self.region}
+            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(6)], "id": self.region}, None
         if args.token == "aws:index/getPartition:getPartition":
-            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, None
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "id": ACCOUNT_ID}
+            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "id": ACCOUNT_ID}, None
         if args.token == "aws:index/getRegion:getRegion":
-            return {"name": self.region, "region": self.region, "id": self.region}
+            return {"name": self.region, "region": self.region, "id": self.region}, None
         raise NotImplementedError(f"offline mocks do not answer {args.token}; add it to PlatformMocks.call")
 
 
@@ -226,6 +227,7 @@ class RecordingMonitor(MockMonitor):
         resource_id, state = self.mocks.new_resource(args)
         if request.type == MANAGED_NODE_GROUP:
             state = {**state, **self._add_node_group_child(urn, request.name, inputs)}
+        resource_id = resource_id or ""  # PlatformMocks names every resource; the SDK's type allows None
         response = resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id)
         response.object.update(state)
         resource = PlannedResource(
@@ -248,17 +250,16 @@ class RecordingMonitor(MockMonitor):
     def Invoke(self, request):  # noqa: N802 - gRPC method name
         args = plain(request.args)
         failures = None
+        answer: dict[str, Any]
         if request.tok == "pulumi:pulumi:getResource":
             registered = self.resources.get(args["urn"])
             if registered is None:
                 raise KeyError(f"unknown resource {args['urn']}")
             answer = {"urn": registered.urn, "id": registered.id, "state": registered.state}
         else:
-            answer = self.mocks.call(MockCallArgs(token=request.tok, args=args, provider=request.provider))
-            if not isinstance(answer, dict):
-                answer, failures = answer[0], [
-                    provider_pb2.CheckFailure(property=prop, reason=reason) for prop, reason in answer[1]
-                ]
+            answer, failed = self.mocks.call(MockCallArgs(token=request.tok, args=args, provider=request.provider))
+            if failed:
+                failures = [provider_pb2.CheckFailure(property=prop, reason=reason) for prop, reason in failed]
         response = resource_pb2.ResourceInvokeResponse(failures=failures)
         getattr(response, "return").update(answer)
         return response

@@ -7,6 +7,7 @@ also use. Worst case means every pool at its ceiling at on-demand prices, Spot i
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -131,7 +132,7 @@ class Summary:
         return asdict(self)
 
 
-def _taints(taints: list[Any]) -> list[str]:
+def _taints(taints: list[Any] | None) -> list[str]:
     return [f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in taints or []]
 
 
@@ -244,15 +245,16 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
             continue
         name = str((resource.inputs.get("metadata") or {}).get("name"))
         pool = pool_plan.pool
-        facts = dict(weight_bytes=workload.model.architecture.weight_bytes(), instance=pool_plan.planning.instance,
-                     capacity_source=pool.capacity_source, image=str(server.get("image")),
-                     disk_throughput_mibps=_root_volume_mibps(plan, pool),
-                     startup_probe_period_seconds=float(probe["periodSeconds"]),
-                     startup_probe_failures=int(probe["failureThreshold"]),
-                     loading=weight_loading(template.get("spec") or {}),
-                     image_prepulled=image_prepulled(plan.resources, str(server.get("image")), pool))
-        cold: Start = start(name, f"{pool.kind} '{pool.name}'", **facts)
-        warm: Start = start(name, f"{pool.kind} '{pool.name}'", case=WARM, **facts)
+        start_of = functools.partial(
+            start, weight_bytes=workload.model.architecture.weight_bytes(), instance=pool_plan.planning.instance,
+            capacity_source=pool.capacity_source, image=str(server.get("image")),
+            disk_throughput_mibps=_root_volume_mibps(plan, pool),
+            startup_probe_period_seconds=float(probe["periodSeconds"]),
+            startup_probe_failures=int(probe["failureThreshold"]),
+            loading=weight_loading(template.get("spec") or {}),
+            image_prepulled=image_prepulled(plan.resources, str(server.get("image")), pool))
+        cold: Start = start_of(name, f"{pool.kind} '{pool.name}'")
+        warm: Start = start_of(name, f"{pool.kind} '{pool.name}'", case=WARM)
         tier = ((template.get("metadata") or {}).get("labels") or {}).get("llm-platform.io/tier", "")
         key = name if name not in starts else f"{tier}/{name}"
         starts[key] = ColdStartSummary(

@@ -28,7 +28,7 @@ class GpuDevicePluginArgs:
 class GpuDevicePlugin(pulumi.ComponentResource):
     """A pinned Helm release of ``nvidia-device-plugin`` as a DaemonSet on GPU nodes only."""
 
-    release_name: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
     namespace: str
 
     def __init__(self, name: str, args: GpuDevicePluginArgs, opts: pulumi.ResourceOptions | None = None):

@@ -6,7 +6,9 @@ against the upstream CRDs); the component only turns them into custom resources.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -44,6 +46,10 @@ class KarpenterNodePoolsArgs:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+def _node_class_manifest(node_class: KarpenterNodeClass, cluster_name: str, tags: dict[str, str], node_role: str) -> dict[str, Any]:
+    return ec2_node_class_manifest(node_class, cluster_name=cluster_name, node_role=node_role, tags=tags)
+
+
 class KarpenterNodePools(pulumi.ComponentResource):
     """Dynamic GPU capacity: one NodePool per pool class, each on a declared node class."""
 
@@ -56,9 +62,7 @@ class KarpenterNodePools(pulumi.ComponentResource):
         classes: dict[str, k8s.apiextensions.CustomResource] = {}
         for node_class in args.node_classes:
             manifest = pulumi.Output.from_input(args.node_role).apply(
-                lambda role, nc=node_class: ec2_node_class_manifest(
-                    nc, cluster_name=args.cluster_name, node_role=role, tags=args.tags
-                )
+                functools.partial(_node_class_manifest, node_class, args.cluster_name, args.tags)
             )
             classes[node_class.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{node_class.name}",
@@ -72,20 +76,25 @@ class KarpenterNodePools(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
         for pool in args.node_pools:
-            ref = AUTO_MODE_NODE_CLASS_REF if auto_mode else {**KARPENTER_NODE_CLASS_REF, "name": pool.node_class}
-            manifest = node_pool_manifest(
+            depends: list[pulumi.Resource] = []
+            if auto_mode:
+                ref = AUTO_MODE_NODE_CLASS_REF
+            else:
+                assert pool.node_class is not None  # settings refuse a Karpenter pool without a defined nodeClass
+                ref = {**KARPENTER_NODE_CLASS_REF, "name": pool.node_class}
+                depends.append(classes[pool.node_class])
+            pool_manifest = node_pool_manifest(
                 pool,
                 node_class_ref=ref,
                 label_prefix=AUTO_MODE_LABELS if auto_mode else KARPENTER_LABELS,
                 extra_labels=operator_node_labels(args.gpu_software, args.node_type),
             )
-            depends = [classes[pool.node_class]] if not auto_mode else []
             k8s.apiextensions.CustomResource(
                 f"{name}-{pool.name}",
                 api_version=NODE_POOL_API,
                 kind="NodePool",
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
+                metadata=pool_manifest["metadata"],
+                spec=pool_manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
         self.node_pool_names = [p.name for p in args.node_pools]

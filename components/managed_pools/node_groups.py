@@ -9,6 +9,7 @@ contract: the system pool carries no taint; a GPU pool carries the GPU taint and
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -69,6 +70,15 @@ def nodeadm_user_data(launch: LaunchSettings) -> str | None:
         ]
     )
     return base64.b64encode(document.encode()).decode()
+
+
+def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
+    """The Auto Scaling group EKS made for a managed node group (one per group)."""
+    groups = resources[0].autoscaling_groups or []
+    name = groups[0].name if groups else None
+    if name is None:
+        raise pulumi.RunError("EKS reported no Auto Scaling group for the managed node group")
+    return name
 
 
 class _ManagedNodePool(pulumi.ComponentResource):
@@ -171,9 +181,8 @@ class _ManagedNodePool(pulumi.ComponentResource):
             tags={**tags, **node_group_tags, **reservation_tags(reservation)},
             opts=child,
         )
-        self.autoscaling_group_name = group.node_group.apply(lambda ng: ng.resources).apply(
-            lambda resources: resources[0].autoscaling_groups[0].name
-        )
+        resources: pulumi.Output[Sequence[aws.eks.outputs.NodeGroupResource]] = group.node_group.apply(lambda ng: ng.resources)
+        self.autoscaling_group_name = resources.apply(_autoscaling_group_name)
         if scaling.min_size == 0:
             # EKS does not copy node group tags to the Auto Scaling group, and Cluster Autoscaler's
             # DescribeNodegroup fallback covers only a group that never had a node: tag the ASG itself.

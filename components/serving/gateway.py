@@ -136,7 +136,7 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-namespace", metadata={"name": NAMESPACE, "labels": {**LABELS, **pod_security}}, opts=pulumi.ResourceOptions(parent=self)
         )
         child = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
-        metadata = {"name": NAME, "namespace": NAMESPACE, "labels": LABELS}
+        metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": NAME, "namespace": NAMESPACE, "labels": LABELS}
 
         master_key = random.RandomPassword(f"{name}-master-key", length=48, special=False, opts=pulumi.ResourceOptions(parent=self))
         secret = k8s.core.v1.Secret(
@@ -198,8 +198,9 @@ class Gateway(pulumi.ComponentResource):
             spec=described["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, secret, config, account, *credentials]),
         )
-        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(), opts=child)
-        k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(), opts=child)
+        # pulumi_kubernetes types spec as its snake_case TypedDicts; the provider takes Kubernetes' camelCase JSON as the specs write it.
+        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(), opts=child)  # type: ignore[call-overload]
+        k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(), opts=child)  # type: ignore[call-overload]
         # The proxy's /metrics answers 401 without a key (and the demand signal KEDA wakes cold models on
         # would never exist): Prometheus scrapes with a bearer token read from its own Secret.
         scrape_token = k8s.core.v1.Secret(

@@ -46,7 +46,7 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     prometheus_url: str
     cluster_name: str
     hf_token_secret: pulumi.Input[str] | None = None
-    api_key_secret: pulumi.Input[str] | None = None
+    api_key_secret: str | None = None
     tags: dict[str, str] | None = None
     #: The AWS partition of the weights bucket's ARN; the tier looks it up once for all its models
     #: (one provider call, not one per model); ``None``: looked up here.
@@ -69,7 +69,7 @@ class ModelServer(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         model = args.model
         child = pulumi.ResourceOptions(parent=self)
-        metadata = {"name": model.name, "namespace": args.namespace, "labels": pod_labels(model.name, args.tier)}
+        metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": model.name, "namespace": args.namespace, "labels": pod_labels(model.name, args.tier)}
 
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=child)
         # The fetch-weights init container (or, streamed, vLLM itself) needs credentials at its pod's
@@ -92,8 +92,9 @@ class ModelServer(pulumi.ComponentResource):
             spec=described["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])]),
         )
-        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(model), opts=child)
-        k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(model), opts=child)
+        # pulumi_kubernetes types spec as its snake_case TypedDicts; the provider takes Kubernetes' camelCase JSON as the specs write it.
+        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(model), opts=child)  # type: ignore[call-overload]
+        k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(model), opts=child)  # type: ignore[call-overload]
         k8s.apiextensions.CustomResource(
             f"{name}-scaler",
             api_version="keda.sh/v1alpha1",

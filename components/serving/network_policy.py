@@ -171,7 +171,8 @@ class NetworkIsolation(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkIsolationArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
         for policy, spec in args.policies.items():
-            k8s.networking.v1.NetworkPolicy(
+            # pulumi_kubernetes types spec as its snake_case TypedDicts; the provider takes Kubernetes' camelCase JSON as the specs write it.
+            k8s.networking.v1.NetworkPolicy(  # type: ignore[call-overload]
                 f"{name}-{policy}",
                 metadata={"name": policy, "namespace": args.namespace, "labels": args.labels},
                 spec=spec,

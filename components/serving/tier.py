@@ -80,13 +80,14 @@ class ServingTier(pulumi.ComponentResource):
             opts=child,
         )
         quota = tier.quota
-        k8s.core.v1.ResourceQuota(
+        # pulumi_kubernetes types spec as its snake_case TypedDicts; the provider takes Kubernetes' camelCase JSON as the specs write it.
+        k8s.core.v1.ResourceQuota(  # type: ignore[call-overload]
             f"{name}-quota",
             metadata={"name": "serving-capacity", "namespace": ns_name, "labels": labels},
             spec=quota_spec(quota),
             opts=in_namespace,
         )
-        k8s.core.v1.LimitRange(
+        k8s.core.v1.LimitRange(  # type: ignore[call-overload]
             f"{name}-limits",
             metadata={"name": "serving-defaults", "namespace": ns_name, "labels": labels},
             spec={

@@ -323,7 +323,7 @@ class KarpenterNodePool(_Model):
     purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
     instance_families: list[str] = Field(min_length=1)
     capacity_types: list[contract.KarpenterCapacityType] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1
+        default_factory=lambda: [contract.KARPENTER_ON_DEMAND], min_length=1
     )
     gpu_limit: int = Field(ge=1, le=10000)
     consolidation: Consolidation = Field(default_factory=Consolidation)
@@ -441,6 +441,7 @@ class Karpenter(_Model):
                 )
         by_name = {c.name: c for c in self.node_classes}
         for pool in self.node_pools:
+            assert pool.node_class is not None  # refused above: a Karpenter pool names a defined nodeClass
             max_pods = by_name[pool.node_class].kubelet.max_pods
             if max_pods is None:
                 continue
@@ -473,7 +474,9 @@ class Karpenter(_Model):
         Karpenter has no reserved offering and the value is dead), and each reservation selected by id must
         hold an instance type some ``reserved`` pool on that class may launch (Karpenter docs, tasks/odcrs)."""
         for i, pool in enumerate(self.node_pools):
-            node_class = by_name[pool.node_class]
+            node_class = by_name.get(pool.node_class or "")
+            if node_class is None:  # an unknown class is reported by its own rule
+                continue
             if contract.KARPENTER_RESERVED in pool.capacity_types and not node_class.selects_reservations:
                 return keyed(f"nodePools {pool.name!r} lists reserved, but nodeClasses {node_class.name!r} selects "
                              "no capacity reservation: add capacityReservations (ids) or capacityReservationTags "

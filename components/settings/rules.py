@@ -61,7 +61,7 @@ def _production_safety(s: Settings) -> Iterable[Problem]:
 
 def _node_pools(s: Settings) -> list[tuple[str, Any]]:
     """Every GPU pool with the key path of its entry."""
-    pools = [(f"gpuPools[{i}]", p) for i, p in enumerate(s.gpu_pools)]
+    pools: list[tuple[str, Any]] = [(f"gpuPools[{i}]", p) for i, p in enumerate(s.gpu_pools)]
     pools += [(f"karpenter.nodePools[{i}]", p) for i, p in enumerate(s.karpenter.node_pools)]
     pools += [(f"autoMode.gpuNodePools[{i}]", p) for i, p in enumerate(s.auto_mode.gpu_node_pools)]
     return pools

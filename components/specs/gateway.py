@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +152,7 @@ def scrape_endpoint() -> dict[str, Any]:
     }
 
 
-def config_digest(data: dict[str, str]) -> str:
+def config_digest(data: Mapping[str, str]) -> str:
     """Rolls the pods when the config changes (LiteLLM reads it only at start)."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

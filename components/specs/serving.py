@@ -364,7 +364,7 @@ def streamer_env(model: ServedModel, region: str | None) -> list[dict[str, Any]]
 
 def vllm_env(model: ServedModel, api_key_secret: str | None, hf_token_secret: Any, region: str | None = None) -> list[dict[str, Any]]:
     """Non-root with a read-only root: every cache goes to the writable home or the model volume."""
-    env = [
+    env: list[dict[str, Any]] = [
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         {"name": "HOME", "value": HOME_DIR},
         {"name": "USER", "value": "llm"},

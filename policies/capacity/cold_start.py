@@ -202,6 +202,7 @@ def node_provisioning(capacity_source: str | None) -> Step:
     """A node of the pool, from the pending pod to GPUs the scheduler can bind to."""
     if capacity_source == FIXED_NODES:
         return Step("node", 0.0, 0.0, (), "fixed nodes: already up")
+    figures: tuple[Figure, ...]
     if capacity_source == KARPENTER:
         figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
     elif capacity_source == CLUSTER_AUTOSCALER:

@@ -23,8 +23,13 @@ from .instances import UnpricedInstanceError
 
 
 class PricedType(Protocol):
-    gpus: int
-    hourly_usd: float | None
+    """What pricing reads of an instance type (read-only: a frozen ``Instance`` satisfies it)."""
+
+    @property
+    def gpus(self) -> int: ...
+
+    @property
+    def hourly_usd(self) -> float | None: ...
 
 
 def hourly_prices(types: Sequence[PricedType]) -> list[float]:

@@ -353,7 +353,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     plan.gpus_at_min = sum(w.requests.gpus * w.min_replicas for w in plan.workloads)
     plan.gpus_at_max = sum(w.requests.gpus * w.max_replicas for w in plan.workloads)
     # Nodes are bounded by a group's max, static replicas or limits.nodes; GPUs by limits[nvidia.com/gpu].
-    ceiling = pool.static_nodes if pool.static_nodes is not None else pool.max_nodes
+    ceiling: float | None = pool.static_nodes if pool.static_nodes is not None else pool.max_nodes
     if ceiling is None:
         ceiling = pool.node_limit
     gpu_cap = pool.gpu_limit

@@ -71,7 +71,9 @@ def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tup
     plans = {plan.pool.name: plan for plan in simulation.plans}
     for workload in cluster.workloads:
         resource = stack.by_urn.get(workload.key)
-        name = str(((resource.props.get("metadata") or {}) if resource else {}).get("name") or "")
+        if resource is None:
+            continue
+        name = str((resource.props.get("metadata") or {}).get("name") or "")
         if workload.kind != "Deployment" or name not in budgets or workload.model is None:
             continue
         plan = plans.get(simulation.placements.get(workload.name, ""))

@@ -72,7 +72,7 @@ def _split(value: celpy.celtypes.StringType, separator: celpy.celtypes.StringTyp
 
 
 _ENV = celpy.Environment()
-_FUNCTIONS = {"find": _find, "split": _split}
+_FUNCTIONS: dict[str, celpy.evaluation.CELFunction] = {"find": _find, "split": _split}
 
 
 @cache

@@ -50,8 +50,9 @@ CACHE_ENV = "LLM_PLATFORM_CHART_CACHE"
 try:  # the engine is a pinned test dependency (tests/requirements-helm.txt)
     import helm_python as helm
     from helm_python import _native
+    HELM_INSTALLED = True
 except ImportError:  # pragma: no cover - reported through missing_reason
-    helm = None
+    HELM_INSTALLED = False
 
 
 #: The packaged pinned charts beside the clone (``../shared/charts``): read where the local cache
@@ -80,7 +81,7 @@ def cached_chart(chart: HelmChart) -> Path:
 
 def missing_reason(chart: HelmChart) -> str | None:
     """Why ``chart`` cannot be rendered here, or None when it can."""
-    if helm is None:
+    if not HELM_INSTALLED:
         return "helm-python-sdk is not installed (tests/requirements-helm.txt)"
     if not cached_chart(chart).is_file():
         return (
@@ -158,7 +159,7 @@ def _check_kube_version(constraint: str | None, version: str, chart: HelmChart) 
 
 def add_to_cache(chart_dir: Path) -> Path:
     """Package the chart in ``chart_dir`` (a local path) into the cache; returns the archive."""
-    if helm is None:
+    if not HELM_INSTALLED:
         raise SystemExit("helm-python-sdk is not installed: pip install -r tests/requirements-helm.txt")
     with helm.Chart.load(str(chart_dir)) as loaded:
         target = cache_dir()
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a subchart exported from another (bare) git repository at REF",
     )
     args = parser.parse_args(argv)
-    if helm is None:
+    if not HELM_INSTALLED:
         raise SystemExit("helm-python-sdk is not installed: pip install -r tests/requirements-helm.txt")
     dirs = list(args.chart_dirs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -368,7 +369,8 @@ def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, 
             in_crds = len(parts) >= 3 and parts[-2] == "crds" and (len(parts) == 3 or parts[-4] == "charts")
             if not (member.isfile() and in_crds and member.name.endswith((".yaml", ".yml"))):
                 continue
-            for doc in yaml.load_all(archive.extractfile(member).read(), Loader=_CrdLoader):  # noqa: S506 - safe loader
+            extracted = archive.extractfile(member)  # None only for a member that is no regular file
+            for doc in yaml.load_all(extracted.read() if extracted else b"", Loader=_CrdLoader):  # noqa: S506 - safe loader
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 spec = doc["spec"]

@@ -123,7 +123,7 @@ class Autoscaler:
                 self.replicas = target
             return self.replicas
         self.failures = 0
-        values = {t.name: (t, readings[t.name]) for t in self.triggers}
+        values = {t.name: (t, reading) for t in self.triggers if (reading := readings[t.name]) is not None}
         active = any(v > t.activation for t, v in values.values())
         if active:
             self.last_active = at

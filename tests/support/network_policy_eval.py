@@ -16,6 +16,7 @@ Connections to a Service's ClusterIP follow the engine EKS runs, not the textboo
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,8 +84,8 @@ class Cluster:
         namespaces: dict[str, dict[str, str]],
         policies: list[dict[str, Any]],
         *,
-        services: list[Service] = (),
-        pods: list[Endpoint] = (),
+        services: Sequence[Service] = (),
+        pods: Sequence[Endpoint] = (),
     ):
         self.namespaces = {name: {**labels, "kubernetes.io/metadata.name": name} for name, labels in namespaces.items()}
         self.policies = policies

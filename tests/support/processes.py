@@ -24,7 +24,8 @@ def descendants(pid: int) -> set[int]:
                     parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
             except OSError:
                 continue
-    found, frontier = set(), {pid}
+    found: set[int] = set()
+    frontier = {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
         found |= frontier

@@ -122,12 +122,19 @@ def _label_list(toks: list[Token], start: int) -> tuple[list[str], int]:
     return names, i + 1
 
 
+@dataclass
+class _OpenMaker:
+    """An open label-making call: the paren depth inside it, and whether its destination label was found."""
+
+    depth: int
+    found: bool = False
+
+
 def reads(expr: str) -> Reads:
     """The series, labels and functions ``expr`` reads."""
     toks = tokens(expr)
     out = Reads()
-    # Open label-making calls: (paren depth inside the call, found the destination yet).
-    makers: list[list[object]] = []
+    makers: list[_OpenMaker] = []
     depth = 0
     i = 0
     while i < len(toks):
@@ -149,12 +156,12 @@ def reads(expr: str) -> Reads:
             depth += 1
         elif tok.text == ")":
             depth -= 1
-            while makers and makers[-1][0] > depth:
+            while makers and makers[-1].depth > depth:
                 makers.pop()
         elif tok.kind == "string":
-            if makers and makers[-1][0] == depth and not makers[-1][1]:
+            if makers and makers[-1].depth == depth and not makers[-1].found:
                 out.made_labels.add(_unquote(tok.text))
-                makers[-1][1] = True
+                makers[-1].found = True
         elif tok.kind == "ident":
             word = tok.text
             if word.lower() in _KEYWORDS:  # lex.go looks keywords up in lower case
@@ -169,7 +176,7 @@ def reads(expr: str) -> Reads:
             elif word in AGGREGATORS or (nxt is not None and nxt.text == "("):
                 out.functions.add(word)
                 if word in LABEL_MAKERS:
-                    makers.append([depth + 1, False])
+                    makers.append(_OpenMaker(depth + 1))
             else:
                 if nxt is not None and nxt.text == "{":
                     matchers, i = _matchers(toks, i + 1)

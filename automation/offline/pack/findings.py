@@ -13,7 +13,7 @@ def resource_dict(resource: Any) -> dict[str, Any]:
     """A plan resource (a mapping or a ``PlannedResource``) as a plain mapping of its fields."""
     if isinstance(resource, Mapping):
         return dict(resource)
-    if is_dataclass(resource):
+    if is_dataclass(resource) and not isinstance(resource, type):
         # Shallow: the inputs are only read, and a deep copy per resource is the larger part of marshalling.
         return {name: getattr(resource, name) for name in _field_names(type(resource))}
     raise TypeError(f"expected a plan resource mapping or dataclass, got {type(resource).__name__}")
