@@ -9,6 +9,7 @@ written, each under a temporary name renamed into place.
 from __future__ import annotations
 
 import gc
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from automation import exit_codes
 from automation.errors import DriverError
 from automation.offline.files import write_json, write_manifests, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
+from automation.offline.pack.config import WRITE_COMMAND, fact_disagreements
 from automation.offline.pack.findings import PackReport, PolicyConfigError
 from automation.offline.pack.runner import (
     MAX_ENVIRONMENT_STRING,
@@ -144,6 +146,19 @@ def policy_config_for(stack: str, override: Path | None = None) -> Path:
     return path
 
 
+def _stale_facts(stack: str, path: Path) -> list[str]:
+    """The program facts ``path`` disagrees on, with the command that regenerates it; an unreadable
+    file is left to the pack, whose config reader names it."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    lines = fact_disagreements(config) if isinstance(config, dict) else []
+    if lines:
+        lines.append(f"regenerate it with `{WRITE_COMMAND} --stack {stack}`")
+    return lines
+
+
 def run_check(
     stack: str, out_dir: Path | None = None, *, stack_file: Path | None = None, policy_config: Path | None = None
 ) -> CheckResult:
@@ -165,7 +180,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     # The pack reads the stack's gpuBudget itself (PULUMI_CONFIG); the stack's own policy config, if it
     # sets the numbers anyway, must set the stack's, or the pack would judge by a stale copy. An explicit
     # --policy-config is a deliberate override (what-if), not compared.
-    disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
+    # Its program facts (contract keys, agent placement) are generated from the program's sources; a
+    # stale or hand-edited copy would make the pack judge by other labels than the program writes.
+    disagreements = [] if policy_config else [
+        *pack_config_disagreements(settings.gpu_budget, config_path), *_stale_facts(stack, config_path)]
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     strings = config_strings(config)
