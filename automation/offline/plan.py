@@ -87,8 +87,10 @@ class Plan:
 
 def plain(struct: Struct) -> dict[str, Any]:
     """A Struct as plain JSON data. Struct numbers are doubles; whole numbers become ``int`` (as the
-    engine's JSON writes them: ``3``, not ``3.0``)."""
-    return {key: _plain(value) for key, value in struct.items()}
+    engine's JSON writes them: ``3``, not ``3.0``). Keys are interned: reading a Struct makes a new
+    string for each, and the plan repeats the same few hundred keys (``metadata``, ``name``, label
+    keys) over every resource."""
+    return {sys.intern(key): _plain(value) for key, value in struct.items()}
 
 
 def _plain(value: Any) -> Any:
