@@ -555,6 +555,12 @@ class Structs:
         """Drop one resource's Struct (marshalled again if asked for again)."""
         self._by_urn.pop(urn, None)
 
+    def __contains__(self, urn: object) -> bool:
+        return urn in self._by_urn
+
+    def __len__(self) -> int:
+        return len(self._by_urn)
+
 
 
 def _call_failed(method: str, error: grpc.RpcError) -> PolicyPackError:
