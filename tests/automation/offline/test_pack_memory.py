@@ -74,12 +74,12 @@ def test_analysis_releases_what_it_sent(dev_plan):
 
 def test_young_cycles_die_while_the_collector_is_off():
     """Within ``fewer_collections`` the automatic collector is off, yet a cycle the program drops is
-    freed (by the young-generation passes) before the block ends."""
+    freed (by a young-generation pass, once the program has allocated ``YOUNG_OBJECTS`` more)."""
     import gc
     import threading
     import weakref
 
-    from automation.offline.check import fewer_collections
+    from automation.offline.check import YOUNG_OBJECTS, fewer_collections
 
     class Node:
         pass
@@ -91,4 +91,7 @@ def test_young_cycles_die_while_the_collector_is_off():
         gone = threading.Event()
         weakref.finalize(node, gone.set)
         del node
+        assert not gone.wait(timeout=0.5), "collected before the young generation filled"
+        young = [[] for _ in range(YOUNG_OBJECTS + 1000)]  # the program goes on allocating
         assert gone.wait(timeout=60), "the dropped cycle was never collected"
+        del young
