@@ -87,14 +87,17 @@ class Plan:
 
 def plain(struct: Struct) -> dict[str, Any]:
     """A Struct as plain JSON data. Struct numbers are doubles; whole numbers become ``int`` (as the
-    engine's JSON writes them: ``3``, not ``3.0``). Keys are interned: reading a Struct makes a new
-    string for each, and the plan repeats the same few hundred keys (``metadata``, ``name``, label
-    keys) over every resource."""
+    engine's JSON writes them: ``3``, not ``3.0``). Strings are interned: reading a Struct makes a
+    new string each time, and the plan repeats the same few thousand keys and values (``metadata``,
+    label keys and values, image references) over every resource: at 500 models one string in 17
+    is distinct."""
     return {sys.intern(key): _plain(value) for key, value in struct.items()}
 
 
 def _plain(value: Any) -> Any:
     kind = type(value)
+    if kind is str:
+        return sys.intern(value)
     if kind is float:
         return int(value) if value.is_integer() else value
     if kind is Struct:
