@@ -27,6 +27,9 @@ POOL_LABEL = "llm-platform.io/pool"
 ACCELERATOR_LABEL = "llm-platform.io/accelerator"
 GPU_MEMORY_LABEL = "llm-platform.io/gpu-memory-mib"
 CAPACITY_TYPE_LABEL = "llm-platform.io/capacity-type"
+#: Namespace and pod label naming a serving tier; the network policies, the scrape config's ``tier``
+#: target label and the report group by it.
+TIER_LABEL = "llm-platform.io/tier"
 #: Per-GPU memory (MiB) a workload needs; the policy pack checks it against the pool's memory label.
 GPU_MEMORY_NEED_ANNOTATION = "llm-platform.io/gpu-memory-mib"
 #: Matches the NVIDIA device plugin's default required node affinity (note the dot).

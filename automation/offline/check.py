@@ -9,6 +9,8 @@ written, each under a temporary name renamed into place.
 from __future__ import annotations
 
 import gc
+import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from automation import exit_codes
 from automation.errors import DriverError
 from automation.offline.files import write_json, write_manifests, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
+from automation.offline.pack.config import WRITE_COMMAND, fact_disagreements
 from automation.offline.pack.findings import PackReport, PolicyConfigError
 from automation.offline.pack.runner import (
     MAX_ENVIRONMENT_STRING,
@@ -99,15 +102,27 @@ class CheckResult:
         return not self.policies.has_mandatory
 
 
+#: While the automatic collector is off, the young generation is collected once it holds this many
+#: objects (checked every ``YOUNG_POLL_SECONDS``): the work follows the program's allocations, not the clock.
+YOUNG_OBJECTS = 100_000
+YOUNG_POLL_SECONDS = 0.05
+#: Every this many young passes, the middle generation too.
+MIDDLE_PASS_EVERY = 8
+
+
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """The cyclic garbage collector off for one large recording, restored afterwards (by the
-    outermost of nested blocks).
+    """The automatic cyclic garbage collector off for one large recording, restored afterwards (by
+    the outermost of nested blocks); only young objects are collected meanwhile.
 
     The SDK's modules and every registered resource's outputs and futures stay alive until the
-    check ends, and with the default thresholds the collector rescans them over and over for a
-    few MiB of garbage cycles. Within the block it is off, and what existed when the block started
-    is frozen out of later collections (``gc.freeze``, the interpreter's documented tool for this).
+    check ends, and with the default thresholds the collector rescans them over and over. Within
+    the block it is off, what existed when the block started is frozen out of later collections
+    (``gc.freeze``, the interpreter's documented tool for this), and a thread collects the young
+    generation whenever it has grown by :data:`YOUNG_OBJECTS` (``gc.collect(0)``, the middle one
+    every few passes): the program's
+    temporaries in cycles die there, each object is scanned about once, and the long-lived heap
+    never is. At 500 served models that keeps about 30 MiB of cycles off the peak.
     """
     global _collections_tuned
     if _collections_tuned:  # nested: the outermost block restores
@@ -117,9 +132,22 @@ def fewer_collections() -> Iterator[None]:
     gc.freeze()
     gc.disable()
     _collections_tuned = True
+    stop = threading.Event()
+
+    def collect_young() -> None:
+        passes = 0
+        while not stop.wait(YOUNG_POLL_SECONDS):
+            if gc.get_count()[0] >= YOUNG_OBJECTS:
+                passes += 1
+                gc.collect(1 if passes % MIDDLE_PASS_EVERY == 0 else 0)
+
+    collector = threading.Thread(target=collect_young, name="young-collections", daemon=True)
+    collector.start()
     try:
         yield
     finally:
+        stop.set()
+        collector.join()
         _collections_tuned = False
         # Everything made meanwhile is young; moved with the rest to the oldest generation, so
         # the first collection after the block is not a pass over the whole check.
@@ -144,6 +172,19 @@ def policy_config_for(stack: str, override: Path | None = None) -> Path:
     return path
 
 
+def _stale_facts(stack: str, path: Path) -> list[str]:
+    """The program facts ``path`` disagrees on, with the command that regenerates it; an unreadable
+    file is left to the pack, whose config reader names it."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    lines = fact_disagreements(config) if isinstance(config, dict) else []
+    if lines:
+        lines.append(f"regenerate it with `{WRITE_COMMAND} --stack {stack}`")
+    return lines
+
+
 def run_check(
     stack: str, out_dir: Path | None = None, *, stack_file: Path | None = None, policy_config: Path | None = None
 ) -> CheckResult:
@@ -165,7 +206,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     # The pack reads the stack's gpuBudget itself (PULUMI_CONFIG); the stack's own policy config, if it
     # sets the numbers anyway, must set the stack's, or the pack would judge by a stale copy. An explicit
     # --policy-config is a deliberate override (what-if), not compared.
-    disagreements = [] if policy_config else pack_config_disagreements(settings.gpu_budget, config_path)
+    # Its program facts (contract keys, agent placement) are generated from the program's sources; a
+    # stale or hand-edited copy would make the pack judge by other labels than the program writes.
+    disagreements = [] if policy_config else [
+        *pack_config_disagreements(settings.gpu_budget, config_path), *_stale_facts(stack, config_path)]
     if disagreements:
         raise PolicyConfigError(f"{config_path.name}: " + "; ".join(disagreements))
     strings = config_strings(config)
@@ -186,6 +230,10 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         analysis = PlanAnalysis(pack, config_path)
         plan = record_plan(stack, strings, region=settings.region, on_record=analysis.submit)
         recorded = lap()
+        # The program is done: what the SDK made for it (outputs, futures, tasks, the RPC list) is
+        # garbage now, in cycles only the collector frees, and it is off here. One pass, so the
+        # pack's answers, the summary and the files reuse that memory instead of adding to it.
+        gc.collect()
         policies = analysis.finish(plan.resources)
     finally:
         pack.close()

@@ -8,8 +8,7 @@ from typing import Any
 import yaml
 
 from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
-
-HELM_RELEASE_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+from policies.capacity.kinds import HELM_TYPES
 
 #: PyYAML's safe dumper in C (libyaml) where PyYAML was built with it, else the pure-Python one.
 _SAFE_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -88,7 +87,7 @@ def kubernetes_document(type_: str, name: str, custom: bool, inputs: dict[str, A
     if not custom or not type_.startswith("kubernetes:"):
         return None
     inputs = redact_secrets(inputs, wire=False)
-    if type_ in HELM_RELEASE_TYPES:
+    if type_ in HELM_TYPES:
         repo = inputs.get("repositoryOpts", {}).get("repo", "")
         document = {
             "helmRelease": inputs.get("name", name),

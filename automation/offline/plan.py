@@ -31,10 +31,10 @@ from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mo
 from pulumi.runtime.proto import provider_pb2, resource_pb2
 
 from automation.paths import ROOT
+from policies.capacity.kinds import AWS_NODE_GROUP, EKS_CLUSTER, EKS_MANAGED_NODE_GROUP, HELM_TYPES, LAUNCH_TEMPLATE
 
 PROJECT = "llm-platform"
 ACCOUNT_ID = "123456789012"
-MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 
 #: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig/sig.go).
 SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -87,12 +87,17 @@ class Plan:
 
 def plain(struct: Struct) -> dict[str, Any]:
     """A Struct as plain JSON data. Struct numbers are doubles; whole numbers become ``int`` (as the
-    engine's JSON writes them: ``3``, not ``3.0``)."""
-    return {key: _plain(value) for key, value in struct.items()}
+    engine's JSON writes them: ``3``, not ``3.0``). Strings are interned: reading a Struct makes a
+    new string each time, and the plan repeats the same few thousand keys and values (``metadata``,
+    label keys and values, image references) over every resource: at 500 models one string in 17
+    is distinct."""
+    return {sys.intern(key): _plain(value) for key, value in struct.items()}
 
 
 def _plain(value: Any) -> Any:
     kind = type(value)
+    if kind is str:
+        return sys.intern(value)
     if kind is float:
         return int(value) if value.is_integer() else value
     if kind is Struct:
@@ -142,7 +147,7 @@ class PlatformMocks(Mocks):
         typ, name, inputs = args.typ, args.name, dict(args.inputs)
         region, account = self.region, ACCOUNT_ID
         outputs: dict[str, Any] = {}
-        if typ == "eks:index:Cluster":
+        if typ == EKS_CLUSTER:
             cluster = inputs.get("name", name)
             issuer = f"oidc.eks.{region}.amazonaws.com/id/{hashlib.sha256(cluster.encode()).hexdigest()[:32].upper()}"
             kubeconfig = {
@@ -168,12 +173,12 @@ class PlatformMocks(Mocks):
         elif typ == "aws:kms/key:Key":
             key_id = hashlib.sha256(name.encode()).hexdigest()[:32]
             outputs = {"arn": f"arn:aws:kms:{region}:{account}:key/{key_id}", "keyId": key_id}
-        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        elif typ == LAUNCH_TEMPLATE:
             outputs = {"latestVersion": 1, "arn": f"arn:aws:ec2:{region}:{account}:launch-template/{_fake_id('lt', name)}"}
             return _fake_id("lt", name), {**inputs, **outputs}
         elif typ == "random:index/randomPassword:RandomPassword":
             outputs = {"result": hashlib.sha256(name.encode()).hexdigest()[: int(inputs.get("length", 32))]}
-        elif typ.startswith("kubernetes:helm.sh/"):
+        elif typ in HELM_TYPES:
             outputs = {"status": {"status": "deployed", "version": inputs.get("version")}}
         elif typ.startswith("aws:"):
             outputs = {"arn": f"arn:aws:{typ.split(':')[1].split('/')[0]}:{region}:{account}:{name}"}
@@ -225,7 +230,7 @@ class RecordingMonitor(MockMonitor):
             custom=request.custom or False,
         )
         resource_id, state = self.mocks.new_resource(args)
-        if request.type == MANAGED_NODE_GROUP:
+        if request.type == EKS_MANAGED_NODE_GROUP:
             state = {**state, **self._add_node_group_child(urn, request.name, inputs)}
         resource_id = resource_id or ""  # PlatformMocks names every resource; the SDK's type allows None
         response = resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id)
@@ -276,7 +281,7 @@ class RecordingMonitor(MockMonitor):
         whose ``resources[0].autoscalingGroups[0].name`` is the Auto Scaling group EKS made. Under
         mocks nobody creates that child, so it is registered here (the SDK reads it back through
         ``pulumi:pulumi:getResource``); the output that refers to it is returned."""
-        urn = self.make_urn(parent, "aws:eks/nodeGroup:NodeGroup", name)
+        urn = self.make_urn(parent, AWS_NODE_GROUP, name)
         node_group_id = _fake_id("ng", name)
         asg_name = f"eks-{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{node_group_id[-8:]}"
         state = {

@@ -2,8 +2,9 @@
 
 The program decides the GPU taint key and the pool label names in ``components/contract.py``; the
 pack must not import program code, so each policy that needs a contract value declares it as a
-config property with the program's value as default, and ``config/<stack>.json`` repeats the values
-(a test keeps them equal to ``components.contract.policy_contract()``).
+config property with the program's value as default, and ``config/<stack>.json`` carries the values,
+generated from ``components.contract.policy_contract()`` into every policy whose schema declares them
+(``python -m automation pack-config write``; a test keeps the defaults here equal to the program's).
 """
 
 from __future__ import annotations

@@ -72,10 +72,13 @@ class PlanAnalysis:
                 raise self._error
         by_urn: dict[str, Any] = {r["urn"]: r for r in items}
         stack = self.runner.analyze_stack_async(items, by_urn, structs=self._structs)
+        # Sent: the marshalled inputs are not needed again, and the answers are read once.
+        self._structs = Structs()
         violations: list[Violation] = []
         for r in items:
-            violations += self.runner.violations_of(self._calls[r["urn"]], r["urn"])
+            violations += self.runner.violations_of(self._calls.pop(r["urn"]), r["urn"])
         violations += self.runner.violations_of(stack, "")
+        self._by_urn.clear()
         info = self.runner.info()
         return PackReport(pack=f"{info.name}@{info.version}", config=self.runner.config_source, violations=violations)
 

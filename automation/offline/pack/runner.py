@@ -503,8 +503,17 @@ class PolicyPackRunner:
     ) -> grpc.Future:
         """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
         structs = structs or Structs()
-        request = analyzer_pb2.AnalyzeStackRequest(
-            resources=[stack_resource(resource_dict(r), providers, structs) for r in resources])
+        items = [resource_dict(r) for r in resources]
+        # Each entry copies its resource's Struct; a cached one no other entry needs (not a provider)
+        # is dropped as soon as it is copied, so the request is the only copy of the inputs.
+        providing = {provider_urn(r) for r in items}
+        entries = []
+        for r in items:
+            entries.append(stack_resource(r, providers, structs))
+            if r["urn"] not in providing:
+                structs.forget(r["urn"])
+        request = analyzer_pb2.AnalyzeStackRequest(resources=entries)
+        del entries
         return self.stub.AnalyzeStack.future(request, timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
@@ -541,6 +550,16 @@ class Structs:
         if struct is None:
             struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
         return struct
+
+    def forget(self, urn: str) -> None:
+        """Drop one resource's Struct (marshalled again if asked for again)."""
+        self._by_urn.pop(urn, None)
+
+    def __contains__(self, urn: object) -> bool:
+        return urn in self._by_urn
+
+    def __len__(self) -> int:
+        return len(self._by_urn)
 
 
 
