@@ -24,8 +24,8 @@ from components.serving.event_autoscaler import keda_values
 from components.settings import parse_settings
 from components.specs.gpu_software import gpu_operator_values
 from components.specs.observability import prometheus_stack_values
-from tests.components.test_helm_render import RENDERED, dra_plan, kube_version, release_of  # noqa: F401 (fixture)
-from tests.conftest import read_stack_config
+from tests.components.test_helm_render import RENDERED, kube_version, release_of
+from tests.conftest import ROOMY_GPU_BUDGET, plan_with, read_stack_config
 from tests.support import helm_render
 from tests.support.needs import missing
 
@@ -127,9 +127,18 @@ def _render(plan, chart: versions.HelmChart) -> list[dict[str, Any]] | None:
                               namespace=inputs["namespace"], kube_version=kube_version(plan))
 
 
+@pytest.fixture(scope="module")
+def dev_dra_plan():
+    """dev with a DRA pool beside its inference pool: the only plan that installs the DRA driver."""
+    inference = read_stack_config("dev")["llm-platform:gpuPools"][0]
+    dra = {**inference, "name": "dra", "purpose": "gpu-dra", "capacityType": "ON_DEMAND", "instanceTypes": ["g6e.xlarge"],
+           "scaling": {"minSize": 1, "desiredSize": 1, "maxSize": 2}}
+    return plan_with("dev", gpuPools=[inference, dra], gpuBudget=ROOMY_GPU_BUDGET)
+
+
 @pytest.fixture(params=["dev", "prod", "dev+dra"])
-def plan(request, dev_plan, prod_plan, dra_plan):
-    return {"dev": dev_plan, "prod": prod_plan, "dev+dra": dra_plan}[request.param]
+def plan(request, dev_plan, prod_plan, dev_dra_plan):
+    return {"dev": dev_plan, "prod": prod_plan, "dev+dra": dev_dra_plan}[request.param]
 
 
 def test_every_rendered_image_is_a_pin_of_versions(plan):
