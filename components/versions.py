@@ -221,7 +221,7 @@ DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="
 CUDA_SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
 
 #: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
-#: Digest UNVERIFIED for vLLM v0.33.0 and LiteLLM v1.109.1 (no source found that pins these exact tags
+#: Digest UNVERIFIED for vLLM v0.33.0 and LiteLLM v1.110.2 (no source found that pins these exact tags
 #: by digest; registries unreachable here): tag only until one is checked.
 VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.33.0")
 #: Digest of 2.37.5 as pinned in public repositories (GitHub code index: five files in several projects
@@ -231,7 +231,9 @@ AWS_CLI_IMAGE = Image(
     tag="2.37.5",
     digest="sha256:fb7ccfc7b4e3a05017e6c9ded4ba959b99af622130e211fb976c68c2f4d3f224",
 )
-LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
+#: LiteLLM tags releases ``vX.Y.Z`` since 1.84.0 (no ``-stable`` suffix any more: docs.litellm.ai/blog/
+#: cleaner-release-versions); 1.110.2 is the hotfix release of 1.110.
+LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.110.2")
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
 KUBE_PROMETHEUS_STACK = HelmChart(
     chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"
