@@ -244,8 +244,9 @@ KUBE_PROMETHEUS_STACK = HelmChart(
 # Every image below is what the pinned chart would pull on its own (its values.yaml or appVersion, read
 # from the packaged chart in ../shared/charts): the program sets each one explicitly, so a chart bump
 # cannot change an image unseen and ``python -m automation images resolve`` can pin them by digest.
-# Tags exactly as the chart's defaults give them; none bumped. No digest: none was verified here
-# (registries unreachable): prod lists them in policies/config/prod.json ``digestExemptImages``.
+# Tags exactly as the chart's defaults give them; none bumped. Registries are unreachable here: a digest
+# is given only where public repositories pin the same tag by it; the others are tag only, and prod
+# lists them in policies/config/prod.json ``digestExemptImages``.
 
 #: NVIDIA GPU Operator v26.7.0 (values.yaml; the operator, validator and node-status exporter share
 #: the operator's image at the chart's appVersion). ``devicePlugin`` and ``gfd`` default to
@@ -279,13 +280,30 @@ KEDA_ADMISSION_WEBHOOKS_IMAGE = Image(repository="ghcr.io/kedacore/keda-admissio
 #: stack asks for the distroless variant) and grafana 12.11.1 (13.2.0).
 PROMETHEUS_OPERATOR_IMAGE = Image(repository="quay.io/prometheus-operator/prometheus-operator", tag="v0.93.1")
 PROMETHEUS_CONFIG_RELOADER_IMAGE = Image(repository="quay.io/prometheus-operator/prometheus-config-reloader", tag="v0.93.1")
-PROMETHEUS_IMAGE = Image(repository="quay.io/prometheus/prometheus", tag="v3.14.0-distroless")
-ALERTMANAGER_IMAGE = Image(repository="quay.io/prometheus/alertmanager", tag="v0.34.0")
+#: Digests of the multi-arch indexes as pinned in public repositories (GitHub code index, 2026-11):
+#: v3.14.0-distroless ``50c707e9...`` in seven files of several projects (``prom/prometheus``, the same
+#: index on Docker Hub) and in one that names it on quay.io; alertmanager v0.34.0 ``690c7b52...`` in three
+#: files of two projects on quay.io (and a fourth on ghcr.io).
+PROMETHEUS_IMAGE = Image(
+    repository="quay.io/prometheus/prometheus",
+    tag="v3.14.0-distroless",
+    digest="sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
+)
+ALERTMANAGER_IMAGE = Image(
+    repository="quay.io/prometheus/alertmanager",
+    tag="v0.34.0",
+    digest="sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
+)
 #: The operator's default Thanos sidecar image (an operator flag; no sidecar runs unless configured).
 THANOS_IMAGE = Image(repository="quay.io/thanos/thanos", tag="v0.42.4")
 #: The admission webhook's certificate Jobs (create and patch).
 KUBE_WEBHOOK_CERTGEN_IMAGE = Image(repository="ghcr.io/jkroepke/kube-webhook-certgen", tag="1.8.7")
-KUBE_STATE_METRICS_IMAGE = Image(repository="registry.k8s.io/kube-state-metrics/kube-state-metrics", tag="v2.20.0")
+#: Digest of v2.20.0's index as two independent public files pin it (GitHub code index, 2026-11).
+KUBE_STATE_METRICS_IMAGE = Image(
+    repository="registry.k8s.io/kube-state-metrics/kube-state-metrics",
+    tag="v2.20.0",
+    digest="sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
+)
 NODE_EXPORTER_IMAGE = Image(repository="quay.io/prometheus/node-exporter", tag="v1.12.1-distroless")
 GRAFANA_IMAGE = Image(repository="docker.io/grafana/grafana", tag="13.2.0")
 GRAFANA_SIDECAR_IMAGE = Image(repository="quay.io/kiwigrid/k8s-sidecar", tag="2.10.1")

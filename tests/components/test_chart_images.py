@@ -43,10 +43,10 @@ PROMETHEUS_STACK_IMAGES = {
     "quay.io/prometheus-operator/prometheus-operator:v0.93.1",
     "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1",
     "quay.io/thanos/thanos:v0.42.4",
-    "quay.io/prometheus/prometheus:v3.14.0-distroless",
-    "quay.io/prometheus/alertmanager:v0.34.0",
+    "quay.io/prometheus/prometheus:v3.14.0-distroless@sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
+    "quay.io/prometheus/alertmanager:v0.34.0@sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
     "ghcr.io/jkroepke/kube-webhook-certgen:1.8.7",
-    "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0",
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0@sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
     "quay.io/prometheus/node-exporter:v1.12.1-distroless",
     "docker.io/grafana/grafana:13.2.0",
     "quay.io/kiwigrid/k8s-sidecar:2.10.1",
@@ -195,7 +195,7 @@ def test_digests_render_as_full_references_in_each_charts_spelling(monkeypatch):
     stack = helm_render.render(versions.KUBE_PROMETHEUS_STACK, prometheus_stack_values(prometheus),
                                release_name="kube-prometheus-stack", namespace="monitoring", kube_version="1.35")
     assert image_references(keda)[0] == {f"{ref}@{DIGEST}" for ref in KEDA_IMAGES}
-    assert image_references(stack)[0] == {f"{ref}@{DIGEST}" for ref in PROMETHEUS_STACK_IMAGES}
+    assert image_references(stack)[0] == {ref if "@" in ref else f"{ref}@{DIGEST}" for ref in PROMETHEUS_STACK_IMAGES}
     versions_of = {o["kind"]: o["spec"]["version"] for o in stack if o["kind"] in ("Prometheus", "Alertmanager")}
     assert versions_of == {"Prometheus": "v3.14.0-distroless", "Alertmanager": "v0.34.0"}
     # The driver is left out: the operator appends the node's OS to its version, so a digest there
