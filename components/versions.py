@@ -305,7 +305,12 @@ KUBE_STATE_METRICS_IMAGE = Image(
     digest="sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
 )
 NODE_EXPORTER_IMAGE = Image(repository="quay.io/prometheus/node-exporter", tag="v1.12.1-distroless")
-GRAFANA_IMAGE = Image(repository="docker.io/grafana/grafana", tag="13.2.0")
+#: Digest of 13.2.0's index as eight public files of several projects pin it (GitHub code index, 2026-11).
+GRAFANA_IMAGE = Image(
+    repository="docker.io/grafana/grafana",
+    tag="13.2.0",
+    digest="sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
+)
 GRAFANA_SIDECAR_IMAGE = Image(repository="quay.io/kiwigrid/k8s-sidecar", tag="2.10.1")
 
 #: Karpenter 1.14.1's controller (chart values ``controller.image``; the packaged chart's digest is

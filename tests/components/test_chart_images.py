@@ -48,7 +48,7 @@ PROMETHEUS_STACK_IMAGES = {
     "ghcr.io/jkroepke/kube-webhook-certgen:1.8.7",
     "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0@sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
     "quay.io/prometheus/node-exporter:v1.12.1-distroless",
-    "docker.io/grafana/grafana:13.2.0",
+    "docker.io/grafana/grafana:13.2.0@sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
     "quay.io/kiwigrid/k8s-sidecar:2.10.1",
 }
 GPU_OPERATOR_IMAGES = {
