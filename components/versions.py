@@ -38,6 +38,19 @@ class Image:
         them emit the full pinned reference."""
         return f"{self.tag}@{self.digest}" if self.digest else self.tag
 
+    @property
+    def registry(self) -> str:
+        """The registry host, for charts that take it apart from the repository (``quay.io``);
+        a name without a host is on Docker Hub."""
+        first, _, rest = self.repository.partition("/")
+        return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+    @property
+    def path(self) -> str:
+        """The repository without its registry host (``prometheus/alertmanager``)."""
+        first, _, rest = self.repository.partition("/")
+        return rest if rest and self.registry == first else self.repository
+
 
 @dataclass(frozen=True)
 class HelmChart:
@@ -208,7 +221,7 @@ DCGM_EXPORTER_IMAGE = Image(repository="nvcr.io/nvidia/k8s/dcgm-exporter", tag="
 CUDA_SMOKE_IMAGE = Image(repository="nvcr.io/nvidia/cuda", tag="12.9.1-base-ubuntu22.04")
 
 #: Serving: vLLM (V1 engine; metric names with colons), the S3 weight fetcher, the gateway.
-#: Digest UNVERIFIED for vLLM v0.33.0 and LiteLLM v1.109.1 (no source found that pins these exact tags
+#: Digest UNVERIFIED for vLLM v0.33.0 and LiteLLM v1.110.2 (no source found that pins these exact tags
 #: by digest; registries unreachable here): tag only until one is checked.
 VLLM_IMAGE = Image(repository="vllm/vllm-openai", tag="v0.33.0")
 #: Digest of 2.37.5 as pinned in public repositories (GitHub code index: five files in several projects
@@ -218,7 +231,9 @@ AWS_CLI_IMAGE = Image(
     tag="2.37.5",
     digest="sha256:fb7ccfc7b4e3a05017e6c9ded4ba959b99af622130e211fb976c68c2f4d3f224",
 )
-LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.109.1")
+#: LiteLLM tags releases ``vX.Y.Z`` since 1.84.0 (no ``-stable`` suffix any more: docs.litellm.ai/blog/
+#: cleaner-release-versions); 1.110.2 is the hotfix release of 1.110.
+LITELLM_IMAGE = Image(repository="ghcr.io/berriai/litellm", tag="v1.110.2")
 #: The pre-pull DaemonSet's long-running container (components/serving/image_prepull.py): it only keeps the
 #: pod, and so the pulled image, on the node. Digest of 3.10.1 as pinned in public repositories (GitHub code
 #: index: several projects pin ``registry.k8s.io/pause:3.10.1@sha256:278fb9db...``).
@@ -231,3 +246,83 @@ KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.gi
 KUBE_PROMETHEUS_STACK = HelmChart(
     chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"
 )
+
+
+# --- Chart-default images, pinned explicitly (issue 30) -------------------------------------------
+# Every image below is what the pinned chart would pull on its own (its values.yaml or appVersion, read
+# from the packaged chart in ../shared/charts): the program sets each one explicitly, so a chart bump
+# cannot change an image unseen and ``python -m automation images resolve`` can pin them by digest.
+# Tags exactly as the chart's defaults give them; none bumped. Registries are unreachable here: a digest
+# is given only where public repositories pin the same tag by it; the others are tag only, and prod
+# lists them in policies/config/prod.json ``digestExemptImages``.
+
+#: NVIDIA GPU Operator v26.7.0 (values.yaml; the operator, validator and node-status exporter share
+#: the operator's image at the chart's appVersion). ``devicePlugin`` and ``gfd`` default to
+#: k8s-device-plugin v0.20.0, i.e. NVIDIA_DEVICE_PLUGIN_IMAGE; ``dcgmExporter`` uses DCGM_EXPORTER_IMAGE.
+GPU_OPERATOR_IMAGE = Image(repository="nvcr.io/nvidia/gpu-operator", tag="v26.7.0")
+#: The operator appends the node's OS to the driver's version (``595.91.07-ubuntu22.04``): only hybrid
+#: nodes run it (cloud AMIs ship the driver).
+GPU_OPERATOR_DRIVER_IMAGE = Image(repository="nvcr.io/nvidia/driver", tag="595.91.07")
+GPU_OPERATOR_DRIVER_MANAGER_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/k8s-driver-manager", tag="v0.12.0")
+GPU_OPERATOR_TOOLKIT_IMAGE = Image(repository="nvcr.io/nvidia/k8s/container-toolkit", tag="v1.20.0")
+GPU_OPERATOR_DCGM_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/dcgm", tag="4.6.0-1-ubuntu24.04")
+GPU_OPERATOR_MIG_MANAGER_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/k8s-mig-manager", tag="v0.15.0")
+GPU_OPERATOR_GDS_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/nvidia-fs", tag="2.29.4")
+GPU_OPERATOR_GDRCOPY_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/gdrdrv", tag="v2.6")
+GPU_OPERATOR_VGPU_DEVICE_MANAGER_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/vgpu-device-manager", tag="v0.5.0")
+GPU_OPERATOR_SANDBOX_DEVICE_PLUGIN_IMAGE = Image(repository="nvcr.io/nvidia/kubevirt-gpu-device-plugin", tag="v1.6.0")
+GPU_OPERATOR_KATA_SANDBOX_DEVICE_PLUGIN_IMAGE = Image(
+    repository="nvcr.io/nvidia/cloud-native/nvidia-sandbox-device-plugin", tag="v0.0.5"
+)
+GPU_OPERATOR_CC_MANAGER_IMAGE = Image(repository="nvcr.io/nvidia/cloud-native/k8s-cc-manager", tag="v0.4.3")
+#: The operator chart's node-feature-discovery subchart 0.19.0 (appVersion v0.19.0).
+NODE_FEATURE_DISCOVERY_IMAGE = Image(repository="registry.k8s.io/nfd/node-feature-discovery", tag="v0.19.0")
+
+#: KEDA 2.20.2: the three images at the chart's appVersion.
+KEDA_OPERATOR_IMAGE = Image(repository="ghcr.io/kedacore/keda", tag="2.20.2")
+KEDA_METRICS_APISERVER_IMAGE = Image(repository="ghcr.io/kedacore/keda-metrics-apiserver", tag="2.20.2")
+KEDA_ADMISSION_WEBHOOKS_IMAGE = Image(repository="ghcr.io/kedacore/keda-admission-webhooks", tag="2.20.2")
+
+#: kube-prometheus-stack 88.5.3 (appVersion v0.93.1 for the operator and its config reloader) and
+#: its subcharts kube-state-metrics 8.4.0 (v2.20.0), prometheus-node-exporter 4.56.1 (v1.12.1; the
+#: stack asks for the distroless variant) and grafana 12.11.1 (13.2.0).
+PROMETHEUS_OPERATOR_IMAGE = Image(repository="quay.io/prometheus-operator/prometheus-operator", tag="v0.93.1")
+PROMETHEUS_CONFIG_RELOADER_IMAGE = Image(repository="quay.io/prometheus-operator/prometheus-config-reloader", tag="v0.93.1")
+#: Digests of the multi-arch indexes as pinned in public repositories (GitHub code index, 2026-11):
+#: v3.14.0-distroless ``50c707e9...`` in seven files of several projects (``prom/prometheus``, the same
+#: index on Docker Hub) and in one that names it on quay.io; alertmanager v0.34.0 ``690c7b52...`` in three
+#: files of two projects on quay.io (and a fourth on ghcr.io).
+PROMETHEUS_IMAGE = Image(
+    repository="quay.io/prometheus/prometheus",
+    tag="v3.14.0-distroless",
+    digest="sha256:50c707e96da5ade383cb1707790576480485e93de06aa60ad8802cb5f744bd0a",
+)
+ALERTMANAGER_IMAGE = Image(
+    repository="quay.io/prometheus/alertmanager",
+    tag="v0.34.0",
+    digest="sha256:690c7b525f4367aa91f73e2f91c632206d32e97c6384bdbf2fb7a861b420340d",
+)
+#: The operator's default Thanos sidecar image (an operator flag; no sidecar runs unless configured).
+THANOS_IMAGE = Image(repository="quay.io/thanos/thanos", tag="v0.42.4")
+#: The admission webhook's certificate Jobs (create and patch).
+KUBE_WEBHOOK_CERTGEN_IMAGE = Image(repository="ghcr.io/jkroepke/kube-webhook-certgen", tag="1.8.7")
+#: Digest of v2.20.0's index as two independent public files pin it (GitHub code index, 2026-11).
+KUBE_STATE_METRICS_IMAGE = Image(
+    repository="registry.k8s.io/kube-state-metrics/kube-state-metrics",
+    tag="v2.20.0",
+    digest="sha256:42cfe3723a5f058171c627537fb57a3ea0f26e4380fa18555a95cb1a1b4cfc5b",
+)
+NODE_EXPORTER_IMAGE = Image(repository="quay.io/prometheus/node-exporter", tag="v1.12.1-distroless")
+#: Digest of 13.2.0's index as eight public files of several projects pin it (GitHub code index, 2026-11).
+GRAFANA_IMAGE = Image(
+    repository="docker.io/grafana/grafana",
+    tag="13.2.0",
+    digest="sha256:3fd54ae1214669f8355f065ec9f6445d5279a3d77095ab048ca045685272429b",
+)
+GRAFANA_SIDECAR_IMAGE = Image(repository="quay.io/kiwigrid/k8s-sidecar", tag="2.10.1")
+
+#: Karpenter 1.14.1's controller (chart values ``controller.image``, set by components/karpenter/controller.py;
+#: the packaged chart's digest is empty). No digest: upstream's release commits stamp two different ones for
+#: 1.14.1 into charts/karpenter/values.yaml (c88abbbad "Stable Release updates Release v1.14.1": sha256:445baefa...,
+#: a later docs commit: sha256:72313094...), so neither is taken without a registry to ask.
+KARPENTER_CONTROLLER_IMAGE = Image(repository="public.ecr.aws/karpenter/controller", tag="1.14.1")

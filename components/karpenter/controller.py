@@ -67,6 +67,9 @@ def controller_values(cluster_name: str, queue_name: str, replicas: int, region:
         },
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "controller": {
+            "image": {"repository": versions.KARPENTER_CONTROLLER_IMAGE.repository,
+                      "tag": versions.KARPENTER_CONTROLLER_IMAGE.tag,
+                      "digest": versions.KARPENTER_CONTROLLER_IMAGE.digest or ""},
             "env": [{"name": "AWS_REGION", "value": region}],
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
         },

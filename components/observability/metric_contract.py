@@ -135,10 +135,10 @@ LITELLM_DEPLOYMENT_FAILURES = "litellm_deployment_failure_responses_total"
 
 LITELLM = ExporterContract(
     exporter="litellm",
-    release="v1.109.1",
+    release="v1.110.2",
     pinned_by="components/versions.py LITELLM_IMAGE.tag and requirements-gateway.txt litellm==",
     source=(
-        "litellm 1.109.1 (github.com/BerriAI/litellm tag v1.109.1; the installed package in .venv-gateway): "
+        "litellm 1.110.2 (github.com/BerriAI/litellm tag v1.110.2; the installed package in .venv-gateway): "
         "litellm/integrations/prometheus.py PrometheusLogger, labels from get_labels_for_metric"
     ),
     metrics=(

@@ -19,8 +19,21 @@ class EventAutoscalerArgs:
     namespace: str = "keda"
 
 
+def _keda_image(image: versions.Image) -> dict[str, str]:
+    """An image as KEDA's chart spells it: ``registry`` and ``repository`` apart, ``tag``
+    (``tag@digest`` when pinned by digest; the chart renders ``registry/repository:tag``)."""
+    return {"registry": image.registry, "repository": image.path, "tag": image.chart_tag}
+
+
 def keda_values() -> dict[str, object]:
+    """System-pool placement, bounded resources, and the three images pinned (the chart would take
+    its appVersion otherwise)."""
     return {
+        "image": {
+            "keda": _keda_image(versions.KEDA_OPERATOR_IMAGE),
+            "metricsApiServer": _keda_image(versions.KEDA_METRICS_APISERVER_IMAGE),
+            "webhooks": _keda_image(versions.KEDA_ADMISSION_WEBHOOKS_IMAGE),
+        },
         "nodeSelector": contract.system_node_selector(),
         "resources": {
             "operator": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},

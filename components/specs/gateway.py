@@ -14,7 +14,7 @@ from components import contract, versions
 
 NAMESPACE = "llm-gateway"
 NAME = "llm-gateway"
-#: The gateway's per-request counter. LiteLLM 1.109 counts a request that fell back under the model the
+#: The gateway's per-request counter. LiteLLM 1.110 counts a request that fell back under the model the
 #: caller asked for (``requested_model``), so a cold model's demand shows even while Bedrock serves it.
 DEMAND_METRIC = "litellm_proxy_total_requests_metric_total"
 #: When that counter's series for a model was created: prometheus_client exposes every counter

@@ -129,12 +129,33 @@ def _operator_image(image: versions.Image) -> dict[str, str]:
 def gpu_operator_values(*, install_driver: bool, dcgm_exporter: bool = True) -> dict[str, object]:
     """Driver and toolkit only where a node lacks them (hybrid nodes: ``install_driver``)."""
     tolerations = contract.gpu_agent_tolerations()
+    operator_image = _operator_image(versions.GPU_OPERATOR_IMAGE)
+    driver_manager = _operator_image(versions.GPU_OPERATOR_DRIVER_MANAGER_IMAGE)
     return {
-        "operator": {"nodeSelector": contract.system_node_selector()},
-        "driver": {"enabled": install_driver},
-        "toolkit": {"enabled": install_driver},
-        "devicePlugin": {"enabled": True},
-        "migManager": {"enabled": True},
+        # Every operand image is set, those of operands this program leaves off included: the
+        # ClusterPolicy carries them all, and enabling an operand later must not pull a chart default.
+        "operator": {"nodeSelector": contract.system_node_selector(), **operator_image},
+        "validator": operator_image,
+        "nodeStatusExporter": operator_image,
+        "driver": {
+            "enabled": install_driver,
+            **_operator_image(versions.GPU_OPERATOR_DRIVER_IMAGE),
+            "manager": driver_manager,
+        },
+        "toolkit": {"enabled": install_driver, **_operator_image(versions.GPU_OPERATOR_TOOLKIT_IMAGE)},
+        "devicePlugin": {"enabled": True, **_operator_image(versions.NVIDIA_DEVICE_PLUGIN_IMAGE)},
+        "gfd": _operator_image(versions.NVIDIA_DEVICE_PLUGIN_IMAGE),
+        "dcgm": _operator_image(versions.GPU_OPERATOR_DCGM_IMAGE),
+        "migManager": {"enabled": True, **_operator_image(versions.GPU_OPERATOR_MIG_MANAGER_IMAGE)},
+        "gds": _operator_image(versions.GPU_OPERATOR_GDS_IMAGE),
+        "gdrcopy": _operator_image(versions.GPU_OPERATOR_GDRCOPY_IMAGE),
+        # vgpuManager's own image has no default (NVIDIA's vGPU manager is built by its licensee); off.
+        "vgpuManager": {"driverManager": driver_manager},
+        "vgpuDeviceManager": _operator_image(versions.GPU_OPERATOR_VGPU_DEVICE_MANAGER_IMAGE),
+        "vfioManager": {**driver_manager, "driverManager": driver_manager},
+        "sandboxDevicePlugin": _operator_image(versions.GPU_OPERATOR_SANDBOX_DEVICE_PLUGIN_IMAGE),
+        "kataSandboxDevicePlugin": _operator_image(versions.GPU_OPERATOR_KATA_SANDBOX_DEVICE_PLUGIN_IMAGE),
+        "ccManager": _operator_image(versions.GPU_OPERATOR_CC_MANAGER_IMAGE),
         "cdi": {"enabled": True},
         "nfd": {"enabled": True},
         # The chart creates the counters ConfigMap (key dcgm-metrics.csv) and names it in the
@@ -155,6 +176,8 @@ def gpu_operator_values(*, install_driver: bool, dcgm_exporter: bool = True) -> 
         # NFD's chart leaves seccomp unset (Pod Security "restricted" requires it); master's container
         # context also covers the post-delete prune Job. The worker still needs its hostPath mounts.
         "node-feature-discovery": {
+            "image": {"repository": versions.NODE_FEATURE_DISCOVERY_IMAGE.repository,
+                      "tag": versions.NODE_FEATURE_DISCOVERY_IMAGE.chart_tag},
             "master": {"nodeSelector": contract.system_node_selector(), "securityContext": _RUNTIME_DEFAULT_SECCOMP},
             "gc": {"nodeSelector": contract.system_node_selector(), "podSecurityContext": _RUNTIME_DEFAULT_SECCOMP},
             "worker": {

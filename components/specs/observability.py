@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components import contract
+from components import contract, versions
 
 if TYPE_CHECKING:
     from components.settings.observability import Prometheus as PrometheusSettings
@@ -26,6 +26,27 @@ ALERTMANAGER_VOLUME_GIB = 10
 DASHBOARD_LABEL = "grafana_dashboard"
 #: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``) for per-pool panels.
 NODE_LABELS_EXPORTED = (contract.POOL_LABEL, contract.ACCELERATOR_LABEL)
+
+
+def _stack_image(image: versions.Image) -> dict[str, str]:
+    """An image as kube-prometheus-stack and its grafana subchart spell it: ``registry``,
+    ``repository`` and ``tag`` apart, the digest as bare hex in ``sha`` (the templates render
+    ``registry/repository:tag@sha256:<sha>``). ``tag`` stays the tag: the Prometheus and Alertmanager
+    resources take their ``version`` from it."""
+    return {"registry": image.registry, "repository": image.path, "tag": image.tag,
+            "sha": image.digest.removeprefix("sha256:") if image.digest else ""}
+
+
+def _kube_state_metrics_image(image: versions.Image) -> dict[str, str]:
+    """kube-state-metrics 8.4.0 renders ``registry/repository:tag@<sha>``: ``sha`` is the whole digest."""
+    return {"registry": image.registry, "repository": image.path, "tag": image.tag, "sha": image.digest or ""}
+
+
+def _node_exporter_image(image: versions.Image) -> dict[str, object]:
+    """prometheus-node-exporter 4.56.1 appends ``-distroless`` to the tag when ``distroless`` is on and
+    refuses ``sha`` (``digest`` is the whole digest): the pinned tag already names the variant."""
+    return {"registry": image.registry, "repository": image.path, "tag": image.tag, "distroless": False,
+            "digest": image.digest or ""}
 
 
 def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]:
@@ -50,6 +71,7 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
                         }
                     }
                 },
+                "image": _stack_image(versions.PROMETHEUS_IMAGE),
                 "podAntiAffinity": "soft",
                 "nodeSelector": system,
                 "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
@@ -57,6 +79,7 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
         },
         "alertmanager": {
             "alertmanagerSpec": {
+                "image": _stack_image(versions.ALERTMANAGER_IMAGE),
                 "nodeSelector": system,
                 "useExistingSecret": True,
                 "configSecret": ALERTMANAGER_SECRET,
@@ -81,12 +104,26 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
         # its metrics to 127.0.0.1:10249 (aws/containers-roadmap#657, eksctl-io/eksctl#4081) and this
         # program gives the add-on no configuration, so KubeProxyDown (critical) would fire as well.
         **{component: {"enabled": False} for component in EKS_HIDDEN_COMPONENTS},
-        "prometheusOperator": {"nodeSelector": system},
+        "prometheusOperator": {
+            "nodeSelector": system,
+            "image": _stack_image(versions.PROMETHEUS_OPERATOR_IMAGE),
+            "prometheusConfigReloader": {"image": _stack_image(versions.PROMETHEUS_CONFIG_RELOADER_IMAGE)},
+            "thanosImage": _stack_image(versions.THANOS_IMAGE),
+            "admissionWebhooks": {"patch": {"image": _stack_image(versions.KUBE_WEBHOOK_CERTGEN_IMAGE)}},
+        },
         "grafana": {
             "nodeSelector": system,
-            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1"}},
+            "image": _stack_image(versions.GRAFANA_IMAGE),
+            "sidecar": {
+                "image": _stack_image(versions.GRAFANA_SIDECAR_IMAGE),
+                "dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1"},
+            },
+            # The chart's `helm test` Pod (bats): nothing here runs `helm test`, and it would be one
+            # more image to pin.
+            "testFramework": {"enabled": False},
         },
         "kube-state-metrics": {
+            "image": _kube_state_metrics_image(versions.KUBE_STATE_METRICS_IMAGE),
             "nodeSelector": system,
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_EXPORTED)}]"],
         },
@@ -94,6 +131,7 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
         # Security exception); everything else is locked down (the chart leaves seccomp, privilege
         # escalation and capabilities open).
         "prometheus-node-exporter": {
+            "image": _node_exporter_image(versions.NODE_EXPORTER_IMAGE),
             "tolerations": [{"operator": "Exists"}],
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "containerSecurityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},

@@ -134,8 +134,13 @@ def _split_image(repository: str, image: str, version: str, where: str,
 def _structured_image(image: dict[str, Any], path: str, require_digest: bool) -> Iterator[tuple[str, str, str]]:
     repository = image.get("repository") or image.get("repo") or image.get("name")
     digest, tag = image.get("digest"), image.get("tag")
-    if UNKNOWN in (repository, digest, tag):
+    registry, sha = image.get("registry"), image.get("sha")
+    if UNKNOWN in (repository, digest, tag, registry, sha):
         return
+    if isinstance(registry, str) and registry and isinstance(repository, str) and repository:
+        repository = f"{registry.rstrip('/')}/{repository}"
+    if not digest and isinstance(sha, str) and sha:
+        digest = sha if sha.startswith("sha256:") else f"sha256:{sha}"
     if isinstance(digest, str) and digest:
         if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
             yield f"{path}.digest", str(repository), "has a malformed digest"

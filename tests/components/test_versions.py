@@ -7,6 +7,8 @@ import re
 from components import versions
 
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
+#: Image tags are releases as their projects name them: GDRCopy's are two-part (``v2.6``).
+EXACT_IMAGE_TAG = re.compile(r"^v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?$")
 PINNED_CHARTS = {
     (c.chart, c.version, c.repository)
     for c in vars(versions).values()
@@ -17,8 +19,15 @@ PINNED_IMAGES = {(i.repository, i.chart_tag) for i in vars(versions).values() if
 
 def _images(value):
     if isinstance(value, dict):
-        if isinstance(value.get("image"), dict) and "repository" in value["image"]:
-            yield value["image"]["repository"], value["image"].get("tag", "")
+        image = value.get("image")
+        if isinstance(image, dict) and "repository" in image:
+            # kube-prometheus-stack and its subcharts: registry apart, digest in sha (bare hex or whole)
+            # or digest; the pin's chart_tag is tag@digest.
+            repository = f"{image['registry']}/{image['repository']}" if image.get("registry") else image["repository"]
+            tag, digest = image.get("tag", ""), image.get("digest") or image.get("sha") or ""
+            if digest and "@" not in tag:
+                tag = f"{tag}@{digest if digest.startswith('sha256:') else 'sha256:' + digest}"
+            yield repository, tag
         for v in value.values():
             yield from _images(v)
     elif isinstance(value, list):
@@ -31,7 +40,7 @@ def test_versions_module_has_only_exact_values():
         if isinstance(value, versions.HelmChart):
             assert EXACT_VERSION.match(value.version), name
         if isinstance(value, versions.Image):
-            assert EXACT_VERSION.match(value.tag), name
+            assert EXACT_IMAGE_TAG.match(value.tag), name
     assert EXACT_VERSION.match(versions.POD_IDENTITY_AGENT_ADDON_VERSION)
 
 

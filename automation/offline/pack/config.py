@@ -57,8 +57,21 @@ STACK_CHOICES: dict[str, dict[str, Any]] = {
         "cold-start-budget": {ENFORCEMENT: "mandatory"},
         "container-image-pinned": {
             "requireDigest": True,
+            # Tag-only pins whose digests could not be verified here (no registry reachable; docs/images.md):
+            # `python -m automation images resolve` on a connected machine adds them, and each then leaves this list.
             "digestExemptImages": [_tag_only(image) for image in (
-                versions.VLLM_IMAGE, versions.LITELLM_IMAGE, versions.DCGM_EXPORTER_IMAGE)],
+                versions.VLLM_IMAGE, versions.LITELLM_IMAGE, versions.DCGM_EXPORTER_IMAGE,
+                # the GPU Operator's operands and NFD, as the ClusterPolicy names them
+                versions.GPU_OPERATOR_IMAGE, versions.GPU_OPERATOR_DRIVER_IMAGE, versions.GPU_OPERATOR_DRIVER_MANAGER_IMAGE,
+                versions.GPU_OPERATOR_TOOLKIT_IMAGE, versions.GPU_OPERATOR_DCGM_IMAGE, versions.GPU_OPERATOR_MIG_MANAGER_IMAGE,
+                versions.GPU_OPERATOR_GDS_IMAGE, versions.GPU_OPERATOR_GDRCOPY_IMAGE,
+                versions.GPU_OPERATOR_VGPU_DEVICE_MANAGER_IMAGE, versions.GPU_OPERATOR_SANDBOX_DEVICE_PLUGIN_IMAGE,
+                versions.GPU_OPERATOR_KATA_SANDBOX_DEVICE_PLUGIN_IMAGE, versions.GPU_OPERATOR_CC_MANAGER_IMAGE,
+                versions.NODE_FEATURE_DISCOVERY_IMAGE,
+                # kube-prometheus-stack's images without a public digest
+                versions.PROMETHEUS_OPERATOR_IMAGE, versions.PROMETHEUS_CONFIG_RELOADER_IMAGE,
+                versions.KUBE_WEBHOOK_CERTGEN_IMAGE, versions.NODE_EXPORTER_IMAGE, versions.GRAFANA_SIDECAR_IMAGE,
+                versions.KARPENTER_CONTROLLER_IMAGE)],
         },
         "eks-private-endpoint": {ENFORCEMENT: "mandatory", "allowPublicAccess": False},
         "gpu-namespace-quota": {ENFORCEMENT: "mandatory"},

@@ -42,10 +42,10 @@ def test_prod_runs_gpu_operator_with_driver_off(prod_plan):
     operator = charts["gpu-operator"]
     assert (operator["chart"], operator["version"]) == ("gpu-operator", "v26.7.0")
     values = operator["values"]
-    assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
+    assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
     assert values["dcgmExporter"]["enabled"] is True and values["dcgmExporter"]["serviceMonitor"] == {"enabled": True}
     assert values["dcgmExporter"]["config"]["name"] == "dcgm-exporter-counters"
-    assert values["migManager"] == {"enabled": True}
+    assert values["migManager"]["enabled"] is True
     for toleration in contract.gpu_agent_tolerations():
         assert toleration in values["daemonsets"]["tolerations"]
         assert toleration in values["node-feature-discovery"]["worker"]["tolerations"]

@@ -93,7 +93,7 @@ def test_the_pins_are_read_from_where_they_are_set():
     assert pins == {
         "dcgm-exporter": ("4.5.3-4.8.2",),
         "vllm": ("v0.33.0",),
-        "litellm": ("v1.109.1", "v1.109.1"),
+        "litellm": ("v1.110.2", "v1.110.2"),
         "keda": ("2.20.2",),
         "kube-state-metrics": ("v2.20.0",),
     }
@@ -289,7 +289,7 @@ def test_every_litellm_metric_and_label_used_is_registered_by_the_installed_prox
 
 
 def test_the_litellm_probe_sees_the_proxy_metrics(litellm_metrics):
-    """The probe reads the real registry: the request counter's labels as LiteLLM 1.109.1 defines them."""
+    """The probe reads the real registry: the request counter's labels as LiteLLM 1.110.2 defines them."""
     labels = litellm_metrics["metrics"]["litellm_proxy_total_requests_metric"]["labels"]
     assert {"requested_model", "status_code", "route", "model_id"} <= set(labels)
     assert len(litellm_metrics["metrics"]) > 20
