@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,59 +101,43 @@ class CheckResult:
         return not self.policies.has_mandatory
 
 
-#: While the automatic collector is off, the young generation is collected once it holds this many
-#: objects (checked every ``YOUNG_POLL_SECONDS``): the work follows the program's allocations, not the clock.
+#: Collector thresholds for one large recording (``gc.set_threshold``; the interpreter's defaults are
+#: 700, 10, 10): a young pass once this many objects have been allocated net ...
 YOUNG_OBJECTS = 100_000
-YOUNG_POLL_SECONDS = 0.05
-#: Every this many young passes, the middle generation too.
+#: ... the middle generation every this many young passes ...
 MIDDLE_PASS_EVERY = 8
+#: ... and the oldest practically never within one check (it holds the SDK and what the program keeps).
+OLD_PASS_EVERY = 1_000
 
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """The automatic cyclic garbage collector off for one large recording, restored afterwards (by
-    the outermost of nested blocks); only young objects are collected meanwhile.
+    """Fewer, larger collections for one large recording, restored afterwards (by the outermost of
+    nested blocks).
 
     The SDK's modules and every registered resource's outputs and futures stay alive until the
     check ends, and with the default thresholds the collector rescans them over and over. Within
-    the block it is off, what existed when the block started is frozen out of later collections
-    (``gc.freeze``, the interpreter's documented tool for this), and a thread collects the young
-    generation whenever it has grown by :data:`YOUNG_OBJECTS` (``gc.collect(0)``, the middle one
-    every few passes): the program's
-    temporaries in cycles die there, each object is scanned about once, and the long-lived heap
-    never is. At 500 served models that keeps about 30 MiB of cycles off the peak.
+    the block, what existed when it started is frozen out of later collections (``gc.freeze``) and
+    the thresholds are raised (``gc.set_threshold``): the program's temporaries in cycles still die
+    young, each object is scanned about once, and the long-lived heap is not rescanned.
     """
     global _collections_tuned
     if _collections_tuned:  # nested: the outermost block restores
         yield
         return
-    was_enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
     gc.freeze()
-    gc.disable()
+    gc.set_threshold(YOUNG_OBJECTS, MIDDLE_PASS_EVERY, OLD_PASS_EVERY)
     _collections_tuned = True
-    stop = threading.Event()
-
-    def collect_young() -> None:
-        passes = 0
-        while not stop.wait(YOUNG_POLL_SECONDS):
-            if gc.get_count()[0] >= YOUNG_OBJECTS:
-                passes += 1
-                gc.collect(1 if passes % MIDDLE_PASS_EVERY == 0 else 0)
-
-    collector = threading.Thread(target=collect_young, name="young-collections", daemon=True)
-    collector.start()
     try:
         yield
     finally:
-        stop.set()
-        collector.join()
         _collections_tuned = False
+        gc.set_threshold(*thresholds)
         # Everything made meanwhile is young; moved with the rest to the oldest generation, so
         # the first collection after the block is not a pass over the whole check.
         gc.freeze()
         gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 _collections_tuned = False

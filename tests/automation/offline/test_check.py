@@ -164,19 +164,19 @@ def test_check_says_where_its_time_went(dev_check):
 
 
 def test_the_collector_is_back_as_it_was_after_the_check(tmp_path):
-    """Off while a check runs (nested blocks included), on again afterwards with nothing young left
-    for its first pass, and the heap no longer frozen."""
+    """Rare collections while a check runs (nested blocks included), the interpreter's thresholds again
+    afterwards with nothing young left for its first pass, and the heap no longer frozen."""
     import gc
 
     from automation.offline.check import fewer_collections, run_check
 
-    assert gc.isenabled()
+    before = gc.get_threshold()
     with fewer_collections():
-        assert not gc.isenabled()
+        assert gc.get_threshold() == (100_000, 8, 1_000)
         run_check("dev", tmp_path / "out")
-        assert not gc.isenabled(), "the nested block left it as it found it"
+        assert gc.get_threshold() == (100_000, 8, 1_000), "the nested block left it as it found it"
         garbage = [[] for _ in range(1000)]
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled() and gc.get_threshold() == before and gc.get_freeze_count() == 0
     assert gc.get_count()[0] < 1000, "what the check made is not young any more"
     del garbage
 
