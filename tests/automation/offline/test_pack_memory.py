@@ -58,7 +58,7 @@ def test_stack_request_keeps_only_the_providers_structs(prod_plan):
     runner = _Runner()
     runner.analyze_stack_async(resources, by_urn, structs=structs)
     (request,) = runner.fake.stack_requests
-    assert len(request.resources) == len(resources) == 230
+    assert len(request.resources) == len(resources) == 235
     assert request.resources[7].properties == to_struct(resources[7]["inputs"])
     assert len(providers) == 2 and {urn for urn in by_urn if urn in structs} == providers
 

@@ -54,8 +54,13 @@ def test_the_hand_chosen_part_is_per_stack(schemas):
     assert dev["eks-private-endpoint"] == {"enforcementLevel": "advisory", "allowPublicAccess": True}
     assert prod["eks-private-endpoint"] == {"enforcementLevel": "mandatory", "allowPublicAccess": False}
     assert dev["container-image-pinned"] == {"requireDigest": False}
-    assert prod["container-image-pinned"]["digestExemptImages"] == [
-        "vllm/vllm-openai:v0.33.0", "ghcr.io/berriai/litellm:v1.109.1", "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2"]
+    exempt = prod["container-image-pinned"]["digestExemptImages"]
+    assert exempt[:3] == [
+        "vllm/vllm-openai:v0.33.0", "ghcr.io/berriai/litellm:v1.110.2", "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2"]
+    assert "public.ecr.aws/karpenter/controller:1.14.1" in exempt and len(exempt) == 22
+    # pins with a cited digest are never exempt
+    assert not {"quay.io/prometheus/prometheus:v3.14.0-distroless", "docker.io/grafana/grafana:13.2.0",
+                "registry.k8s.io/pause:3.10.1"} & set(exempt)
 
 
 def test_a_new_policy_taking_a_fact_gets_it_without_a_hand_edit(schemas):
