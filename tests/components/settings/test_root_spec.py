@@ -9,6 +9,7 @@ import pytest
 from automation.stacks import read_stack_config
 from components.settings import SettingsError, parse_settings
 from components.settings._base import check_region
+from tests.conftest import ROOMY_GPU_BUDGET
 from tests.support.config_changes import with_changes
 
 DEV, PROD = read_stack_config("dev"), read_stack_config("prod")
@@ -71,3 +72,13 @@ def test_on_a_minors_last_day_of_standard_support_it_is_still_offered(monkeypatc
     assert "upgrade to 1.36 (allowed: 1.35, 1.36)" in found[0]
     monkeypatch.setenv("LLM_PLATFORM_TODAY", "2027-03-28")
     assert "upgrade to 1.36 (allowed: 1.36)" in problems(PROD, kubernetesVersion="1.34")[0]
+
+
+@pytest.mark.parametrize("count, ok", [(10, True), (11, False)])
+def test_at_most_ten_gpu_pools(count, ok):
+    """dev's inference group and copies of it under other names (the models still find theirs)."""
+    inference = DEV["llm-platform:gpuPools"][0]
+    pools = [inference] + [{**inference, "name": f"extra-{n}"} for n in range(1, count)]
+    found = problems(DEV, gpuPools=pools, gpuBudget=ROOMY_GPU_BUDGET)
+    assert [p.split(": got", 1)[0] for p in found] == ([] if ok else ["llm-platform:gpuPools"])
+    assert all(p.endswith(": List should have at most 10 items after validation, not 11") for p in found)
