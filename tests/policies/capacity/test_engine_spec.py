@@ -230,6 +230,8 @@ def test_pods_each_workload_kind_asks_for(spec, replicas):
     ({}, (0, 100, True, 25)),
     ({"minReplicaCount": 2, "maxReplicaCount": 6}, (2, 6, False, 2)),
     ({"minReplicaCount": 0, "maxReplicaCount": 3}, (0, 3, True, 1)),
+    # parked: a ScaledObject capped at 0 asks for no pods, and a rollout of none adds none
+    ({"minReplicaCount": 0, "maxReplicaCount": 0}, (0, 0, True, 0)),
 ])
 def test_a_scaled_object_sets_a_deployments_bounds(scaler, bounds):
     """KEDA's defaults: minReplicaCount 0, maxReplicaCount 100; surge 25% of the maximum, rounded up."""
