@@ -9,9 +9,11 @@ from the emitted ScaledObject, used where the autoscalers themselves cannot run:
   ``activationThreshold``; it returns to 0 (only when ``minReplicaCount`` is 0) once no trigger has
   been active for ``cooldownPeriod``;
 - above zero the HPA takes the largest recommendation over the triggers: ``ceil(value / threshold)``
-  for ``AverageValue``, ``ceil(current * value / threshold)`` for ``Value`` (10% tolerance), clamped to
-  [max(min, 1), max]; scale-down takes the highest recommendation of the stabilization window and at
-  most the policy's pods per period; scale-up at most the policy's pods per period;
+  for ``AverageValue``, ``ceil(current * value / threshold)`` for ``Value``, clamped to
+  [max(min, 1), max]; for both kinds a usage ratio within the HPA's 10% tolerance of 1 keeps the
+  current count (see ``recommendation``); scale-down takes the highest recommendation of the
+  stabilization window and at most the policy's pods per period; scale-up at most the policy's pods
+  per period;
 - after ``fallback.failureThreshold`` polls in a row with a failing trigger, replicas follow the
   fallback (``currentReplicasIfHigher``: the current count or ``fallback.replicas``, whichever is
   higher).
@@ -79,6 +81,28 @@ def read(trigger: Trigger, answer: list[float] | None) -> float | None:
     return value
 
 
+def recommendation(trigger: Trigger, value: float, current: int) -> int:
+    """The HPA's replica count for one KEDA trigger (an External metric) at ``current`` (> 0) replicas.
+
+    The engine's rule, kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go:
+    ``GetExternalPerPodMetricReplicas`` (``AverageValue``) takes the usage ratio against the target
+    for the current pods, ``value / (threshold * current)``, keeps ``current`` when that ratio is within
+    the tolerance of 1 (``--horizontal-pod-autoscaler-tolerance``, default 0.1) and otherwise asks
+    ``ceil(value / threshold)``; ``GetExternalMetricReplicas`` -> ``getUsageRatioReplicaCount``
+    (``Value``) keeps ``current`` within the same tolerance of ``value / threshold`` and otherwise asks
+    ``ceil(ratio * pods)`` (ready pods, here the current count). So a textbook ``ceil(value /
+    threshold)`` for ``AverageValue`` is wrong near the target: 8.5 queued over 4 pods at 2 each is a
+    ratio of 1.0625, and the HPA stays at 4 where the textbook answer is 5.
+    """
+    ratio = value / trigger.threshold
+    usage_ratio = ratio / current if trigger.metric_type == "AverageValue" else ratio
+    if abs(1.0 - usage_ratio) <= TOLERANCE:
+        return current
+    if trigger.metric_type == "AverageValue":
+        return math.ceil(ratio)
+    return math.ceil(current * ratio)
+
+
 @dataclass
 class Autoscaler:
     """KEDA + HPA state for one ScaledObject, advanced one poll at a time."""
@@ -144,14 +168,7 @@ class Autoscaler:
         current = self.replicas
         desired = 0
         for trigger, value in values.values():
-            ratio = value / trigger.threshold
-            if trigger.metric_type == "AverageValue":
-                want = math.ceil(ratio) if value > 0 else 0
-            elif abs(ratio - 1) <= TOLERANCE:
-                want = current
-            else:
-                want = math.ceil(current * ratio)
-            desired = max(desired, want)
+            desired = max(desired, recommendation(trigger, value, current))
         desired = min(max(desired, max(self.minimum, 1)), self.maximum)
         self.recommendations.append((self.now, desired))
         if desired < current:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.keda_model import Autoscaler, Trigger, read
+from tests.support.keda_model import Autoscaler, Trigger, read, recommendation
 
 
 def spec(**overrides):
@@ -76,3 +76,27 @@ def test_fallback_holds_after_the_failure_threshold():
     assert [keda.poll(t, answers(None, [])) for t in (0, 15, 30)] == [3, 3, 3]
     keda = Autoscaler(spec(), replicas=0)
     assert [keda.poll(t, answers([], [])) for t in (0, 15, 30)] == [0, 0, 1], "blind at zero: one replica"
+
+
+def test_average_value_near_the_target_keeps_the_current_count_as_the_hpa_does():
+    """replica_calculator.go GetExternalPerPodMetricReplicas: tolerance on value / (target * pods)."""
+    demand = Trigger("demand", "d", "AverageValue", 2, 0, ignore_null=False)
+    assert recommendation(demand, 8.5, 4) == 4, "8.5 / (2 * 4) = 1.0625, within 10%: no change (textbook ceil(8.5 / 2) = 5)"
+    assert recommendation(demand, 7.3, 4) == 4, "0.9125, within 10%"
+    assert recommendation(demand, 8.9, 4) == 5, "1.1125, outside: ceil(4.45)"
+    assert recommendation(demand, 7.1, 4) == 4, "0.8875, outside: ceil(3.55) = 4"
+    assert recommendation(demand, 6.9, 4) == 4, "0.8625, outside: ceil(3.45) = 4"
+    assert recommendation(demand, 5.9, 4) == 3, "0.7375, outside: ceil(2.95) = 3"
+    assert recommendation(demand, 0.0, 4) == 0, "no demand: 0, clamped later to the minimum"
+
+
+def test_value_tolerance_is_on_the_metric_against_its_target():
+    kv = Trigger("kv", "k", "Value", 0.8, 0.8, ignore_null=True)
+    assert recommendation(kv, 0.85, 4) == 4, "0.85 / 0.8 = 1.0625: no change"
+    assert recommendation(kv, 0.9, 4) == 5, "1.125: ceil(4 * 1.125) = ceil(4.5) = 5"
+
+
+def test_the_tolerance_holds_an_autoscaler_at_its_count():
+    keda = Autoscaler(spec(maxReplicaCount=8), replicas=4)
+    assert keda.poll(0, answers([8.5], [])) == 4, "a textbook ceil(8.5 / 2) would add a fifth replica"
+    assert keda.poll(15, answers([8.9], [])) == 5

@@ -128,3 +128,12 @@ def test_alert_routes_name_known_tiers():
         "tier(s) premium; tiers: batch, embedding, interactive"]
     assert problems_at(PROD, "observability.alerting.routes[1].tiers",
                        observability__alerting__routes__1__tiers=["interactive", "batch"]) == []
+
+
+def test_a_cold_start_budget_on_a_later_tier_judges_its_models_past_a_tier_without_one():
+    """dev's interactive tier (first) sets no budget and its model is passed over; the batch tier's
+    qwen2.5-7b still meets its own 400 s budget (it predicts 485 s on a new g5 node)."""
+    batch_budget = {"serving__tiers__1__coldStartBudgetSeconds": 400}
+    (problem,) = problems_at(DEV, "serving.tiers[batch].models[qwen2-5-7b-instruct]", **batch_budget)
+    assert "is above serving.tiers[batch].coldStartBudgetSeconds 400" in problem
+    assert problems_at(DEV, "serving.tiers[interactive].models[llama-3-1-8b-instruct]", **batch_budget) == []

@@ -2,7 +2,10 @@
 
 The settings adapter (``components/specs/capacity.py``) judges a configuration before anything is
 registered; the engine adapter (``policies/capacity/engine.py``, the pack's view) judges what the
-program then emits. They must reach the same findings, shipped stacks and broken variants alike.
+program then emits. They must reach the same findings, shipped stacks and broken variants alike, and
+those findings are the literal ones below (agreement alone passes a fault both adapters share: the
+settings adapter ends in the engine's ``cluster_from_resources``). test_adapter_inputs.py states the dev
+stack's simulation inputs as literal figures for each adapter.
 """
 
 from __future__ import annotations
@@ -176,11 +179,46 @@ def test_settings_and_engine_adapters_agree(variant, monkeypatch):
     grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size}
     assert {f.where for f in bare if f.check == "capacity-source"} == grows
     assert from_settings.placements == from_engine.placements
-    if variant.endswith("infeasible"):
-        checks = {f[0] for f in seen}
-        assert {"fit", "model-memory", "quota"} <= checks or {"pool-max", "model-memory", "quota"} <= checks, seen
-    else:
-        assert seen == set()
+    assert seen == EXPECTED_FINDINGS.get(variant, set())
+
+
+#: The findings each broken variant must raise, no more and no fewer (check, workload, where, resource,
+#: need, room). Quotas count max replicas plus the one surge pod: dev-infeasible's interactive model at 8
+#: CPU x (4 + 1) = 40 CPU and 5 GPUs against 32 and 4; qwen2.5-32b's bf16 weights (65.0 GiB) on one
+#: 24 GiB A10G; 4 one-GPU replicas against a NodePool gpuLimit of 2; the inference group's first type
+#: (g5.2xlarge, the node template Cluster Autoscaler builds) has 7.63 CPU free for an 8-CPU pod.
+EXPECTED_FINDINGS = {
+    "dev-infeasible": {
+        ("fit", "Deployment serving-interactive/llama-3-1-8b-instruct", "inference", "cpu", "8 CPU", "7.63 CPU"),
+        ("model-memory", "Deployment serving-batch/qwen2-5-7b-instruct", "gpu-inference", "gpu-memory", "65.0 GiB", "20.1 GiB"),
+        ("pool-max", "Deployment serving-batch/qwen2-5-7b-instruct", "gpu-inference", "nvidia.com/gpu", "4 GPUs", "limit 2"),
+        ("quota", None, "serving-batch/serving-capacity", "limits.memory", "160.0 GiB", "64.0 GiB"),
+        ("quota", None, "serving-batch/serving-capacity", "requests.cpu", "20 CPU", "16 CPU"),
+        ("quota", None, "serving-batch/serving-capacity", "requests.memory", "160.0 GiB", "64.0 GiB"),
+        ("quota", None, "serving-batch/serving-capacity", "requests.nvidia.com/gpu", "5", "4"),
+        ("quota", None, "serving-interactive/serving-capacity", "requests.cpu", "40 CPU", "32 CPU"),
+        ("quota", None, "serving-interactive/serving-capacity", "requests.nvidia.com/gpu", "5", "4"),
+    },
+    "prod-infeasible": {
+        ("fit", "Deployment serving-batch/qwen2-5-32b-instruct", "inference-l40s", "cpu", "8 CPU", "3.79 CPU"),
+        ("fit", "Deployment serving-batch/qwen2-5-32b-instruct", "inference-l40s", "memory", "64.0 GiB", "28.6 GiB"),
+        ("model-memory", "Deployment serving-batch/qwen2-5-32b-instruct", "inference-l40s", "gpu-memory", "65.0 GiB", "41.1 GiB"),
+        # bge-m3 at 7 replicas of one GPU on a group of at most 6 one-GPU nodes
+        ("pool-min", None, "inference-a10g", "nodes", "7 nodes", "max 6"),
+        ("quota", None, "serving-batch/serving-capacity", "limits.memory", "320.0 GiB", "256.0 GiB"),
+        ("quota", None, "serving-batch/serving-capacity", "requests.cpu", "40 CPU", "32 CPU"),
+        ("quota", None, "serving-batch/serving-capacity", "requests.memory", "320.0 GiB", "256.0 GiB"),
+        ("quota", None, "serving-embedding/serving-capacity", "limits.memory", "144.0 GiB", "128.0 GiB"),
+        ("quota", None, "serving-embedding/serving-capacity", "requests.cpu", "36 CPU", "32 CPU"),
+        ("quota", None, "serving-embedding/serving-capacity", "requests.memory", "144.0 GiB", "128.0 GiB"),
+        ("quota", None, "serving-embedding/serving-capacity", "requests.nvidia.com/gpu", "9", "5"),
+        ("quota", None, "serving-interactive/serving-capacity", "limits.memory", "800.0 GiB", "768.0 GiB"),
+        # the 70B model at 4 GPUs x (max 4 + 1 surge) = 20 against 16
+        ("quota", None, "serving-interactive/serving-capacity", "requests.cpu", "200 CPU", "128 CPU"),
+        ("quota", None, "serving-interactive/serving-capacity", "requests.memory", "800.0 GiB", "768.0 GiB"),
+        ("quota", None, "serving-interactive/serving-capacity", "requests.nvidia.com/gpu", "20", "16"),
+    },
+}
 
 
 def test_infeasible_settings_exit_before_registration_with_one_line_per_problem():

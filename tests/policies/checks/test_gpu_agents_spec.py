@@ -51,3 +51,18 @@ def test_every_daemonset_is_judged_after_one_without_a_pod_template(pack):
     assert "'empty'" not in message
     tolerant = daemonset("agent", {"nodeSelector": GPU_NODES, "containers": CONTAINER, "tolerations": [GPU_TOLERATION]})
     assert pack.stack_messages([gpu_node_group(), system_node_group(), daemonset("empty", None), tolerant], POLICY) == []
+
+
+def test_a_chart_whose_device_plugin_stays_off_every_pool_still_has_its_nfd_worker_judged(pack):
+    """The only GPU pool is a DRA pool: the placement table keeps the device plugin off it, but the same
+    chart's NFD worker (nfd.enabled) runs on every GPU node and must tolerate its taint."""
+    pack.configure({"all": "mandatory", POLICY: {"agentPlacement": {"nvidia-device-plugin": {"exceptPurposes": ["gpu-dra"]}}}})
+    labels = {**gpu_node_group()["inputs"]["labels"], "node.kubernetes.io/purpose": "gpu-dra"}
+    dra = gpu_node_group(name="dra", labels=labels, instanceTypes=["g6e.xlarge"], capacityType="ON_DEMAND")
+    release = helm_release(values={"tolerations": [GPU_TOLERATION], "nfd": {"enabled": True}})
+    message = one(pack.stack_messages([dra, system_node_group(), release], POLICY),
+                  "the node-feature-discovery worker", "values.nfd.worker.tolerations (chart default)")
+    assert "the device plugin does not tolerate" not in message
+    tolerant = helm_release(values={"tolerations": [GPU_TOLERATION], "nfd": {"enabled": True,
+                                                                              "worker": {"tolerations": [GPU_TOLERATION]}}})
+    assert pack.stack_messages([dra, system_node_group(), tolerant], POLICY) == []

@@ -37,3 +37,11 @@ def test_a_static_nodepool_scaled_to_zero_adds_no_gpus(pack):
                             "x 1 GPUs at $1.006/h). Lower node group maxSize or NodePool GPU limits, or raise maxGpus "
                             "for this stack.")
     assert "static" not in message
+
+
+def test_the_monthly_budget_is_an_amount_from_zero(pack):
+    budget = "gpu-monthly-budget"
+    assert pack.configure({"all": "mandatory", budget: {"monthlyBudgetUsd": 0}})[budget]["monthlyBudgetUsd"] == 0
+    with pytest.raises(PolicyConfigError) as caught:
+        pack.configure({"all": "mandatory", budget: {"monthlyBudgetUsd": -1}})
+    assert "gpu-monthly-budget: monthlyBudgetUsd: -1 is less than the minimum of 0" in str(caught.value)
