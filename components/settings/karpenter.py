@@ -101,7 +101,7 @@ def _field_values(text: str, low: int, high: int, names: tuple[str, ...]) -> set
             start, end = low, high
         else:
             ends = [names.index(e) + low if e in names else int(e) for e in span.split("-")]
-            start, end = ends[0], ends[-1] if len(ends) > 1 or step else ends[0]
+            start, end = ends[0], ends[-1]  # a validated span has one or two ends
             if step and len(ends) == 1:
                 end = high
         values.update(range(start, end + 1, int(step) if step else 1))

@@ -141,24 +141,38 @@ def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     return out
 
 
+#: Labels Karpenter puts only on GPU types (instances.Instance.labels): a type without one has it as
+#: ``DoesNotExist`` (aws/karpenter-provider-aws pkg/providers/instancetype/types.go ``computeRequirements``).
+_GPU_ONLY_LABELS = ("instance-gpu-count", "instance-gpu-manufacturer", "instance-gpu-name", "instance-gpu-memory")
+_BOUNDS = {"Gt": lambda n, b: n > b, "Gte": lambda n, b: n >= b, "Lt": lambda n, b: n < b, "Lte": lambda n, b: n <= b}
+
+
 def _instance_matches(labels: dict[str, str], requirements: list[dict[str, Any]]) -> bool:
+    """Whether a catalog type's labels meet a NodePool's requirements, by Karpenter's rule
+    (kubernetes-sigs/karpenter pkg/scheduling/requirements.go ``Intersects``, requirement.go): a type that
+    lacks a GPU label meets a requirement on it only through ``NotIn`` or ``DoesNotExist`` (``Gt``/``Gte``/
+    ``Lt``/``Lte`` are bounds on a value that must exist: ``Gte 0`` on the GPU count admits GPU types only,
+    where the textbook reading "count >= 0" would admit every CPU type too). Labels the catalog does not
+    describe are not judged."""
     for req in requirements:
         key, op, values = req.get("key"), req.get("operator"), [str(v) for v in req.get("values") or []]
-        if key not in labels and not (isinstance(key, str) and key.endswith("instance-gpu-count")):
+        if key not in labels:
+            if isinstance(key, str) and key.rsplit("/", 1)[-1] in _GPU_ONLY_LABELS and op not in ("NotIn", "DoesNotExist"):
+                return False
             continue
-        have = labels.get(key, "0")
+        have = labels[key]
         if op == "In" and have not in values:
             return False
         if op == "NotIn" and have in values:
             return False
-        if op in ("Gt", "Lt") and values:
+        if op in _BOUNDS and values:
             try:
                 number, bound = int(have), int(values[0])
             except ValueError:
                 return False
-            if (op == "Gt" and not number > bound) or (op == "Lt" and not number < bound):
+            if not _BOUNDS[op](number, bound):
                 return False
-        if op == "DoesNotExist" and key in labels:
+        if op == "DoesNotExist":
             return False
     return True
 

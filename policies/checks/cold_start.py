@@ -8,8 +8,13 @@ NodeClass, or the managed group's launch template; gp3's baseline when none is s
 weights (its architecture annotation or catalog entry), how they are loaded (downloaded by an init
 container, or streamed from S3 by vLLM's ``--load-format runai_streamer``), its image and its startup
 probe, and predicts the cold start with :mod:`capacity.cold_start`. A model over its budget is reported with
-the step that dominates and every step's figure. Tiers without a budget, and stacks whose deciding
-fields are not known yet (preview), are not judged.
+the step that dominates and every step's figure. Tiers without a budget are not judged against one, and
+stacks whose deciding fields are not known yet (preview) are not judged at all.
+
+Every model, budget or not, must also start within its own startup probe: the kubelet kills a container
+whose startupProbe has failed ``failureThreshold`` times in a row, ``periodSeconds`` apart, after
+``initialDelaySeconds`` (kubernetes pkg/kubelet/prober/worker.go ``doProbe``), so a server that needs
+longer than that window to load, compile and answer is restarted before it is ever ready, again and again.
 """
 
 from __future__ import annotations
@@ -63,7 +68,13 @@ def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, f
     return budgets
 
 
-def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tuple[Workload, str, float, Any]]:
+#: The steps that run inside the server container, under its startup probe (the weight copy runs before, in
+#: the init container; a node and an image come before any container).
+UNDER_PROBE = ("load", "compile", "readiness")
+
+
+def _starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]:
+    """Every model Deployment's cold start, with its name and its server's startup probe."""
     cluster = cluster_from_resources(stack.resources, self_prefixes=SELF_METRIC_PREFIXES)
     if not cluster.pools:
         return
@@ -71,11 +82,9 @@ def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tup
     plans = {plan.pool.name: plan for plan in simulation.plans}
     for workload in cluster.workloads:
         resource = stack.by_urn.get(workload.key)
-        if resource is None:
+        if resource is None or workload.kind != "Deployment" or workload.model is None:
             continue
         name = str((resource.props.get("metadata") or {}).get("name") or "")
-        if workload.kind != "Deployment" or name not in budgets or workload.model is None:
-            continue
         plan = plans.get(simulation.placements.get(workload.name, ""))
         shape = plan.planning if plan else None
         if plan is None or shape is None:
@@ -83,8 +92,7 @@ def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tup
         pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
         server = server_container(pod) or {}
         probe = server.get("startupProbe") or {}
-        tier, budget = budgets[name]
-        yield workload, tier, budget, start(
+        yield workload, name, probe, start(
             name, f"{plan.pool.kind} '{plan.pool.name}'",
             weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
             capacity_source=plan.pool.capacity_source, image=str(server.get("image") or ""),
@@ -94,20 +102,47 @@ def _starts(stack: Stack, budgets: dict[str, tuple[str, float]]) -> Iterator[tup
             loading=weight_loading(pod))
 
 
+def _probe_overrun(name: str, probe: dict[str, Any], cold: Any) -> str | None:
+    """The message when the server needs longer than its startup probe allows, else ``None``."""
+    if not probe:
+        return None  # no startup probe: the liveness/readiness probes are other policies' concern
+    period = float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT)
+    failures = int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT)
+    delay = float(probe.get("initialDelaySeconds") or 0)
+    window = delay + period * failures
+    steps = [cold.step(step) for step in UNDER_PROBE]
+    needed = sum(step.seconds for step in steps)
+    if needed <= window:
+        return None
+    return (
+        f"{name} needs about {needed:.0f} s from its server's start to ready ("
+        + ", ".join(f"{step.name} {step.seconds:.0f} s" for step in steps)
+        + f") on a {cold.instance} of {cold.pool}, but its startupProbe allows {window:.0f} s (initialDelaySeconds "
+        f"{delay:g} + periodSeconds {period:g} x failureThreshold {failures}); the kubelet restarts it before it is "
+        "ready, every time. Raise failureThreshold until the window covers the load, or stream the weights."
+    )
+
+
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
     try:
         budgets = tier_budgets()
     except StackConfigError as error:
         yield str(error), None
         return
-    if not budgets or not _knowable(stack):
+    if not _knowable(stack):
         return
     try:
-        starts = list(_starts(stack, budgets))
+        starts = list(_starts(stack))
     except KeyError as error:  # an image without a size: the table must learn it first
-        yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None
+        if budgets:
+            yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None
         return
-    for workload, tier, budget, cold in starts:
+    for workload, name, probe, cold in starts:
+        if (overrun := _probe_overrun(name, probe, cold)) is not None:
+            yield overrun, workload.key
+        if name not in budgets:
+            continue
+        tier, budget = budgets[name]
         if cold.seconds <= budget:
             continue
         dominant = cold.dominant
@@ -126,7 +161,8 @@ POLICIES = [
         name="cold-start-budget",
         description=(
             "Keep each model's predicted cold start (node, image, weights, load, compile, readiness) within its "
-            "tier's coldStartBudgetSeconds from the stack's serving configuration."
+            "tier's coldStartBudgetSeconds from the stack's serving configuration, and its load, compile and "
+            "readiness within its startup probe's window (raise failureThreshold), or the kubelet restarts it forever."
         ),
         check=_check,
         enforcement=MANDATORY,

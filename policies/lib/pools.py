@@ -283,8 +283,11 @@ def nodepool_is_gpu(resource: Resource, gpu_resource: str = "nvidia.com/gpu") ->
         ):
             return True
         if name == "instance-gpu-count" and operator in ("Exists", "Gt", "Gte"):
-            bound = as_int(values[0]) if values else None
-            if operator == "Exists" or (bound is not None and bound >= (0 if operator == "Gt" else 1)):
+            # Any bound needs the label, which only GPU types carry: Karpenter reads Gt/Gte as "exists, with a
+            # lower bound", never met by a type without the label (kubernetes-sigs/karpenter pkg/scheduling
+            # requirement.go: a Gt/Gte requirement is a complement with a bound, Operator() Exists), so Gte 0
+            # admits every GPU type and no CPU type, though "count >= 0" reads as "any type".
+            if operator == "Exists" or (values and as_int(values[0]) is not None):
                 return True
         if name in ("instance-gpu-count", "instance-gpu-memory") and operator in ("Lt", "Lte"):
             bound = as_int(values[0]) if values else None

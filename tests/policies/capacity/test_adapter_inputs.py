@@ -28,8 +28,9 @@ from policies.capacity.engine import cluster_from_resources
 from policies.capacity.model import Resources
 from policies.capacity.simulate import simulate
 
+#: On the GPU pools that host models, the vLLM image pre-pull too (10m CPU, 16 MiB, one pod slot).
 GPU_DAEMONSETS = ("aws-node", "dcgm-exporter", "eks-pod-identity-agent", "kube-proxy", "nvidia-device-plugin",
-                  "prometheus-node-exporter")
+                  "prometheus-node-exporter", "vllm-image")
 SYSTEM_DAEMONSETS = ("aws-node", "eks-pod-identity-agent", "kube-proxy", "prometheus-node-exporter")
 
 LLAMA = "Deployment serving-interactive/llama-3-1-8b-instruct"
@@ -48,11 +49,11 @@ DEV_WORKLOADS = {
 #: (pool, instance type) -> (free CPU m, free memory MiB, GPUs, free pod slots, DaemonSets on it)
 DEV_SHAPES = {
     # 8 vCPU, 32768 MiB, maxPods 4 x (15 - 1) + 2 = 58
-    ("inference", "g5.2xlarge"): (8000 - 90 - 275, 32768 * 0.925 - (11 * 58 + 255) - 100 - 192, 1, 58 - 6, GPU_DAEMONSETS),
+    ("inference", "g5.2xlarge"): (8000 - 90 - 285, 32768 * 0.925 - (11 * 58 + 255) - 100 - 208, 1, 58 - 7, GPU_DAEMONSETS),
     # 16 vCPU, 65536 MiB, maxPods 8 x (30 - 1) + 2 = 234
-    ("inference", "g5.4xlarge"): (16000 - 110 - 275, 65536 * 0.925 - (11 * 234 + 255) - 100 - 192, 1, 234 - 6,
+    ("inference", "g5.4xlarge"): (16000 - 110 - 285, 65536 * 0.925 - (11 * 234 + 255) - 100 - 208, 1, 234 - 7,
                                   GPU_DAEMONSETS),
-    ("gpu-inference", "g5.2xlarge"): (8000 - 90 - 275, 32768 * 0.925 - (11 * 58 + 255) - 100 - 192, 1, 58 - 6,
+    ("gpu-inference", "g5.2xlarge"): (8000 - 90 - 285, 32768 * 0.925 - (11 * 58 + 255) - 100 - 208, 1, 58 - 7,
                                       GPU_DAEMONSETS),
     # 4 vCPU, 16384 MiB, maxPods 4 x (15 - 1) + 2 = 58
     ("system", "m7i.xlarge"): (4000 - 80 - 125, 16384 * 0.925 - (11 * 58 + 255) - 100, 0, 58 - 4, SYSTEM_DAEMONSETS),

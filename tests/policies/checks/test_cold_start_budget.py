@@ -169,3 +169,34 @@ def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget,
     assert len(found) == (1 if messages else 0)
     for expected in messages:
         assert expected in found[0], found[0]
+
+
+def _probe(stack: list[dict], **probe) -> list[dict]:
+    return [*stack[:-1], patch(stack[-1], {"spec.template.spec.containers.0.startupProbe": {
+        "httpGet": {"path": "/health", "port": "http"}, **probe}})]
+
+
+def test_a_startup_probe_shorter_than_the_load_restarts_the_server_forever(pack):
+    """Judged with or without a budget (the session's pack has none). The 70B AWQ model downloaded to a 750 MiB/s
+    root volume loads in 51 s, compiles in 90 s and answers within one 10 s period: 151 s under the probe, which
+    a textbook probe of 10 s x 3 (30 s: Kubernetes' default failureThreshold) cannot cover."""
+    stack = _probe(karpenter_stack("llama-70b-free"), periodSeconds=10, failureThreshold=3)
+    one(pack.stack_messages(stack, POLICY),
+        "llama-70b-free needs about 151 s from its server's start to ready (load 51 s, compile 90 s, readiness 10 s) "
+        "on a g5.12xlarge of Karpenter NodePool 'gpu-interactive', but its startupProbe allows 30 s "
+        "(initialDelaySeconds 0 + periodSeconds 10 x failureThreshold 3)",
+        "Raise failureThreshold")
+
+
+@pytest.mark.parametrize("probe", [
+    {"periodSeconds": 10, "failureThreshold": 16},  # 160 s >= 151 s
+    {"periodSeconds": 10, "failureThreshold": 10, "initialDelaySeconds": 60},  # 60 + 100 = 160 s
+])
+def test_a_startup_probe_that_covers_the_load_is_compliant(pack, probe):
+    assert pack.stack_messages(_probe(karpenter_stack("llama-70b-free"), **probe), POLICY) == []
+
+
+def test_a_window_of_exactly_the_load_fails_one_period_short(pack):
+    """15 x 10 s = 150 s < 151 s: one period short is still a restart loop."""
+    one(pack.stack_messages(_probe(karpenter_stack("llama-70b-free"), periodSeconds=10, failureThreshold=15), POLICY),
+        "its startupProbe allows 150 s")
