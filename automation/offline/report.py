@@ -18,7 +18,8 @@ from rich.text import Text
 
 from automation.offline.pack.findings import PackReport
 from automation.offline.plan import Plan
-from components.contract import GPU_RESOURCE, POOL_LABEL
+from components.contract import GPU_RESOURCE, POOL_LABEL, TIER_LABEL
+from policies.capacity import kinds
 from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, image_prepulled, root_volume_mibps, start, weight_loading
 from policies.capacity.cost import per_gpu_hourly_usd, reserved_split
 from policies.capacity.engine import cluster_from_resources, reservations_from_resources
@@ -27,10 +28,10 @@ from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
-NODE_GROUP_TYPES = ("eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup")
-NODE_POOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
-EC2_NODE_CLASS_TYPE = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
-LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP_TYPES = (kinds.EKS_MANAGED_NODE_GROUP, kinds.AWS_NODE_GROUP)
+NODE_POOL_TYPE = kinds.NODEPOOL
+EC2_NODE_CLASS_TYPE = kinds.EC2NODECLASS
+LAUNCH_TEMPLATE_TYPE = kinds.LAUNCH_TEMPLATE
 
 
 @dataclass
@@ -191,10 +192,10 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
     workloads = {w.name: w for w in cluster.workloads}
     deployments = {
         (r.inputs["metadata"].get("namespace"), r.inputs["metadata"].get("name")): r.inputs
-        for r in plan.of_type("kubernetes:apps/v1:Deployment")
+        for r in plan.of_type(kinds.DEPLOYMENT)
     }
     models = []
-    for scaler in plan.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+    for scaler in plan.of_type(kinds.SCALED_OBJECT):
         meta, spec = scaler.inputs["metadata"], scaler.inputs["spec"]
         namespace, target = meta.get("namespace"), spec["scaleTargetRef"]["name"]
         workload = workloads.get(f"Deployment {namespace}/{target}")
@@ -205,7 +206,7 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
         gpus = int(workload.limits.gpus)
         models.append(
             ModelSummary(
-                tier=pod.get("metadata", {}).get("labels", {}).get("llm-platform.io/tier", namespace or ""),
+                tier=pod.get("metadata", {}).get("labels", {}).get(TIER_LABEL, namespace or ""),
                 model=meta["name"],
                 pool=pool,
                 min_replicas=workload.min_replicas,
@@ -229,7 +230,7 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     image and startup probe the plan gives its server container."""
     plans = {p.pool.name: p for p in simulation.plans}
     deployments = {f"Deployment {(r.inputs.get('metadata') or {}).get('namespace')}/{(r.inputs.get('metadata') or {}).get('name')}": r
-                   for r in plan.of_type("kubernetes:apps/v1:Deployment")}
+                   for r in plan.of_type(kinds.DEPLOYMENT)}
     starts: dict[str, ColdStartSummary] = {}
     for workload in cluster.workloads:
         resource = deployments.get(workload.name)
@@ -255,7 +256,7 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
             image_prepulled=image_prepulled(plan.resources, str(server.get("image")), pool))
         cold: Start = start_of(name, f"{pool.kind} '{pool.name}'")
         warm: Start = start_of(name, f"{pool.kind} '{pool.name}'", case=WARM)
-        tier = ((template.get("metadata") or {}).get("labels") or {}).get("llm-platform.io/tier", "")
+        tier = ((template.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL, "")
         key = name if name not in starts else f"{tier}/{name}"
         starts[key] = ColdStartSummary(
             tier=tier, pool=pool.name, instance=cold.instance, cold_seconds=round(cold.seconds, 1),
@@ -282,7 +283,7 @@ def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
     reserved = _reserved(plan, cluster, catalog, hours)
     quotas = {
         r.inputs["metadata"]["namespace"]: int(str(r.inputs["spec"]["hard"].get(f"requests.{GPU_RESOURCE}", 0)))
-        for r in plan.of_type("kubernetes:core/v1:ResourceQuota")
+        for r in plan.of_type(kinds.RESOURCE_QUOTA)
     }
     return Summary(
         project=plan.project,

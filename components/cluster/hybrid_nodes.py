@@ -14,6 +14,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from policies.capacity import kinds
+
 TYPE = "llm-platform:index:HybridNodes"
 HYBRID_MANAGED_POLICIES = ("AmazonSSMManagedInstanceCore", "AmazonEC2ContainerRegistryPullOnly")
 
@@ -23,7 +25,7 @@ def remote_network_transform(node_cidrs: list[str], pod_cidrs: list[str]):
     ``remoteNetworkConfig`` (pulumi-eks has no input for it; aws.eks.Cluster does)."""
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if args.type_ != "aws:eks/cluster:Cluster":
+        if args.type_ != kinds.AWS_EKS_CLUSTER:
             return None
         config: dict[str, Any] = {"remoteNodeNetworks": {"cidrs": list(node_cidrs)}}
         if pod_cidrs:

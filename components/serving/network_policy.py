@@ -32,6 +32,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.contract import TIER_LABEL
+
 TYPE = "llm-platform:index:NetworkIsolation"
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -48,7 +50,6 @@ NON_PUBLIC_CIDRS = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.
 #: Prometheus pods of kube-prometheus-stack (labelled by the Prometheus operator).
 PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
 #: Label every serving-tier namespace carries (the gateway's egress selects by it).
-TIER_LABEL = "llm-platform.io/tier"
 
 
 def _namespace(name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import contract
 from components.serving.model_server import ModelServer, ModelServerArgs
 from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, serving_policies
 from components.settings import PoolFacts
@@ -62,7 +63,7 @@ class ServingTier(pulumi.ComponentResource):
         tier = args.tier
         ns_name = namespace_name(tier.name)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {"llm-platform.io/tier": tier.name, "app.kubernetes.io/part-of": "llm-platform"}
+        labels = {contract.TIER_LABEL: tier.name, "app.kubernetes.io/part-of": "llm-platform"}
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import policies.capacity.kinds as kinds
 from components import contract, versions
 from components.specs import gateway, serving
 from components.specs.gpu_software import (
@@ -59,7 +60,7 @@ def _resource(type_: str, name: str, inputs: dict[str, Any], parent: str = "") -
 
 
 def _release(chart: Any, values: dict[str, Any]) -> SimpleNamespace:
-    return _resource("kubernetes:helm.sh/v3:Release", chart.chart,
+    return _resource(kinds.HELM_RELEASE, chart.chart,
                      {"chart": chart.ref, "version": chart.version, "values": values})
 
 
@@ -74,32 +75,32 @@ class Keyed:
 
 def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
     """The capacity-relevant objects the program emits for ``settings``, in engine form."""
-    out: list[SimpleNamespace] = [_resource("eks:index:Cluster", "cluster", {}),
-                                  _resource("aws:eks/addon:Addon", "pod-identity", {"addonName": "eks-pod-identity-agent"})]
+    out: list[SimpleNamespace] = [_resource(kinds.EKS_CLUSTER, "cluster", {}),
+                                  _resource(kinds.EKS_ADDON, "pod-identity", {"addonName": "eks-pod-identity-agent"})]
     keys = Keyed({}, {}, {})
     software = settings.gpu_software.provider
     system = settings.system_pool
-    out.append(_resource("eks:index:ManagedNodeGroup", SYSTEM_POOL, managed_node_group(
+    out.append(_resource(kinds.EKS_MANAGED_NODE_GROUP, SYSTEM_POOL, managed_node_group(
         system.instance_types, system.scaling, system_group_labels(system), [])))
     keys.pools[SYSTEM_POOL] = "systemPool"
     for index, group in enumerate(settings.gpu_pools):
-        out.append(_resource("eks:index:ManagedNodeGroup", group.name, managed_node_group(
+        out.append(_resource(kinds.EKS_MANAGED_NODE_GROUP, group.name, managed_node_group(
             group.instance_types, group.scaling, gpu_group_labels(group, software), contract.gpu_pool_taints_eks(group.purpose))))
         keys.pools[group.name] = f"gpuPools[{index}]"
     if settings.karpenter.enabled:
         out.append(_release(versions.KARPENTER, {}))
         for node_class in settings.karpenter.node_classes:
-            out.append(_resource("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", node_class.name,
+            out.append(_resource(kinds.EC2NODECLASS, node_class.name,
                                  ec2_node_class_manifest(node_class, cluster_name=settings.cluster_name,
                                                          node_role=NODE_ROLE_PLACEHOLDER, tags={})))
         for index, pool in enumerate(settings.karpenter.node_pools):
             assert pool.node_class is not None  # settings refuse a Karpenter pool without a defined nodeClass
-            out.append(_resource("kubernetes:karpenter.sh/v1:NodePool", pool.name, node_pool_manifest(
+            out.append(_resource(kinds.NODEPOOL, pool.name, node_pool_manifest(
                 pool, node_class_ref={**KARPENTER_NODE_CLASS_REF, "name": pool.node_class}, label_prefix=KARPENTER_LABELS,
                 extra_labels=operator_node_labels(software, "karpenter"))))
             keys.pools[pool.name] = f"karpenter.nodePools[{index}]"
     for index, pool in enumerate(settings.auto_mode.gpu_node_pools):
-        out.append(_resource("kubernetes:karpenter.sh/v1:NodePool", pool.name, node_pool_manifest(
+        out.append(_resource(kinds.NODEPOOL, pool.name, node_pool_manifest(
             pool, node_class_ref=AUTO_MODE_NODE_CLASS_REF, label_prefix=AUTO_MODE_LABELS,
             extra_labels=operator_node_labels(software, "auto-mode"))))
         keys.pools[pool.name] = f"autoMode.gpuNodePools[{index}]"
@@ -123,28 +124,28 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
     pools = settings.gpu_pool_facts()
     for tier in settings.serving.tiers:
         namespace = serving.namespace_name(tier.name)
-        out.append(_resource("kubernetes:core/v1:ResourceQuota", f"{tier.name}-quota", {
+        out.append(_resource(kinds.RESOURCE_QUOTA, f"{tier.name}-quota", {
             "metadata": {"name": "serving-capacity", "namespace": namespace}, "spec": serving.quota_spec(tier.quota),
         }))
         keys.quotas[f"{namespace}/serving-capacity"] = f"serving.tiers[{tier.name}].quota"
         for model in tier.models:
             facts = pools.get(model.pool)
             purpose = facts.purpose if facts else contract.GPU_INFERENCE_PURPOSE
-            out.append(_resource("kubernetes:apps/v1:Deployment", model.name, serving.deployment(
+            out.append(_resource(kinds.DEPLOYMENT, model.name, serving.deployment(
                 model, namespace=namespace, tier=tier.name, pool_purpose=purpose,
                 priority_class=serving.priority_class_name(tier.name))))
-            out.append(_resource("kubernetes:keda.sh/v1alpha1:ScaledObject", model.name, {
+            out.append(_resource(kinds.SCALED_OBJECT, model.name, {
                 "metadata": {"name": model.name, "namespace": namespace},
                 "spec": serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL),
             }))
             keys.workloads[f"Deployment {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
     hosting = serving.prepull_pools(settings.serving.tiers, {name: facts.purpose for name, facts in pools.items()})
     if hosting:
-        out.append(_resource("kubernetes:apps/v1:DaemonSet", "image-prepull",
+        out.append(_resource(kinds.DAEMONSET, "image-prepull",
                              serving.image_prepull_daemonset(str(versions.VLLM_IMAGE), hosting)))
     gateway_settings = settings.serving.gateway
     if gateway_settings.enabled:
-        out.append(_resource("kubernetes:apps/v1:Deployment", gateway.NAME, gateway.deployment(
+        out.append(_resource(kinds.DEPLOYMENT, gateway.NAME, gateway.deployment(
             gateway_settings.replicas, gateway_settings.bedrock_region, CONFIG_HASH_PLACEHOLDER)))
         keys.workloads[f"Deployment {gateway.NAMESPACE}/{gateway.NAME}"] = ("serving.gateway", gateway_settings)
     return out

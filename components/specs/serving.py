@@ -325,7 +325,7 @@ def pod_labels(model: str, tier: str) -> dict[str, str]:
         **POD_LABELS,
         "app.kubernetes.io/instance": model,
         "app.kubernetes.io/part-of": "llm-platform",
-        "llm-platform.io/tier": tier,
+        contract.TIER_LABEL: tier,
     }
 
 
