@@ -18,7 +18,13 @@ from components.settings.problems import MISSING, Problem
 from components.settings.reservation_rules import reservation_problems
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
 from components.specs import serving as serving_specs
-from components.specs.capacity import model_pools, problem_key, settings_cluster, settings_simulation
+from components.specs.capacity import (
+    model_pools,
+    problem_key,
+    settings_cluster,
+    settings_reserved_findings,
+    settings_simulation,
+)
 from policies.capacity.instances import UnpricedInstanceError
 from policies.capacity.table import stack_worst_case
 
@@ -246,7 +252,8 @@ def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
 def capacity_problems(settings: Settings) -> list[Problem]:
     """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
     problems = []
-    for finding in settings_simulation(settings).blocking:
+    reserved = [f for f in settings_reserved_findings(settings) if f.blocking]
+    for finding in [*settings_simulation(settings).blocking, *reserved]:
         key, value = problem_key(finding, settings)
         problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
     return problems

@@ -40,10 +40,10 @@ from components.specs.node_pools import (
 )
 from components.specs.observability import PROMETHEUS_URL, prometheus_stack_values
 from policies.capacity.cold_start import GP3_BASELINE
-from policies.capacity.engine import cluster_from_resources
+from policies.capacity.engine import cluster_from_resources, reservations_from_resources
 from policies.capacity.instances import load_instances
 from policies.capacity.model import Cluster, ScaleFromZeroTemplate
-from policies.capacity.simulate import Finding, Simulation, simulate
+from policies.capacity.simulate import Finding, Simulation, reserved_findings, simulate
 
 if TYPE_CHECKING:
     from components.settings.root import Settings
@@ -192,6 +192,22 @@ def settings_simulation(settings: Settings) -> Simulation:
     return simulate(settings_cluster(settings)[0])
 
 
+def settings_reserved_findings(settings: Settings) -> list[Finding]:
+    """The pack's reserved-capacity findings (``simulate.reserved_findings``) on the settings: a Karpenter
+    pool that admits only ``reserved`` capacity against the GPUs its node class's reservations hold, read
+    from the same emitted objects (the EC2NodeClass's reservation record) and keyed to the settings."""
+    karpenter = settings.karpenter
+    if not karpenter.enabled or not any(contract.KARPENTER_RESERVED in p.capacity_types for p in karpenter.node_pools):
+        return []
+    resources, keys = emitted(settings)
+    catalog = load_instances(region=settings.region)
+    by_engine_key = {pool.key: keys.pools.get(pool.name, pool.name)
+                     for pool in cluster_from_resources(resources, catalog=catalog).pools}
+    reservations = [(by_engine_key.get(key, key), reservation, instance)
+                    for key, reservation, instance in reservations_from_resources(resources, catalog=catalog)]
+    return reserved_findings(settings_simulation(settings), reservations)
+
+
 _FIT_FIELD = {"cpu": "cpu", "memory": "memory", contract.GPU_RESOURCE: "gpusPerReplica", "pods": "pool",
               "ephemeral-storage": "cacheSizeGib", "placement": "pool"}
 _QUOTA_FIELD = {"requests.cpu": "cpu", "cpu": "cpu", "requests.memory": "memory", "memory": "memory",
@@ -212,7 +228,7 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
     base = finding.workload_key or finding.where_key
     field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max",
              "model-memory": "maxModelLen" if finding.resource == "max-model-len" else "catalog",
-             "wake-up": "replicas.min", "rollout": "rollout"}.get(finding.check, "")
+             "wake-up": "replicas.min", "rollout": "rollout", "reserved": "capacityTypes"}.get(finding.check, "")
     if base == "serving.gateway":
         field = {"cpu": "replicas", "memory": "replicas"}.get(field, "replicas")
     path = f"{base}.{field}" if field else base

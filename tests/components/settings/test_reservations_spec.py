@@ -237,3 +237,26 @@ def test_an_end_date_without_a_zone_is_refused_whatever_its_form():
     assert messages(CapacityReservation, {**BLOCK, "endDate": datetime(2026, 12, 20, 11, 30, tzinfo=UTC)}) == []
     [(loc, msg)] = messages(CapacityReservation, {**BLOCK, "endDate": "2026-12-20T11:30:00"})
     assert msg == "Value error, '2026-12-20T11:30:00' must be UTC (end it with Z), as EC2 reports a block's end"
+
+
+def test_a_reserved_only_pool_whose_min_replicas_outgrow_its_reservation_is_refused():
+    """As the pack's capacity-simulation judges it: gpu-inference admits only reserved capacity, its class selects
+    one g5.12xlarge ODCR (4 GPUs), and the batch model on it keeps 5 one-GPU replicas: one stays Pending."""
+    config = with_changes(karpenter_reserved_copy(), {
+        "karpenter__nodeClasses__0__capacityReservations": [{**ODCR, "instanceCount": 1}],
+        "karpenter__nodePools__0__capacityTypes": ["reserved"],
+        "serving__tiers__1__models__0__replicas": {"min": 5, "max": 5},
+        "serving__tiers__1__quota__gpus": 8,
+    })
+    with pytest.raises(SettingsError) as raised:
+        parse_settings(config_strings(config))
+    reserved = [p for p in raised.value.problems if p.key == "llm-platform:karpenter.nodePools[0].capacityTypes"]
+    assert len(reserved) == 1, raised.value.problems
+    assert reserved[0].value == ["reserved"]
+    assert ("Karpenter NodePool 'gpu-inference' launches only into capacity reservations, which hold 4 GPUs, but its "
+            "workloads (Deployment serving-batch/qwen2-5-7b-instruct) need 5 at min replicas") in reserved[0].reason
+
+
+def test_a_reserved_only_pool_within_its_reservation_is_accepted():
+    config = with_changes(karpenter_reserved_copy(), {"karpenter__nodePools__0__capacityTypes": ["reserved"]})
+    parse_settings(config_strings(config))
