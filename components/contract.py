@@ -4,7 +4,8 @@ GPU nodes are a separate capacity class: every GPU pool carries the GPU taint an
 below, and every GPU workload both tolerates the taint and requests ``nvidia.com/gpu`` in its
 limits. This module is the only place the program decides those keys and values; components build
 taints, labels, tolerations and selectors through these helpers, never by hand. The policy pack
-receives the same values through ``policies/config/<stack>.json`` (a test keeps the two in step).
+receives the same values through ``policies/config/<stack>.json``, generated from this module by
+``python -m automation pack-config write`` (a test fails when the committed files are stale).
 """
 
 from __future__ import annotations
