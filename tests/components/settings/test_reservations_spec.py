@@ -260,3 +260,16 @@ def test_a_reserved_only_pool_whose_min_replicas_outgrow_its_reservation_is_refu
 def test_a_reserved_only_pool_within_its_reservation_is_accepted():
     config = with_changes(karpenter_reserved_copy(), {"karpenter__nodePools__0__capacityTypes": ["reserved"]})
     parse_settings(config_strings(config))
+
+
+def test_a_tag_term_holds_one_to_twenty_tags():
+    """Karpenter's CRD: a term's tags map has maxProperties 20."""
+    twenty = {f"k{i}": "v" for i in range(20)}
+    data = _karpenter(karpenter_reserved_copy())
+    data["nodeClasses"][0].pop("capacityReservations")
+    data["nodeClasses"][0]["capacityReservationTags"] = [twenty]
+    assert messages(Karpenter, data) == []
+    data["nodeClasses"][0]["capacityReservationTags"] = [{**twenty, "k20": "v"}]
+    [(loc, msg)] = messages(Karpenter, data)
+    assert loc == ("nodeClasses", 0, "capacityReservationTags", 0)
+    assert "a tag term holds 1-20 tags (Karpenter's CRD), got 21" in msg

@@ -147,3 +147,18 @@ def test_root_volume_is_read_alike_from_pack_and_plan_resources():
         assert cold_start.root_volume_mibps([group, component, template], "urn:mng") == 500
         assert cold_start.root_volume_mibps([group, component], "urn:mng") is None
         assert cold_start.root_volume_mibps([], "urn:absent") is None
+
+
+def test_the_pools_own_node_class_is_read_among_others():
+    """A stack has several EC2NodeClasses; the NodePool's nodeClassRef names the one whose root volume counts."""
+    pool = _Resource("kubernetes:karpenter.sh/v1:NodePool", "urn:np",
+                     {"spec": {"template": {"spec": {"nodeClassRef": {"name": "gpu"}}}}})
+    classes = [_Resource("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", f"urn:{name}", {"metadata": {"name": name}, "spec": {
+        "blockDeviceMappings": [{"rootVolume": True, "ebs": {"throughput": mibps}}]}}) for name, mibps in
+        (("system", 300), ("gpu", 750), ("training", 1000))]
+    assert cold_start.root_volume_mibps([pool, *classes], "urn:np") == 750
+
+
+def test_one_nodes_s3_draw_is_ten_connections_at_85_mb_per_second():
+    """AWS CLI's max_concurrent_requests 10 x the S3 guideline of 85 MB/s per connection: 850,000,000 B/s."""
+    assert cold_start.s3_bytes_per_second() == 850_000_000

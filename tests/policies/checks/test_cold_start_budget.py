@@ -200,3 +200,10 @@ def test_a_window_of_exactly_the_load_fails_one_period_short(pack):
     """15 x 10 s = 150 s < 151 s: one period short is still a restart loop."""
     one(pack.stack_messages(_probe(karpenter_stack("llama-70b-free"), periodSeconds=10, failureThreshold=15), POLICY),
         "its startupProbe allows 150 s")
+
+
+def test_the_readiness_step_is_one_of_the_probes_own_periods(pack):
+    """A 30 s period: readiness 30 s (not Kubernetes' default 10 s), 51 + 90 + 30 = 171 s against 30 x 5 = 150 s."""
+    one(pack.stack_messages(_probe(karpenter_stack("llama-70b-free"), periodSeconds=30, failureThreshold=5), POLICY),
+        "needs about 171 s from its server's start to ready (load 51 s, compile 90 s, readiness 30 s)",
+        "its startupProbe allows 150 s (initialDelaySeconds 0 + periodSeconds 30 x failureThreshold 5)")

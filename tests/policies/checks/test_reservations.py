@@ -144,3 +144,11 @@ def test_max_replicas_beyond_the_reservations_are_advice(pack):
 def test_reservations_that_hold_the_max_pass(pack):
     stack = [*_reserved_only(4), server(selector=SELECTOR), scaler(low=2, high=3)]
     assert pack.stack_messages(stack, SIM) == [] and pack.stack_messages(stack, OVER) == []
+
+
+def test_thirty_selector_terms_are_the_crds_most(pack):
+    """The EC2NodeClass CRD: capacityReservationSelectorTerms maxItems 30."""
+    terms = [{"tags": {"team": f"t{i}"}} for i in range(30)]
+    assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=terms), VALID) == []
+    one(pack.messages(ec2nodeclass(capacityReservationSelectorTerms=[*terms, {"tags": {"team": "x"}}]), VALID),
+        "spec.capacityReservationSelectorTerms has 31 terms; at most 30")
