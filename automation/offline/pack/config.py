@@ -92,10 +92,13 @@ def _agent_placement() -> dict[str, dict[str, list[str]]]:
     device plugin's required ``NotIn`` on the purpose label, the DRA kubelet plugin's node selector."""
     from components.specs.gpu_software import device_plugin_affinity, dra_driver_values
 
-    terms = device_plugin_affinity()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    # Plain JSON-shaped values (the specs type them as objects): read as such.
+    affinity: Any = device_plugin_affinity()
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     excluded = [value for term in terms["nodeSelectorTerms"] for e in term["matchExpressions"]
                 if e["key"] == contract.PURPOSE_LABEL and e["operator"] == "NotIn" for value in e["values"]]
-    selector = dra_driver_values()["kubeletPlugin"]["nodeSelector"]
+    dra: Any = dra_driver_values()
+    selector = dra["kubeletPlugin"]["nodeSelector"]
     return {
         versions.NVIDIA_DEVICE_PLUGIN.chart: {"exceptPurposes": excluded},
         versions.NVIDIA_DRA_DRIVER.chart: {"onlyPurposes": [selector[contract.PURPOSE_LABEL]]},
