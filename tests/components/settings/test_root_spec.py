@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
 from components.settings._base import check_region
+from tests.components.settings.test_stack_spec import DEV, PROD, problems
 from tests.conftest import ROOMY_GPU_BUDGET
-from tests.support.config_changes import with_changes
 
-DEV, PROD = read_stack_config("dev"), read_stack_config("prod")
 KEY_REASON = "not an AWS tag key: 1-128 letters, digits, spaces and _ . : / = + - @, not starting with aws:"
 VALUE_REASON = "not an AWS tag value: up to 256 letters, digits, spaces and _ . : / = + - @"
-
-
-def problems(base: dict, **changes) -> list[str]:
-    try:
-        parse_settings(with_changes(base, changes))
-    except SettingsError as error:
-        return [str(p) for p in error.problems]
-    return []
 
 
 def test_a_one_character_tag_key_is_a_tag_and_an_empty_one_is_not():
