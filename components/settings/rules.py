@@ -252,8 +252,9 @@ def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
 def capacity_problems(settings: Settings) -> list[Problem]:
     """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
     problems = []
-    reserved = [f for f in settings_reserved_findings(settings) if f.blocking]
-    for finding in [*settings_simulation(settings).blocking, *reserved]:
+    simulation = settings_simulation(settings)
+    reserved = [f for f in settings_reserved_findings(settings, simulation) if f.blocking]
+    for finding in [*simulation.blocking, *reserved]:
         key, value = problem_key(finding, settings)
         problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
     return problems

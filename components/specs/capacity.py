@@ -13,7 +13,7 @@ every finding is named by the setting key a user edits, with the value there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +71,9 @@ class Keyed:
     pools: dict[str, str]
     workloads: dict[str, tuple[str, Any]]
     quotas: dict[str, str]
+    #: ``(pool key, reservation, instance type)`` for each capacity reservation a pool launches into,
+    #: keyed like the pools (``engine.reservations_from_resources`` on the same emitted objects).
+    reservations: list[tuple[str, Any, Any]] = field(default_factory=list)
 
 
 def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
@@ -172,7 +175,12 @@ def _settings_cluster(settings: Settings) -> tuple[Cluster, Keyed]:
     resources, keys = emitted(settings)
     # Prices are the stack's region's: a type unpriced there is refused by the cost figures (never
     # priced at another region's rate).
-    cluster = cluster_from_resources(resources, catalog=load_instances(region=settings.region))
+    catalog = load_instances(region=settings.region)
+    cluster = cluster_from_resources(resources, catalog=catalog)
+    if _selects_reserved(settings):
+        by_engine_key = {pool.key: keys.pools.get(pool.name, pool.name) for pool in cluster.pools}
+        keys.reservations = [(by_engine_key.get(key, key), reservation, instance)
+                             for key, reservation, instance in reservations_from_resources(resources, catalog=catalog)]
     for pool in cluster.pools:
         pool.key = keys.pools.get(pool.name, pool.name)
         if pool.kind == "managed node group" and pool.capacity_source is None:
@@ -192,20 +200,19 @@ def settings_simulation(settings: Settings) -> Simulation:
     return simulate(settings_cluster(settings)[0])
 
 
-def settings_reserved_findings(settings: Settings) -> list[Finding]:
+def _selects_reserved(settings: Settings) -> bool:
+    karpenter = settings.karpenter
+    return karpenter.enabled and any(contract.KARPENTER_RESERVED in p.capacity_types for p in karpenter.node_pools)
+
+
+def settings_reserved_findings(settings: Settings, simulation: Simulation | None = None) -> list[Finding]:
     """The pack's reserved-capacity findings (``simulate.reserved_findings``) on the settings: a Karpenter
     pool that admits only ``reserved`` capacity against the GPUs its node class's reservations hold, read
     from the same emitted objects (the EC2NodeClass's reservation record) and keyed to the settings."""
-    karpenter = settings.karpenter
-    if not karpenter.enabled or not any(contract.KARPENTER_RESERVED in p.capacity_types for p in karpenter.node_pools):
+    if not _selects_reserved(settings):
         return []
-    resources, keys = emitted(settings)
-    catalog = load_instances(region=settings.region)
-    by_engine_key = {pool.key: keys.pools.get(pool.name, pool.name)
-                     for pool in cluster_from_resources(resources, catalog=catalog).pools}
-    reservations = [(by_engine_key.get(key, key), reservation, instance)
-                    for key, reservation, instance in reservations_from_resources(resources, catalog=catalog)]
-    return reserved_findings(settings_simulation(settings), reservations)
+    simulation = simulation or settings_simulation(settings)
+    return reserved_findings(simulation, settings_cluster(settings)[1].reservations)
 
 
 _FIT_FIELD = {"cpu": "cpu", "memory": "memory", contract.GPU_RESOURCE: "gpusPerReplica", "pods": "pool",
