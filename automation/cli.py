@@ -72,7 +72,9 @@ def print_check(result, output: str = "text") -> int:
         if result.seconds:
             seconds = result.seconds
             console.print(f"recorded in {seconds['record']:.2f} s (the policy pack analyzing beside it), "
-                          f"{seconds['analyze']:.2f} s more for the pack's answers, files written in {seconds['write']:.2f} s")
+                          f"summary and manifests in {seconds['summary']:.2f} s (the pack analyzing the stack beside "
+                          f"them), {seconds['analyze']:.2f} s more for the pack's answers, files written in "
+                          f"{seconds['write']:.2f} s")
     return exit_codes.OK if result.passed else exit_codes.FAILED
 
 

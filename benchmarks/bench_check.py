@@ -216,8 +216,9 @@ def main() -> None:
         for point in scaling:
             phases = point["phases"]
             ratios.append(f"phases at {point['models']} models (last run, inside the command): recording with the pack "
-                          f"analyzing beside it {phases['record']:.2f} s, the pack's remaining answers "
-                          f"{phases['analyze']:.2f} s, summary and files {phases['write']:.2f} s")
+                          f"analyzing beside it {phases['record']:.2f} s, summary and manifests with the pack analyzing "
+                          f"the stack beside them {phases['summary']:.2f} s, the pack's remaining answers "
+                          f"{phases['analyze']:.2f} s, files {phases['write']:.2f} s")
     text = f"offline check, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{table}\n\n" + "\n".join(ratios)
     print(text)
     (OUT / "check.md").write_text(text + "\n")

@@ -2,8 +2,9 @@
 
 One plain pipeline: the pack process is started first (it imports its policies while the program
 does), the program is recorded under Pulumi's mock runtime with the pack analyzing each resource
-as it is registered (as the engine does in a preview), then ``AnalyzeStack``, then the files are
-written, each under a temporary name renamed into place.
+as it is registered (as the engine does in a preview), then ``AnalyzeStack`` is sent and, while the
+pack answers it in its own process, the summary and the manifests are made; once every answer is
+in, the files are written, each under a temporary name renamed into place.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from automation import exit_codes
 from automation.errors import DriverError
-from automation.offline.files import write_json, write_manifests, write_plan
+from automation.offline.files import render_manifests, write_files, write_json, write_plan
 from automation.offline.pack.analysis import PlanAnalysis
 from automation.offline.pack.config import WRITE_COMMAND, fact_disagreements
 from automation.offline.pack.findings import PackReport, PolicyConfigError
@@ -92,8 +93,9 @@ class CheckResult:
     manifest_paths: list[Path]
     policies: PackReport
     #: Wall seconds of the check's phases: ``record`` (the program under mocks, the pack analyzing
-    #: each resource beside it), ``analyze`` (the pack's answers still outstanding, and
-    #: ``AnalyzeStack``) and ``write`` (the summary and the files).
+    #: each resource beside it), ``summary`` (the summary and the manifests' text, while the pack
+    #: answers ``AnalyzeStack``), ``analyze`` (the pack's answers still outstanding after that) and
+    #: ``write`` (the files).
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -215,23 +217,28 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         recorded = lap()
         # The program is done: what the SDK made for it (outputs, futures, tasks, the RPC list) is
         # garbage now, in cycles only the collector frees, and it is off here. One pass, so the
-        # pack's answers, the summary and the files reuse that memory instead of adding to it.
+        # AnalyzeStack request, the summary and the files reuse that memory instead of adding to it.
         gc.collect()
-        policies = analysis.finish(plan.resources)
+        analysis.send_stack(plan.resources)
+        # While the pack answers AnalyzeStack in its own process: the summary and the manifests' text.
+        try:
+            summary = summarize(plan, load_instances(region=settings.region))
+        except UnpricedInstanceError as error:  # never another region's prices
+            raise DriverError(str(error), exit_codes.USAGE) from None
+        manifests = render_manifests(plan)
+        summarized = lap()
+        policies = analysis.finish()
     finally:
         pack.close()
     analyzed = lap()
-    try:
-        summary = summarize(plan, load_instances(region=settings.region))
-    except UnpricedInstanceError as error:  # never another region's prices
-        raise DriverError(str(error), exit_codes.USAGE) from None
+    # Written only once the pack has answered: a check that fails before leaves the last check's files.
     with _writing_to(out):
         plan_path = write_plan(plan, out)
-        manifest_paths = write_manifests(plan, out / "manifests")
+        manifest_paths = write_files(out / "manifests", manifests)
         write_json(out / "policy-report.json", policies.to_json())
     written = lap()
     return CheckResult(
         plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifest_paths, policies=policies,
-        seconds={"record": recorded, "analyze": analyzed, "write": written},
+        seconds={"record": recorded, "summary": summarized, "analyze": analyzed, "write": written},
     )
 

@@ -68,11 +68,15 @@ def write_plan(plan: Plan, out: Path) -> Path:
     return path
 
 
+def render_manifests(plan: Plan) -> dict[str, bytes]:
+    """One YAML document per Kubernetes object and Helm release of the plan, by file name."""
+    return {name: dumps_yaml(document).encode() for name, document in sorted(kubernetes_documents(plan).items())}
+
+
 def write_manifests(plan: Plan, directory: Path) -> list[Path]:
     """One YAML file per Kubernetes object and Helm release in ``directory``, which then holds no
     other ``*.yaml`` (files of objects the plan no longer has are removed; other files are left)."""
-    return write_files(directory, {name: dumps_yaml(document).encode()
-                                   for name, document in sorted(kubernetes_documents(plan).items())})
+    return write_files(directory, render_manifests(plan))
 
 
 def write_files(directory: Path, files: Mapping[str, bytes]) -> list[Path]:

@@ -229,14 +229,19 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     """Each model Deployment's start, cold and warm, on the planning type of the pool it lands on, with the
     image and startup probe the plan gives its server container."""
     plans = {p.pool.name: p for p in simulation.plans}
+    # Per pool, worked out once: the type its autoscaler plans with, its nodes' root volume throughput,
+    # and per pool and image whether a DaemonSet pre-pulls it.
+    shapes = {name: p.planning for name, p in plans.items()}
+    volumes = {p.pool.key: _root_volume_mibps(plan, p.pool) for p in simulation.plans}
+    prepulled: dict[tuple[str, str], bool] = {}
     deployments = {f"Deployment {(r.inputs.get('metadata') or {}).get('namespace')}/{(r.inputs.get('metadata') or {}).get('name')}": r
                    for r in plan.of_type(kinds.DEPLOYMENT)}
     starts: dict[str, ColdStartSummary] = {}
     for workload in cluster.workloads:
         resource = deployments.get(workload.name)
         pool_plan = plans.get(simulation.placements.get(workload.name, ""))
-        if (workload.model is None or resource is None or pool_plan is None or pool_plan.planning is None
-                or not pool_plan.pool.capacity_source):
+        shape = shapes.get(pool_plan.pool.name) if pool_plan else None
+        if workload.model is None or resource is None or pool_plan is None or shape is None or not pool_plan.pool.capacity_source:
             continue
         template = (resource.inputs.get("spec") or {}).get("template") or {}
         containers = [c for c in (template.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
@@ -245,15 +250,15 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
         if server is None or not probe.get("periodSeconds") or not probe.get("failureThreshold"):
             continue
         name = str((resource.inputs.get("metadata") or {}).get("name"))
-        pool = pool_plan.pool
+        pool, image = pool_plan.pool, str(server.get("image"))
+        if (pool.key, image) not in prepulled:
+            prepulled[pool.key, image] = image_prepulled(plan.resources, image, pool)
         start_of = functools.partial(
-            start, weight_bytes=workload.model.architecture.weight_bytes(), instance=pool_plan.planning.instance,
-            capacity_source=pool.capacity_source, image=str(server.get("image")),
-            disk_throughput_mibps=_root_volume_mibps(plan, pool),
+            start, weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
+            capacity_source=pool.capacity_source, image=image, disk_throughput_mibps=volumes[pool.key],
             startup_probe_period_seconds=float(probe["periodSeconds"]),
             startup_probe_failures=int(probe["failureThreshold"]),
-            loading=weight_loading(template.get("spec") or {}),
-            image_prepulled=image_prepulled(plan.resources, str(server.get("image")), pool))
+            loading=weight_loading(template.get("spec") or {}), image_prepulled=prepulled[pool.key, image])
         cold: Start = start_of(name, f"{pool.kind} '{pool.name}'")
         warm: Start = start_of(name, f"{pool.kind} '{pool.name}'", case=WARM)
         tier = ((template.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL, "")

@@ -282,14 +282,18 @@ def model_pools(settings: Settings) -> dict[str, tuple[ServedModel, serving.Mode
     cluster, keys = settings_cluster(settings)
     simulation = simulate(cluster)
     plans = {plan.pool.name: plan for plan in simulation.plans}
+    # One ModelPool per pool, shared by the models that land there.
+    pools: dict[str, serving.ModelPool | None] = {}
+    for name, plan in plans.items():
+        shape = plan.planning
+        pools[name] = None if shape is None or not plan.pool.capacity_source else serving.ModelPool(
+            name=f"{plan.pool.kind} '{name}'", instance=shape.instance, capacity_source=plan.pool.capacity_source,
+            disk_throughput_mibps=_disk_throughput_mibps(settings, name))
     found: dict[str, tuple[ServedModel, serving.ModelPool]] = {}
     for workload in cluster.workloads:
         key, model = keys.workloads.get(workload.name, ("", None))
-        plan = plans.get(simulation.placements.get(workload.name, ""))
-        if not key.startswith("serving.tiers") or plan is None or plan.planning is None or not plan.pool.capacity_source:
+        pool = pools.get(simulation.placements.get(workload.name, ""))
+        if not key.startswith("serving.tiers") or pool is None:
             continue
-        found[key] = (model, serving.ModelPool(
-            name=f"{plan.pool.kind} '{plan.pool.name}'", instance=plan.planning.instance,
-            capacity_source=plan.pool.capacity_source,
-            disk_throughput_mibps=_disk_throughput_mibps(settings, plan.pool.name)))
+        found[key] = (model, pool)
     return found

@@ -352,7 +352,9 @@ def is_sidecar(container: dict[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def _largest(a: Resources, b: Resources) -> Resources:
+def largest(a: Resources, b: Resources) -> Resources:
+    """Each resource's larger amount of the two: a node holds both pods' needs one at a time iff it
+    holds this."""
     return Resources(*(max(x, y) for x, y in zip(a._tuple(), b._tuple())))
 
 
@@ -368,10 +370,10 @@ def effective(apps: list[Resources], inits: list[tuple[Resources, bool]]) -> Res
         if sidecar:
             total = total + res
             sidecars = sidecars + res
-            peak = _largest(peak, sidecars)
+            peak = largest(peak, sidecars)
         else:
-            peak = _largest(peak, res + sidecars)
-    return _largest(total, peak)
+            peak = largest(peak, res + sidecars)
+    return largest(total, peak)
 
 
 def pod_requests(pod_spec: dict[str, Any]) -> tuple[Resources, Resources]:

@@ -19,6 +19,7 @@ case an autoscaler can reach: a shortfall even then is real.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,17 @@ from dataclasses import dataclass, field
 from .cost import Reservation
 from .instances import Instance, Resources
 from .llm import GIB, memory_fit
-from .model import GPU_RESOURCE, HARD_EFFECTS, Cluster, Pool, ScaleFromZeroTemplate, Workload, node_allocatable, untolerated
+from .model import (
+    GPU_RESOURCE,
+    HARD_EFFECTS,
+    Cluster,
+    Pool,
+    ScaleFromZeroTemplate,
+    Workload,
+    largest,
+    node_allocatable,
+    untolerated,
+)
 
 #: The checks, in the order findings are reported; each finding carries one.
 CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "surge", "model-memory", "quota",
@@ -96,7 +107,9 @@ class PoolPlan:
         the pods (so GPU limits are spent on small nodes, not on the roomiest one); a node group is
         planned on its roomiest type, the best case its autoscaler can reach."""
         if self.pool.kind in ("Karpenter NodePool", "Auto Mode NodePool") and self.workloads:
-            fitting = [s for s in self.usable if all(not s.free.shortfalls(w.requests) for w in self.workloads)]
+            # A type holds every pod iff it holds, in each resource, the largest request of any of them.
+            need = functools.reduce(largest, (w.requests for w in self.workloads))
+            fitting = [s for s in self.usable if not s.free.shortfalls(need)]
             if fitting:
                 # A type without a price in the stack's region sorts last here (the plan still needs a
                 # shape); every cost figure over it refuses (cost.hourly_prices).

@@ -80,15 +80,20 @@ def _starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]
         return
     simulation = simulate(cluster)
     plans = {plan.pool.name: plan for plan in simulation.plans}
+    # Per pool, worked out once: the type its autoscaler plans with, its nodes' root volume throughput.
+    shapes = {name: plan.planning for name, plan in plans.items()}
+    volumes: dict[str, float] = {}
     for workload in cluster.workloads:
         resource = stack.by_urn.get(workload.key)
         if resource is None or workload.kind != "Deployment" or workload.model is None:
             continue
         name = str((resource.props.get("metadata") or {}).get("name") or "")
         plan = plans.get(simulation.placements.get(workload.name, ""))
-        shape = plan.planning if plan else None
+        shape = shapes.get(plan.pool.name) if plan else None
         if plan is None or shape is None:
             continue  # capacity-simulation reports a model that lands nowhere
+        if plan.pool.key not in volumes:
+            volumes[plan.pool.key] = root_volume_mibps(stack.resources, plan.pool.key) or GP3_BASELINE.value
         pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
         server = server_container(pod) or {}
         probe = server.get("startupProbe") or {}
@@ -96,7 +101,7 @@ def _starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]
             name, f"{plan.pool.kind} '{plan.pool.name}'",
             weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
             capacity_source=plan.pool.capacity_source, image=str(server.get("image") or ""),
-            disk_throughput_mibps=root_volume_mibps(stack.resources, plan.pool.key) or GP3_BASELINE.value,
+            disk_throughput_mibps=volumes[plan.pool.key],
             startup_probe_period_seconds=float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT),
             startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT),
             loading=weight_loading(pod))

@@ -504,16 +504,15 @@ class PolicyPackRunner:
         """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
         structs = structs or Structs()
         items = [resource_dict(r) for r in resources]
-        # Each entry copies its resource's Struct; a cached one no other entry needs (not a provider)
-        # is dropped as soon as it is copied, so the request is the only copy of the inputs.
+        # Each entry is filled in place in the request with a copy of its resource's Struct; a cached
+        # one no other entry needs (not a provider) is dropped as soon as it is copied, so the request
+        # is the only copy of the inputs.
         providing = {provider_urn(r) for r in items}
-        entries = []
+        request = analyzer_pb2.AnalyzeStackRequest()
         for r in items:
-            entries.append(stack_resource(r, providers, structs))
+            fill_stack_resource(request.resources.add(), r, providers, structs)
             if r["urn"] not in providing:
                 structs.forget(r["urn"])
-        request = analyzer_pb2.AnalyzeStackRequest(resources=entries)
-        del entries
         return self.stub.AnalyzeStack.future(request, timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
@@ -597,9 +596,17 @@ def analyze_request(r: Mapping[str, Any], provider: Any, structs: Structs) -> an
 def stack_resource(r: Mapping[str, Any], providers: Mapping[str, Any] | None,
                    structs: Structs) -> analyzer_pb2.AnalyzerResource:
     """``r``'s entry of the ``AnalyzeStackRequest``."""
-    resource = analyzer_pb2.AnalyzerResource(
-        type=r["type"], properties=structs.of(r), urn=r["urn"], name=r.get("name", ""), options=_options(r),
-        parent=r.get("parent") or "", dependencies=list(r.get("dependencies") or ()))
+    return fill_stack_resource(analyzer_pb2.AnalyzerResource(), r, providers, structs)
+
+
+def fill_stack_resource(resource: analyzer_pb2.AnalyzerResource, r: Mapping[str, Any],
+                        providers: Mapping[str, Any] | None, structs: Structs) -> analyzer_pb2.AnalyzerResource:
+    """Fill an empty ``AnalyzerResource`` (an entry added to a request) as ``r``'s entry."""
+    resource.type, resource.urn, resource.name, resource.parent = (
+        r["type"], r["urn"], r.get("name", ""), r.get("parent") or "")
+    resource.properties.CopyFrom(structs.of(r))
+    resource.options.CopyFrom(_options(r))
+    resource.dependencies.extend(r.get("dependencies") or ())
     provider = (providers or {}).get(provider_urn(r))
     if provider is not None:
         resource.provider.CopyFrom(_provider(provider, structs))
