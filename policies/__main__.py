@@ -11,7 +11,7 @@ each resource's properties again as dicts, lists and proxies (about 100 objects 
 on a 500-model stack for each of its 11 stack policies), nearly all freed by reference counting when
 the policy returns. With the interpreter's defaults (a young pass every 700 objects, an older one every
 10 of those) the collector rescans those live objects over and over: 8 of the 15 s AnalyzeStack takes
-on a 500-model stack. With a young pass every 100,000 objects it takes 9 s, and the process's peak
+on a 500-model stack. With a young pass every 500,000 objects it takes 7 s, and the process's peak
 memory does not change (benchmarks/README.md).
 """
 
@@ -38,7 +38,7 @@ from checks import (
 from pulumi_policy import EnforcementLevel, PolicyPack
 
 #: A young collection every this many objects allocated net (the interpreter's default: 700) ...
-YOUNG_OBJECTS = 100_000
+YOUNG_OBJECTS = 500_000
 #: ... the middle generation every 8 young passes, the oldest (which holds the policies, the
 #: catalogues and pulumi_policy itself, alive for the whole process) every 100 middle ones.
 MIDDLE_PASS_EVERY, OLD_PASS_EVERY = 8, 100
