@@ -482,7 +482,7 @@ class PolicyPackRunner:
 
     def analyze_async(self, resource: Any, provider: Any = None, *, structs: Structs | None = None) -> grpc.Future:
         """Send ``Analyze`` for one plan resource without waiting; ``violations_of`` reads the answer."""
-        request = analyze_request(resource_dict(resource), provider, structs or Structs())
+        request = analyze_request(resource_dict(resource), provider, structs if structs is not None else Structs())
         return self.stub.Analyze.future(request, timeout=self.call_timeout)
 
     def violations_of(self, future: grpc.Future, urn: str) -> list[Violation]:
@@ -502,17 +502,13 @@ class PolicyPackRunner:
         self, resources: Iterable[Any], providers: Mapping[str, Any] | None = None, *, structs: Structs | None = None
     ) -> grpc.Future:
         """Send ``AnalyzeStack`` without waiting; ``violations_of(future, "")`` reads the answer."""
-        structs = structs or Structs()
+        structs = structs if structs is not None else Structs()
         items = [resource_dict(r) for r in resources]
-        # Each entry is filled in place in the request with a copy of its resource's Struct; a cached
-        # one no other entry needs (not a provider) is dropped as soon as it is copied, so the request
-        # is the only copy of the inputs.
-        providing = {provider_urn(r) for r in items}
+        # Each entry is filled in place in the request, its inputs marshalled straight into it (only
+        # providers' are kept in ``structs``), so the request is the only copy of the inputs.
         request = analyzer_pb2.AnalyzeStackRequest()
         for r in items:
             fill_stack_resource(request.resources.add(), r, providers, structs)
-            if r["urn"] not in providing:
-                structs.forget(r["urn"])
         return self.stub.AnalyzeStack.future(request, timeout=self.call_timeout)
 
     def analyze_plan(self, resources: Iterable[Any], *, in_flight: int = 32) -> list[Violation]:
@@ -550,6 +546,15 @@ class Structs:
             struct = self._by_urn[r["urn"]] = to_struct(r.get("inputs") or {})
         return struct
 
+    def into(self, target: struct_pb2.Struct, r: Mapping[str, Any]) -> None:
+        """``r``'s inputs marshalled into ``target`` (a field of a request): copied when kept here,
+        else written straight into it, so no second Struct of them is made."""
+        struct = self._by_urn.get(r["urn"])
+        if struct is None:
+            target.update(engine_value(dict(r.get("inputs") or {})))
+        else:
+            target.CopyFrom(struct)
+
     def forget(self, urn: str) -> None:
         """Drop one resource's Struct (marshalled again if asked for again)."""
         self._by_urn.pop(urn, None)
@@ -586,8 +591,8 @@ def _provider(provider: Any, structs: Structs) -> analyzer_pb2.AnalyzerProviderR
 
 def analyze_request(r: Mapping[str, Any], provider: Any, structs: Structs) -> analyzer_pb2.AnalyzeRequest:
     """The ``AnalyzeRequest`` the engine sends for plan resource ``r``."""
-    request = analyzer_pb2.AnalyzeRequest(type=r["type"], properties=structs.of(r), urn=r["urn"],
-                                          name=r.get("name", ""), options=_options(r))
+    request = analyzer_pb2.AnalyzeRequest(type=r["type"], urn=r["urn"], name=r.get("name", ""), options=_options(r))
+    structs.into(request.properties, r)
     if provider is not None:
         request.provider.CopyFrom(_provider(provider, structs))
     return request
@@ -604,7 +609,7 @@ def fill_stack_resource(resource: analyzer_pb2.AnalyzerResource, r: Mapping[str,
     """Fill an empty ``AnalyzerResource`` (an entry added to a request) as ``r``'s entry."""
     resource.type, resource.urn, resource.name, resource.parent = (
         r["type"], r["urn"], r.get("name", ""), r.get("parent") or "")
-    resource.properties.CopyFrom(structs.of(r))
+    structs.into(resource.properties, r)
     resource.options.CopyFrom(_options(r))
     resource.dependencies.extend(r.get("dependencies") or ())
     provider = (providers or {}).get(provider_urn(r))

@@ -48,18 +48,19 @@ class _Runner(PolicyPackRunner):
         return type("Info", (), {"name": "pack", "version": "1"})()
 
 
-def test_stack_request_keeps_only_the_providers_structs(prod_plan):
+def test_requests_hold_the_only_copy_of_the_inputs_but_providers(prod_plan):
+    """Each resource's inputs are marshalled straight into its Analyze request and its AnalyzeStack entry;
+    only the two providers' (sent with every resource they provide) are kept between requests."""
     resources = [r.__dict__ for r in prod_plan.resources]
     by_urn = {r["urn"]: r for r in resources}
     providers = {provider_urn(r) for r in resources} & set(by_urn)
     structs = Structs()
-    for r in resources:
-        structs.of(r)
     runner = _Runner()
+    analyzed = [runner.analyze_async(r, by_urn.get(provider_urn(r)), structs=structs).request for r in resources]
     runner.analyze_stack_async(resources, by_urn, structs=structs)
     (request,) = runner.fake.stack_requests
     assert len(request.resources) == len(resources) == 235
-    assert request.resources[7].properties == to_struct(resources[7]["inputs"])
+    assert request.resources[7].properties == analyzed[7].properties == to_struct(resources[7]["inputs"])
     assert len(providers) == 2 and {urn for urn in by_urn if urn in structs} == providers
 
 
