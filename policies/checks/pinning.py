@@ -99,7 +99,12 @@ def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator
     if not isinstance(node, dict):
         return
     image = node.get("image")
-    if isinstance(image, dict):
+    if isinstance(image, dict) and _names_images(image):
+        # Several images keyed by component, as KEDA's chart spells them (image.keda, image.webhooks).
+        for name, each in image.items():
+            if isinstance(each, dict) and _is_structured_image(each):
+                yield from _structured_image(each, f"{path}.image.{name}", require_digest)
+    elif isinstance(image, dict):
         yield from _structured_image(image, f"{path}.image", require_digest)
     elif isinstance(image, str):
         pinned_by = next((k for k in ("tag", "version", "digest") if k in node), None)
@@ -115,8 +120,31 @@ def _helm_image_problems(node: Any, path: str, require_digest: bool) -> Iterator
             if problem:
                 yield f"{path}.image", image, problem
     for key, child in node.items():
-        if key != "image":
+        if key == "image":
+            continue
+        if _IMAGE_KEY.fullmatch(key) and isinstance(child, dict) and _is_structured_image(child):
+            # An image under a name of its own, as kube-prometheus-stack's prometheusOperator.thanosImage.
+            yield from _structured_image(child, f"{path}.{key}", require_digest)
+        else:
             yield from _helm_image_problems(child, f"{path}.{key}", require_digest)
+
+
+#: A values key that names one structured image: ``thanosImage`` (camelCase, ending in ``Image``). Text
+#: under such a key is left alone: kube-prometheus-stack's ``alertmanagerDefaultBaseImage`` is a
+#: repository the operator adds a version to, not an image reference.
+_IMAGE_KEY = re.compile(r"[a-z][A-Za-z0-9]*Image")
+#: The keys of a structured image's name: chart conventions for the repository.
+_REPOSITORY_KEYS = ("repository", "repo", "name")
+
+
+def _is_structured_image(node: dict[str, Any]) -> bool:
+    """``{repository, tag, ...}``: a repository under one of the names charts give it, as text."""
+    return any(isinstance(node.get(key), str) for key in _REPOSITORY_KEYS)
+
+
+def _names_images(image: dict[str, Any]) -> bool:
+    """An ``image`` map of images by component (no repository of its own, a structured image under some key)."""
+    return not _is_structured_image(image) and any(isinstance(v, dict) and _is_structured_image(v) for v in image.values())
 
 
 def _split_image(repository: str, image: str, version: str, where: str,

@@ -71,6 +71,9 @@ STACK_CHOICES: dict[str, dict[str, Any]] = {
                 # kube-prometheus-stack's images without a public digest
                 versions.PROMETHEUS_OPERATOR_IMAGE, versions.PROMETHEUS_CONFIG_RELOADER_IMAGE,
                 versions.KUBE_WEBHOOK_CERTGEN_IMAGE, versions.NODE_EXPORTER_IMAGE, versions.GRAFANA_SIDECAR_IMAGE,
+                versions.THANOS_IMAGE,
+                # KEDA's three, set under the chart's image.<component> maps
+                versions.KEDA_OPERATOR_IMAGE, versions.KEDA_METRICS_APISERVER_IMAGE, versions.KEDA_ADMISSION_WEBHOOKS_IMAGE,
                 versions.KARPENTER_CONTROLLER_IMAGE)],
         },
         "eks-private-endpoint": {ENFORCEMENT: "mandatory", "allowPublicAccess": False},

@@ -89,8 +89,14 @@ def test_digest_can_be_required(pack):
         {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}},
         {"sidecar": {"image": "busybox:1.37"}},
         {"image": UNKNOWN},
+        {"image": {"keda": {"registry": "ghcr.io", "repository": "kedacore/keda", "tag": "2.20.1"},
+                   "webhooks": {"registry": "ghcr.io", "repository": "kedacore/keda-admission-webhooks", "tag": "2.20.1"},
+                   "pullPolicy": "IfNotPresent"}},
+        {"prometheusOperator": {"thanosImage": {"registry": "quay.io", "repository": "thanos/thanos", "tag": "v0.42.4"},
+                                "alertmanagerDefaultBaseImage": "quay.io/prometheus/alertmanager"}},
     ],
-    ids=["tag", "chart-default", "empty-tag", "digest", "operator-style", "string", "unknown"],
+    ids=["tag", "chart-default", "empty-tag", "digest", "operator-style", "string", "unknown", "images-by-component",
+         "named-image-key"],
 )
 def test_pinned_helm_images(pack, values):
     assert pack.messages(helm_release(values=values), IMAGE) == []
@@ -104,8 +110,14 @@ def test_pinned_helm_images(pack, values):
          "at values.dcgmExporter.version"),
         ({"sidecars": [{"image": "busybox"}]}, "'busybox' at values.sidecars[0].image, which has no tag"),
         ({"image": {"repository": "ghcr.io/x/y:latest"}}, "at values.image.repository"),
+        ({"image": {"keda": {"registry": "ghcr.io", "repository": "kedacore/keda", "tag": "2.20.1"},
+                    "webhooks": {"registry": "ghcr.io", "repository": "kedacore/keda-admission-webhooks", "tag": "latest"}}},
+         "'ghcr.io/kedacore/keda-admission-webhooks:latest' at values.image.webhooks.tag"),
+        ({"prometheusOperator": {"thanosImage": {"registry": "quay.io", "repository": "thanos/thanos", "tag": "main"}}},
+         "'quay.io/thanos/thanos:main' at values.prometheusOperator.thanosImage.tag"),
     ],
-    ids=["tag-latest", "operator-style-latest", "nested-list", "tag-in-repository"],
+    ids=["tag-latest", "operator-style-latest", "nested-list", "tag-in-repository", "images-by-component",
+         "named-image-key"],
 )
 def test_floating_helm_images(pack, values, fragment):
     one(pack.messages(helm_release(values=values), IMAGE), fragment)
@@ -141,3 +153,16 @@ def test_operator_shaped_images_go_through_the_prod_digest_rule(pack):
         "pinned by tag only")
     by_digest = {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "sha256:" + "c" * 64}}
     assert pack.messages(helm_release(values=by_digest), IMAGE) == []
+
+
+def test_images_by_component_and_named_image_keys_go_through_the_prod_digest_rule(pack):
+    """KEDA's ``image.<component>`` maps and kube-prometheus-stack's ``thanosImage``: prod requires a digest
+    (``sha`` is the bare hex kube-prometheus-stack's templates append)."""
+    pack.configure(ROOT / "policies" / "config" / "prod.json")
+    keda = {"image": {"metricsApiServer": {"registry": "ghcr.io", "repository": "kedacore/keda-metrics-apiserver",
+                                           "tag": "2.20.1"}}}
+    one(pack.messages(helm_release(values=keda), IMAGE),
+        "'ghcr.io/kedacore/keda-metrics-apiserver:2.20.1' at values.image.metricsApiServer.digest", "pinned by tag only")
+    thanos = {"prometheusOperator": {"thanosImage": {"registry": "quay.io", "repository": "thanos/thanos",
+                                                     "tag": "v0.42.4", "sha": "d" * 64}}}
+    assert pack.messages(helm_release(values=thanos), IMAGE) == []
