@@ -28,10 +28,8 @@ from policies.capacity.model import Cluster, Pool
 from policies.capacity.simulate import Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
 
-NODE_GROUP_TYPES = (kinds.EKS_MANAGED_NODE_GROUP, kinds.AWS_NODE_GROUP)
-NODE_POOL_TYPE = kinds.NODEPOOL
-EC2_NODE_CLASS_TYPE = kinds.EC2NODECLASS
-LAUNCH_TEMPLATE_TYPE = kinds.LAUNCH_TEMPLATE
+#: The node groups the summary lists (managed ones: the program makes no self-managed group).
+MANAGED_GROUP_TYPES = frozenset({kinds.EKS_MANAGED_NODE_GROUP, kinds.AWS_NODE_GROUP})
 
 
 @dataclass
@@ -279,8 +277,8 @@ def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
     cluster = cluster_from_resources(plan.resources, catalog=catalog)
     modelled = {p.key: p for p in cluster.pools}
     pools = [
-        _node_group(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type in NODE_GROUP_TYPES
-    ] + [_node_pool(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type == NODE_POOL_TYPE]
+        _node_group(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type in MANAGED_GROUP_TYPES
+    ] + [_node_pool(r.name, r.inputs, modelled.get(r.urn)) for r in plan.resources if r.type == kinds.NODEPOOL]
     simulation = simulate(cluster)
     capacity = capacity_rows(cluster, simulation)
     worst = stack_worst_case(cluster.pools)
