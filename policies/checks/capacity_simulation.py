@@ -15,7 +15,8 @@ from typing import Any
 
 from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources, reservations_from_resources
-from capacity.simulate import reserved_findings
+from capacity.model import Cluster
+from capacity.simulate import Simulation, reserved_findings
 from lib.catalog import load_catalog
 from lib.kit import ADVISORY, MANDATORY, Stack, stack_policy
 from lib.resources import (
@@ -23,6 +24,7 @@ from lib.resources import (
     AWS_NODE_GROUP,
     DAEMONSET,
     EC2NODECLASS,
+    EKS_ADDON,
     EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
     NODEPOOL,
@@ -57,21 +59,40 @@ def _knowable(stack: Stack) -> bool:
     return True
 
 
+#: Every type whose properties the simulation reads: the decisive ones and the EKS add-ons (which agents
+#: run as add-ons rather than charts). Other resources count only by URN, type and parent.
+_READS = frozenset(_DECISIVE) | {EKS_ADDON}
+
+
+def stack_simulation(stack: Stack, prefixes: tuple[str, ...] = SELF_METRIC_PREFIXES) -> tuple[Cluster, Simulation] | None:
+    """The stack as the capacity model sees it and its simulation, priced for the stack's region; ``None``
+    when the stack declares no pools or its deciding fields are not known yet.
+
+    Worked out once per AnalyzeStack call and shared by the stack policies that read it (this module's
+    two and ``cold-start-budget``), so each judges the same placement. Readers must not change it.
+    """
+    def compute() -> tuple[Cluster, Simulation] | None:
+        if not _knowable(stack):
+            return None
+        cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes, catalog=load_catalog())
+        if not cluster.pools:
+            return None
+        # Prices only rank fitting types (cheapest first, unpriced last): no price is borrowed.
+        return cluster, simulate(cluster)
+
+    return stack.derived("capacity simulation", prefixes, compute, reads=_READS)
+
+
 def _findings(stack: Stack, config: dict[str, Any]):
     """The simulation's findings (``None``: not judged), worked out once per stack and metric prefixes."""
     prefixes = tuple(config.get("selfMetricPrefixes") or SELF_METRIC_PREFIXES)
 
     def judge():
-        if not _knowable(stack):
+        simulated = stack_simulation(stack, prefixes)
+        if simulated is None:
             return None
-        catalog = load_catalog()  # priced for the stack's region
-        cluster = cluster_from_resources(stack.resources, self_prefixes=prefixes, catalog=catalog)
-        if not cluster.pools:
-            return None
-        # Prices only rank fitting types (cheapest first, unpriced last): no price is borrowed.
-        simulation = simulate(cluster)
-        reservations = reservations_from_resources(stack.resources, catalog=catalog)
-        return tuple(simulation.findings) + tuple(reserved_findings(simulation, reservations))
+        reservations = reservations_from_resources(stack.resources, catalog=load_catalog())
+        return tuple(simulated[1].findings) + tuple(reserved_findings(simulated[1], reservations))
 
     return stack.derived("capacity findings", prefixes, judge)
 

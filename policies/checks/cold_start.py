@@ -24,14 +24,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from capacity import simulate
 from capacity.cold_start import GP3_BASELINE, root_volume_mibps, server_container, start, weight_loading
-from capacity.engine import SELF_METRIC_PREFIXES, cluster_from_resources
 from capacity.model import Workload
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.stack_config import NAMESPACE, StackConfigError, stack_config
 
-from checks.capacity_simulation import _knowable
+from checks.capacity_simulation import stack_simulation
 
 SERVING_KEY = f"{NAMESPACE}:serving"
 BUDGET_FIELD = "coldStartBudgetSeconds"
@@ -75,10 +73,10 @@ UNDER_PROBE = ("load", "compile", "readiness")
 
 def _starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]:
     """Every model Deployment's cold start, with its name and its server's startup probe."""
-    cluster = cluster_from_resources(stack.resources, self_prefixes=SELF_METRIC_PREFIXES)
-    if not cluster.pools:
+    simulated = stack_simulation(stack)
+    if simulated is None:
         return
-    simulation = simulate(cluster)
+    cluster, simulation = simulated
     plans = {plan.pool.name: plan for plan in simulation.plans}
     # Per pool, worked out once: the type its autoscaler plans with, its nodes' root volume throughput.
     shapes = {name: plan.planning for name, plan in plans.items()}
@@ -134,10 +132,8 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
     except StackConfigError as error:
         yield str(error), None
         return
-    if not _knowable(stack):
-        return
     try:
-        starts = list(_starts(stack))
+        starts = list(_starts(stack))  # none while the stack's deciding fields are unknown
     except KeyError as error:  # an image without a size: the table must learn it first
         if budgets:
             yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None

@@ -12,6 +12,7 @@ from capacity.kinds import (  # noqa: F401  (re-exported: the pack's one table o
     DAEMONSET,
     EC2_INSTANCE,
     EC2NODECLASS,
+    EKS_ADDON,
     EKS_CLUSTER,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,

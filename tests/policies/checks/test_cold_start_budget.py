@@ -171,6 +171,29 @@ def test_the_programs_prod_plan_against_an_interactive_budget(prod_plan, budget,
         assert expected in found[0], found[0]
 
 
+def _two_type_stack(name: str) -> list[dict]:
+    """A NodePool that may launch g5.2xlarge or g6.4xlarge: us-east-1 prices g5.2xlarge lower ($1.212 against
+    $1.3232 an hour), GovCloud (us-gov-west-1) sells no g5 on demand, so Karpenter launches a g6.4xlarge there."""
+    pool = patch(nodepool("gpu-inference"), {"spec.template.spec.requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.2xlarge", "g6.4xlarge"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]})
+    return [KARPENTER, pool, ec2nodeclass(), server(name, "llama-3.1-8b-instruct", 1, "gpu-inference", cpu="6", memory="28Gi")]
+
+
+@pytest.mark.parametrize("region, instance", [("us-east-1", "g5.2xlarge"), ("us-gov-west-1", "g6.4xlarge")])
+def test_the_start_is_planned_on_the_type_the_stacks_region_launches(region, instance):
+    """The node type a start is predicted on is the one the capacity simulation plans with for the stack's
+    region (the cheapest fitting type there), not the catalog's default region's."""
+    serving = {"tiers": [{"name": "tight", "coldStartBudgetSeconds": 60, "models": [{"name": "llama-8b"}]}]}
+    env = {"LLM_PLATFORM_POLICY_STRICT": "1",
+           "PULUMI_CONFIG": engine_config({"llm-platform:serving": serving, "llm-platform:region": region})}
+    with PolicyPackRunner(env=env) as runner:
+        pack = Pack(runner)
+        pack.configure()
+        one(pack.stack_messages(_two_type_stack("llama-8b"), POLICY),
+            "llama-8b (tier tight) starts cold in", f"on a new {instance} of Karpenter NodePool 'gpu-inference'")
+
+
 def _probe(stack: list[dict], **probe) -> list[dict]:
     return [*stack[:-1], patch(stack[-1], {"spec.template.spec.containers.0.startupProbe": {
         "httpGet": {"path": "/health", "port": "http"}, **probe}})]
