@@ -55,3 +55,13 @@ def test_the_finding_names_the_gpu_in_gib():
     (finding,) = memory_findings(node_pool("h100", ["p5.48xlarge"]), vllm("llama-3.1-70b-instruct", "h100", cpu="8"))
     assert (finding.where, finding.have) == ("h100", "72.0 GiB")
     assert "0.9 of a 80.0 GiB GPU on 'h100' is 72.0 GiB: it will not load" in finding.message
+
+
+def test_a_model_that_fits_no_pool_is_judged_on_the_first_pool_it_selects():
+    """A pod with no node selector and 999 CPUs is a candidate for both pools and fits neither; its model is
+    still judged (as if it landed) on the first candidate, the A10G pool: Llama 3.1 70B AWQ does not load in
+    0.9 of an A10G, though the second pool's L40S would hold it."""
+    pod = vllm("llama-3.1-70b-instruct-awq", "any", cpu="999")
+    del pod.props["spec"]["template"]["spec"]["nodeSelector"]
+    (finding,) = memory_findings(node_pool("a10g", ["g5.2xlarge"]), node_pool("l40s", ["g6e.xlarge"]), pod)
+    assert (finding.where, finding.resource, finding.have) == ("a10g", "gpu-memory", "20.1 GiB")
