@@ -91,8 +91,9 @@ def _findings(stack: Stack, config: dict[str, Any]):
         simulated = stack_simulation(stack, prefixes)
         if simulated is None:
             return None
+        _, simulation = simulated
         reservations = reservations_from_resources(stack.resources, catalog=load_catalog())
-        return tuple(simulated[1].findings) + tuple(reserved_findings(simulated[1], reservations))
+        return tuple(simulation.findings) + tuple(reserved_findings(simulation, reservations))
 
     return stack.derived("capacity findings", prefixes, judge)
 

@@ -534,8 +534,8 @@ class PolicyPackRunner:
 
 
 class Structs:
-    """Each resource's inputs marshalled once per run, by URN: a resource's Struct is sent in its
-    Analyze request, as the provider of others, and again in AnalyzeStack."""
+    """Inputs kept marshalled by URN for a run: a provider's (:meth:`of`), sent with every resource it
+    provides. Any other resource's inputs are marshalled straight into its request (:meth:`into`)."""
 
     def __init__(self) -> None:
         self._by_urn: dict[str, struct_pb2.Struct] = {}
@@ -554,10 +554,6 @@ class Structs:
             target.update(engine_value(dict(r.get("inputs") or {})))
         else:
             target.CopyFrom(struct)
-
-    def forget(self, urn: str) -> None:
-        """Drop one resource's Struct (marshalled again if asked for again)."""
-        self._by_urn.pop(urn, None)
 
     def __contains__(self, urn: object) -> bool:
         return urn in self._by_urn
