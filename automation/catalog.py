@@ -20,6 +20,7 @@ from typing import Any
 
 from automation import exit_codes
 from automation.errors import DriverError
+from policies.capacity import bounded_json
 from policies.capacity.instances import CATALOG_PATH, max_pods_for
 
 #: Every current NVIDIA GPU family on x86_64 that schedules whole GPUs (docs/catalog.md says what is
@@ -80,7 +81,7 @@ def aws_runner(timeout: float = 120.0) -> Runner:
 
 def _json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return bounded_json.loads(text)
     except ValueError:
         raise CatalogError(f"{what} did not answer JSON", exit_codes.FAILED) from None
 

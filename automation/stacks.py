@@ -10,6 +10,7 @@ import yaml
 
 from automation.paths import ROOT
 from components.settings import Settings, SettingsError, config_strings, parse_settings
+from policies.capacity import bounded_json
 
 
 class StackFileError(Exception):
@@ -36,8 +37,8 @@ class YamlLimitError(yaml.YAMLError):
 #: ``max_flow_level``/``max_indents``) stops at 10000 with "exceeded max depth of 10000", but the
 #: program receives each value as JSON text and Python's ``json`` and PyYAML's composer recurse, so
 #: a value nested a few hundred levels deep would end in RecursionError there. No setting nests
-#: deeper than 8; 64 leaves room and fails with a line instead of a traceback.
-MAX_DEPTH = 64
+#: deeper than 8; the bound is the one every JSON reader of the project applies before parsing.
+MAX_DEPTH = bounded_json.MAX_DEPTH
 
 #: go-yaml v3's alias budget (``decode.go``: ``allowedAliasRatio``, ``alias_ratio_range_low`` and
 #: ``_high``): once more than 100 nodes came from aliases and more than 1000 were decoded, decoding

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from components.settings import NAMESPACE, decode_config_value, is_secret_path
+from policies.capacity import bounded_json
 
 TAG_PREFIX = f"{NAMESPACE}:"
 TAG_KIND = f"{TAG_PREFIX}kind"
@@ -257,7 +258,7 @@ def overrides_from_tags(tags: Mapping[str, str]) -> tuple[str, ...]:
     if not parts:
         return ()
     try:
-        values = json.loads("".join(parts))
+        values = bounded_json.loads("".join(parts))
     except ValueError:
         return ()
     return tuple(str(v) for v in values) if isinstance(values, list) else ()

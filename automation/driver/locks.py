@@ -11,7 +11,6 @@ backend deletes every lock of the stack without looking at the holder
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -20,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
+
+from policies.capacity import bounded_json
 
 _LOCK_LINE = re.compile(
     r"^\s*(?P<where>\S+): created by (?P<user>[^@\s]*)@(?P<host>\S*) \(pid (?P<pid>-?\d+)\) at (?P<time>\S+)\s*$"
@@ -128,7 +129,7 @@ def read_locks(backend_url: str, project: str, stack: str) -> list[LockInfo]:
     found = []
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
-            content = json.loads(path.read_text())
+            content = bounded_json.loads(path.read_text())
         except (OSError, ValueError):
             content = {}
         found.append(LockInfo(

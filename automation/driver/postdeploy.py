@@ -41,6 +41,7 @@ import yaml
 from automation.driver.preflight import bedrock_checks, bedrock_targets
 from automation.driver.results import CheckResult
 from components import contract, versions
+from policies.capacity import bounded_json
 
 #: ``nvidia-smi`` comes from the node's driver (the NVIDIA runtime mounts it); the image only needs
 #: to set NVIDIA_DRIVER_CAPABILITIES=utility, which the CUDA base images do.
@@ -484,7 +485,7 @@ def call_gateway(base_url: str, key: str, path: str, body: dict[str, Any], timeo
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())
+            return bounded_json.loads(response.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")[:200]
         raise KubectlError(f"gateway {path}: HTTP {exc.code}: {detail}") from None

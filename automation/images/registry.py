@@ -31,6 +31,7 @@ import requests
 
 from automation.images.reference import DIGEST, Reference
 from automation.images.routing import DEFAULT_TIMEOUT, Router, Unresolved, loopback, origin
+from policies.capacity import bounded_json
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -176,7 +177,7 @@ class RegistryClient:
         if response.status_code != 200:
             raise Unresolved(f"token endpoint {origin(url)} answered HTTP {response.status_code}")
         try:
-            answer = response.json()
+            answer = bounded_json.loads(response.content)
         except ValueError:
             answer = None
         token = (answer.get("token") or answer.get("access_token")) if isinstance(answer, dict) else None

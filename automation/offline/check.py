@@ -10,7 +10,6 @@ in, the files are written, each under a temporary name renamed into place.
 from __future__ import annotations
 
 import gc
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from automation.offline.report import Summary, summarize
 from automation.stacks import StackFileError, load_stack
 from components.settings import config_strings, pack_config_disagreements
 from components.settings.stack import parsed_once
+from policies.capacity import bounded_json
 from policies.capacity.instances import UnpricedInstanceError, load_instances
 
 POLICY_PACK_DIR = ROOT / "policies"
@@ -161,7 +161,7 @@ def _stale_facts(stack: str, path: Path) -> list[str]:
     """The program facts ``path`` disagrees on, with the command that regenerates it; an unreadable
     file is left to the pack, whose config reader names it."""
     try:
-        config = json.loads(path.read_text())
+        config = bounded_json.loads(path.read_text())
     except (OSError, ValueError):
         return []
     lines = fact_disagreements(config) if isinstance(config, dict) else []

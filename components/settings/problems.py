@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from components.settings._base import NAMESPACE
 from components.settings.observability import SECRET_FIELDS, _secret
+from policies.capacity import bounded_json
 
 #: The value of a key that is absent (shown as ``(missing)``).
 MISSING = object()
@@ -152,8 +153,8 @@ def decode_config_value(value: Any) -> Any:
     """Config arrives as strings (``PULUMI_CONFIG``); objects and lists arrive as JSON text."""
     if isinstance(value, str) and value[:1] in "{[":
         try:
-            return json.loads(value)
-        except (json.JSONDecodeError, RecursionError):  # nested past what json reads: left as text, refused by type
+            return bounded_json.loads(value)
+        except ValueError:  # not JSON, or nested past the bound: left as text, refused by type
             return value
     return value
 

@@ -10,7 +10,8 @@ pack imports it as ``capacity`` (the pack directory is on ``sys.path``) and the 
 - :mod:`.model`      the neutral input (pools, DaemonSets, workloads, quotas);
 - :mod:`.simulate`   the simulation and its findings;
 - :mod:`.cost`       worst-case GPU count and cost of a pool;
-- :mod:`.engine`     adapter from a stack's resources (engine form) to the neutral input.
+- :mod:`.engine`     adapter from a stack's resources (engine form) to the neutral input;
+- :mod:`.bounded_json` JSON from outside read with a nesting bound (no parser recursion on hostile input).
 """
 
 from .simulate import CHECKS, Finding, Simulation, simulate

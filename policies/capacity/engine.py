@@ -14,12 +14,12 @@ an EC2NodeClass; EKS Auto Mode for NodePools on the ``eks.amazonaws.com`` NodeCl
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from . import bounded_json
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
 from .cost import RESERVATION_KEY, Reservation, parse_reservations
 from .instances import Instance, InstanceCatalog, load_instances
@@ -329,7 +329,7 @@ def _model(pod_meta: dict[str, Any], pod: dict[str, Any]) -> ModelServing | None
         arch = None
         if isinstance(raw, str):
             try:
-                spec = json.loads(raw)
+                spec = bounded_json.loads(raw)
                 arch = architecture_from_json(str(spec.get("name", "model")), spec)
             except (ValueError, KeyError, TypeError):
                 arch = None

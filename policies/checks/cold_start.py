@@ -19,11 +19,11 @@ longer than that window to load, compile and answer is restarted before it is ev
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from typing import Any
 
+from capacity import bounded_json
 from capacity.cold_start import GP3_BASELINE, root_volume_mibps, server_container, start, weight_loading
 from capacity.model import Workload
 from lib.kit import MANDATORY, Stack, stack_policy
@@ -47,7 +47,7 @@ def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, f
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = bounded_json.loads(value)
         except ValueError:
             raise StackConfigError(f"{SERVING_KEY} is not a JSON object (the stack's configuration)") from None
     tiers = value.get("tiers") if isinstance(value, dict) else None

@@ -17,13 +17,14 @@ and the pack could not tell an explicit value from a default any more.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from capacity import bounded_json
 
 #: The environment variable the engine sets for a policy pack (``constructEnv``).
 CONFIG_ENV = "PULUMI_CONFIG"
@@ -53,7 +54,7 @@ def stack_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        config = json.loads(raw)
+        config = bounded_json.loads(raw)
     except ValueError:
         raise StackConfigError(f"{CONFIG_ENV} is not JSON; the engine sets it to the stack's configuration") from None
     if not isinstance(config, dict):
@@ -72,7 +73,7 @@ def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = bounded_json.loads(value)
         except ValueError:
             raise StackConfigError(f"{GPU_BUDGET_KEY} is not a JSON object (the stack's configuration)") from None
     if not isinstance(value, dict):

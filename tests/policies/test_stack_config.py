@@ -93,8 +93,9 @@ def test_the_engine_would_hide_the_stack_budget_behind_an_advertised_default(bud
         ({"maxGpus": 4}, "llm-platform:gpuBudget.monthlyBudgetUsd"),
         ({"maxGpus": -1, "monthlyBudgetUsd": 4000}, "llm-platform:gpuBudget.maxGpus"),
         ("four GPUs", "llm-platform:gpuBudget"),
+        ('{"maxGpus":' * 3000 + "4" + "}" * 3000, "llm-platform:gpuBudget"),
     ],
-    ids=["not-a-number", "missing", "negative", "not-an-object"],
+    ids=["not-a-number", "missing", "negative", "not-an-object", "nested-past-the-bound"],
 )
 def test_unreadable_stack_budget_is_a_finding_naming_the_key(budget, key):
     raw = budget if isinstance(budget, str) else json.dumps(budget)

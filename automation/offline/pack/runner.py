@@ -57,6 +57,7 @@ from automation.offline.pack.findings import (  # noqa: F401 - the pack's findin
     resource_dict,
     urn_of,
 )
+from policies.capacity import bounded_json
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PACK_DIR = ROOT / "policies"
@@ -222,8 +223,8 @@ def read_policy_config(config: str | os.PathLike[str] | Mapping[str, Any] | None
         return config, "<dict>"
     path = Path(config)
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
+        raw = bounded_json.loads(path.read_text())
+    except (OSError, ValueError) as error:
         raise PolicyConfigError(f"cannot read policy pack config {path}: {error}") from error
     if not isinstance(raw, dict):
         raise PolicyConfigError(f"{path}: the policy pack config must be a JSON object")
