@@ -52,7 +52,8 @@ def declare(verbs: argparse._SubParsersAction) -> None:
                          "a test registry: docker.io=http://127.0.0.1:5000; plain http is allowed only here; "
                          "repeatable")
     resolve.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
-                         help=f"seconds to wait for each connection and each answer (default {DEFAULT_TIMEOUT:g})")
+                         help="seconds each exchange with a registry or token server may take in all: connecting, the "
+                         f"headers and the whole body (default {DEFAULT_TIMEOUT:g})")
     resolve.set_defaults(run=_run_resolve)
 
 

@@ -23,8 +23,11 @@ Redirects (registry.k8s.io sends every request to a regional backend) are follow
 from __future__ import annotations
 
 import hashlib
+import queue
 import re
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -42,6 +45,8 @@ MANIFEST_TYPES = (OCI_INDEX, DOCKER_MANIFEST_LIST, OCI_MANIFEST, DOCKER_MANIFEST
 ACCEPT = ", ".join(MANIFEST_TYPES)
 #: The distribution spec asks registries to take manifests up to 4 MiB ("Pushing manifests"); no more is read.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+#: A pull token answer is a few kilobytes of JSON; more is not a token server's answer.
+MAX_TOKEN_BYTES = 1024 * 1024
 MAX_REDIRECTS = 5
 
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -65,8 +70,46 @@ def bearer_challenge(header: str | None) -> dict[str, str] | None:
     return params if "realm" in params else None
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP exchange, read whole (the body up to the caller's cap) within the client's deadline."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+    #: the body went past the cap; ``content`` holds the first cap + 1 bytes only
+    truncated: bool = False
+
+
+def manifest_problem(body: bytes, media_type: str) -> str | None:
+    """Why ``body`` is not the manifest its ``Content-Type`` says (None when it is one).
+
+    A digest pins bytes, so only bytes that are an image manifest or index may be pinned: JSON with
+    ``schemaVersion: 2`` and, for an index or manifest list, a ``manifests`` list, for a manifest a
+    ``config`` object and a ``layers`` list (OCI image-spec ``image-index.md`` and ``manifest.md``;
+    Docker's manifest v2 schema 2); a ``mediaType`` field, where present, is one of those types."""
+    try:
+        document = bounded_json.loads(body)
+    except ValueError:
+        return "the registry answered bytes that are not a JSON manifest"
+    if not isinstance(document, dict) or document.get("schemaVersion") != 2:
+        return "the registry answered a document that is not a schema 2 manifest"
+    if "mediaType" in document and document["mediaType"] not in MANIFEST_TYPES:
+        return "the registry answered a document whose mediaType is not an image manifest"
+    if media_type in (OCI_INDEX, DOCKER_MANIFEST_LIST):
+        if not isinstance(document.get("manifests"), list):
+            return "the registry answered an index without a manifests list"
+    elif not isinstance(document.get("config"), dict) or not isinstance(document.get("layers"), list):
+        return "the registry answered a manifest without config and layers"
+    return None
+
+
 class RegistryClient:
-    """Resolves tags to digests; one instance per run (it keeps pull tokens per host and repository)."""
+    """Resolves tags to digests; one instance per run (it keeps pull tokens per host and repository).
+
+    Every exchange (connect, headers and body) must finish within ``timeout`` seconds in all: a
+    server that drips a byte at a time never lets a per-read timeout fire, so each exchange runs in
+    a daemon thread that is given up on at the deadline."""
 
     def __init__(self, overrides: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT):
         self.router = Router(dict(overrides or {}))
@@ -81,38 +124,34 @@ class RegistryClient:
         """The digest ``ref``'s tag points at: the index's digest for a multi-arch image."""
         url = f"https://{ref.api_host}/v2/{ref.path}/manifests/{ref.tag}"
         head, where = self._request("HEAD", url, ref)
-        head.close()
         if head.status_code not in _NO_HEAD:  # a registry without HEAD gets the GET below
             self._raise_for_status(head, ref, where)
             header = head.headers.get("Docker-Content-Digest", "")
             if DIGEST.match(header) and self._media_type(head) in MANIFEST_TYPES:
                 return header
-        response, where = self._request("GET", url, ref, stream=True)
-        try:
-            self._raise_for_status(response, ref, where)
-            media_type = self._media_type(response)
-            if media_type not in MANIFEST_TYPES:
-                raise Unresolved(f"the registry answered with a {media_type or 'untyped'} document, not an "
-                                 "OCI or Docker v2 manifest")
-            body = b""
-            for chunk in response.iter_content(64 * 1024):
-                body += chunk
-                if len(body) > MAX_MANIFEST_BYTES:
-                    break
-        except requests.RequestException as exc:
-            raise Unresolved(self._network_reason(exc, url)) from None
-        finally:
-            response.close()
-        if len(body) > MAX_MANIFEST_BYTES:
+        response, where = self._request("GET", url, ref)
+        self._raise_for_status(response, ref, where)
+        media_type = self._media_type(response)
+        if media_type not in MANIFEST_TYPES:
+            raise Unresolved(f"the registry answered with a {media_type or 'untyped'} document, not an "
+                             "OCI or Docker v2 manifest")
+        if response.truncated:
             raise Unresolved("the manifest is larger than 4 MiB")
-        return "sha256:" + hashlib.sha256(body).hexdigest()
+        problem = manifest_problem(response.content, media_type)
+        if problem:
+            raise Unresolved(problem)
+        digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
+        header = response.headers.get("Docker-Content-Digest", "")
+        if DIGEST.match(header) and header.startswith("sha256:") and header != digest:
+            raise Unresolved("the registry's Docker-Content-Digest does not match the manifest it sent")
+        return digest
 
     @staticmethod
-    def _media_type(response: requests.Response) -> str:
+    def _media_type(response: Answer) -> str:
         return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
 
     @staticmethod
-    def _raise_for_status(response: requests.Response, ref: Reference, url: str) -> None:
+    def _raise_for_status(response: Answer, ref: Reference, url: str) -> None:
         status = response.status_code
         if status == 200:
             return
@@ -133,7 +172,7 @@ class RegistryClient:
             raise Unresolved(f"429 from {where}: rate limited; try again later")
         raise Unresolved(f"HTTP {status} from {where}")
 
-    def _request(self, method: str, url: str, ref: Reference, stream: bool = False) -> tuple[requests.Response, str]:
+    def _request(self, method: str, url: str, ref: Reference) -> tuple[Answer, str]:
         """``method url``, following redirects and answering one bearer challenge per host; the final
         answer and the URL it answers for (before ``--registry-override`` routing)."""
         challenged: set[str] = set()
@@ -143,9 +182,8 @@ class RegistryClient:
             token = self._tokens.get((host, ref.path))
             if token:
                 headers["Authorization"] = f"Bearer {token}"
-            response = self._send(method, url, headers, stream)
+            response = self._send(method, url, headers, MAX_MANIFEST_BYTES)
             if response.status_code in _REDIRECTS:
-                response.close()
                 location = response.headers.get("Location")
                 if not location:
                     raise Unresolved(f"HTTP {response.status_code} from {host} without a Location")
@@ -154,7 +192,6 @@ class RegistryClient:
             if response.status_code == 401 and host not in challenged:
                 challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
                 if challenge is not None:
-                    response.close()
                     challenged.add(host)
                     self._tokens[(host, ref.path)] = self._token(challenge, ref)
                     continue
@@ -168,7 +205,7 @@ class RegistryClient:
         params: dict[str, str] | None = scope
         url = challenge["realm"]
         for _ in range(MAX_REDIRECTS + 1):
-            response = self._send("GET", url, {"Accept": "application/json"}, False, params=params)
+            response = self._send("GET", url, {"Accept": "application/json"}, MAX_TOKEN_BYTES, params=params)
             if response.status_code not in _REDIRECTS:
                 break
             url, params = urljoin(url, response.headers.get("Location", "")), None
@@ -177,7 +214,7 @@ class RegistryClient:
         if response.status_code != 200:
             raise Unresolved(f"token endpoint {origin(url)} answered HTTP {response.status_code}")
         try:
-            answer = bounded_json.loads(response.content)
+            answer = None if response.truncated else bounded_json.loads(response.content)
         except ValueError:
             answer = None
         token = (answer.get("token") or answer.get("access_token")) if isinstance(answer, dict) else None
@@ -185,25 +222,56 @@ class RegistryClient:
             raise Unresolved(f"token endpoint {origin(url)} answered without a token")
         return token
 
-    def _send(self, method: str, url: str, headers: dict[str, str], stream: bool,
-              params: dict[str, str] | None = None) -> requests.Response:
+    def _send(self, method: str, url: str, headers: dict[str, str], max_bytes: int,
+              params: dict[str, str] | None = None) -> Answer:
+        """One exchange, its body read up to ``max_bytes`` + 1, all within :attr:`timeout` seconds."""
         target = self.router.route(url)
         # A loopback override (a test registry) is never sent through the environment's proxy.
         proxies = {"http": None, "https": None} if loopback(urlsplit(target).hostname) else None
+
+        def exchange() -> Answer:
+            response = self.session.request(method, target, headers=headers, params=params, stream=True,
+                                            allow_redirects=False, timeout=(self.timeout, self.timeout),
+                                            # requests reads a None proxy as "none for this scheme"
+                                            # (merge_setting drops None keys after the environment's
+                                            # proxies are merged); its annotation says dict[str, str] only.
+                                            proxies=proxies)  # type: ignore[arg-type]
+            with response:
+                body = b""
+                if method != "HEAD":
+                    for chunk in response.iter_content(64 * 1024):
+                        body += chunk
+                        if len(body) > max_bytes:
+                            break
+                return Answer(response.status_code, response.headers, body[: max_bytes + 1], len(body) > max_bytes)
+
+        done: queue.Queue[tuple[Answer | None, BaseException | None]] = queue.Queue(maxsize=1)
+
+        def run() -> None:
+            try:
+                done.put((exchange(), None))
+            except BaseException as exc:  # handed to the caller's thread below
+                done.put((None, exc))
+
+        threading.Thread(target=run, name=f"registry {urlsplit(url).netloc}", daemon=True).start()
         try:
-            return self.session.request(method, target, headers=headers, params=params, stream=stream,
-                                        allow_redirects=False, timeout=(self.timeout, self.timeout),
-                                        # requests reads a None proxy as "none for this scheme" (merge_setting
-                                        # drops None keys after the environment's proxies are merged); its
-                                        # annotation says dict[str, str] only.
-                                        proxies=proxies)  # type: ignore[arg-type]
-        except requests.RequestException as exc:
-            raise Unresolved(self._network_reason(exc, url)) from None
+            answer, error = done.get(timeout=self.timeout)
+        except queue.Empty:
+            raise Unresolved(self._no_answer(url)) from None
+        if isinstance(error, requests.RequestException):
+            raise Unresolved(self._network_reason(error, url)) from None
+        if error is not None:
+            raise error
+        assert answer is not None
+        return answer
+
+    def _no_answer(self, url: str) -> str:
+        return f"no answer from {urlsplit(url).netloc} within {self.timeout:g} s"
 
     def _network_reason(self, exc: requests.RequestException, url: str) -> str:
         host = urlsplit(url).netloc
         if isinstance(exc, requests.Timeout):
-            return f"no answer from {host} within {self.timeout:g} s"
+            return self._no_answer(url)
         if isinstance(exc, requests.ConnectionError):
             return f"cannot connect to {host} (network refused or unreachable)"
         return f"request to {host} failed ({type(exc).__name__})"

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from automation.images.reference import DOCKER_HUB, DOCKER_HUB_API
 
-#: Seconds for each connection and each answer (``--timeout``).
+#: Seconds one exchange may take in all, connection, headers and body (``--timeout``).
 DEFAULT_TIMEOUT = 10.0
 
 
