@@ -123,6 +123,9 @@ def instance_facts(item: Mapping[str, Any]) -> dict[str, Any]:
     baseline = sum(float(c.get("BaselineBandwidthInGbps") or 0) for c in cards)
     if baseline:
         entry["networkBandwidthMbps"] = int(round(baseline * 1000))
+    efa = int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if network.get("EfaSupported") else 0
+    if efa:
+        entry["efaInterfaces"] = efa
     storage = item.get("InstanceStorageInfo") or {}
     if storage.get("TotalSizeInGB") and storage.get("NvmeSupport", "unsupported") != "unsupported":
         entry["localNvmeGB"] = int(storage["TotalSizeInGB"])

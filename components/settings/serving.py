@@ -108,7 +108,7 @@ class ModelArchitecture(_Model):
     """A model's size and shape, for models not in ``policies/capacity/model_catalog.json`` (same fields
     as a catalog entry: total ``parameters``, ``vocabSize``, ``hiddenSize``, ``tiedEmbeddings``,
     ``layers``, ``kvHeads``, ``headDim``, ``quantization`` bf16/fp16/fp8/awq-int4/gptq-int4,
-    optional ``maxPositionEmbeddings``)."""
+    optional ``maxPositionEmbeddings``, ``unquantizedParameters``, ``attentionHeads``, ``mlaKvDim``)."""
 
     parameters: int = Field(ge=1_000_000, le=10_000_000_000_000)
     vocab_size: int = Field(ge=1)
@@ -119,6 +119,15 @@ class ModelArchitecture(_Model):
     head_dim: int = Field(ge=1, le=1024)
     quantization: Literal["bf16", "fp16", "fp8", "awq-int4", "gptq-int4"]
     max_position_embeddings: int | None = Field(default=None, ge=1)
+    unquantized_parameters: int = Field(
+        default=0, ge=0, description="Parameters besides the embeddings a quantized checkpoint keeps in 16 bits "
+                                     "(default 0). Unit: parameters.")
+    attention_heads: int | None = Field(
+        default=None, ge=1, le=4096, description="Query heads when they are not hiddenSize / headDim (MLA models); "
+                                                 "default: that ratio.")
+    mla_kv_dim: int | None = Field(
+        default=None, ge=1, le=65536, description="Multi-head latent attention: values cached per token and layer "
+                                                  "(kv_lora_rank + qk_rope_head_dim); default: not MLA.")
 
 
 class ServedModel(_Model):
@@ -191,7 +200,7 @@ class ServedModel(_Model):
             return self
         arch = self.resolved_architecture()
         tp = self.gpus_per_replica
-        heads = arch.hidden_size // arch.head_dim if arch.head_dim else 0
+        heads = arch.query_heads
         if heads and heads % tp:
             raise keyed(f"{tp} GPUs does not divide the model's {heads} attention heads (hiddenSize {arch.hidden_size} "
                         f"/ headDim {arch.head_dim}): vLLM refuses that tensor-parallel size; use a divisor of {heads}",

@@ -98,6 +98,8 @@ class Instance:
     on_demand_offered: bool | None = True
     network_bandwidth_mbps: int | None = None
     local_nvme_gb: int | None = None
+    #: EFA interfaces the type can carry (``vpc.amazonaws.com/efa`` its nodes advertise); 0: no EFA.
+    efa_interfaces: int = 0
 
     def labels(self) -> dict[str, str]:
         """The well-known labels Karpenter puts on a node of this type (its instance-types reference).
@@ -227,6 +229,7 @@ def load_instances(path: Path = CATALOG_PATH, region: str = DEFAULT_REGION) -> I
             on_demand_offered=None if regional is None else name in regional,
             network_bandwidth_mbps=spec.get("networkBandwidthMbps"),
             local_nvme_gb=spec.get("localNvmeGB"),
+            efa_interfaces=int(spec.get("efaInterfaces", 0)),
         )
         for name, spec in raw["instances"].items()
     }

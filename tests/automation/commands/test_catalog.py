@@ -21,12 +21,12 @@ G5_XLARGE = {"category": "g", "family": "g5", "vcpu": 4, "memoryMiB": 16384, "gp
              "networkBandwidthMbps": 2500, "localNvmeGB": 250}
 G5_12XLARGE = {"category": "g", "family": "g5", "vcpu": 48, "memoryMiB": 196608, "gpus": 4, "gpuName": "a10g",
                "gpuManufacturer": "nvidia", "gpuMemoryMiB": 22888, "defaultMaxEnis": 15, "ipv4PerEni": 50,
-               "maxPods": 737, "networkBandwidthMbps": 40000, "localNvmeGB": 3800}
+               "maxPods": 737, "networkBandwidthMbps": 40000, "localNvmeGB": 3800, "efaInterfaces": 1}
 # 64 ENIs over 32 network cards, 2 on the default card: nodeadm counts the default card's (100 pods),
 # not the instance's total (64 x 49 + 2 = 3138).
 P5_48XLARGE = {"category": "p", "family": "p5", "vcpu": 192, "memoryMiB": 2097152, "gpus": 8, "gpuName": "h100",
                "gpuManufacturer": "nvidia", "gpuMemoryMiB": 81920, "defaultMaxEnis": 2, "ipv4PerEni": 50,
-               "maxPods": 100, "networkBandwidthMbps": 3200000, "localNvmeGB": 30400}
+               "maxPods": 100, "networkBandwidthMbps": 3200000, "localNvmeGB": 30400, "efaInterfaces": 32}
 P5E_48XLARGE = {**P5_48XLARGE, "family": "p5e", "gpuName": "h200", "gpuMemoryMiB": 144384}
 
 EXISTING = {"description": "old", "sources": {"prices": {"ap-south-1": "typed in by a test"}}, "hoursPerMonth": 730,

@@ -110,4 +110,51 @@ def test_catalog_is_a_fresh_mapping():
     catalog = model_catalog()
     catalog.pop("bge-m3")
     assert "bge-m3" in model_catalog()
-    assert len(model_catalog()) == 7
+    assert len(model_catalog()) == 9
+
+
+def test_llama_405b_fp8_keeps_attention_and_the_outer_layers_in_16_bits():
+    """Meta's FP8 checkpoint quantizes the MLPs of layers 2-125 only (Llama 3 paper, section 6.2):
+    405853388800 - 4202692608 embeddings - 77112229888 kept = 324538466304 at 1 byte, the rest at 2."""
+    arch = model_catalog()["llama-3.1-405b-instruct-fp8"]
+    assert arch.weight_bytes() == 324538466304 + (4202692608 + 77112229888) * 2 == 487168311296
+
+
+def test_pipeline_stages_split_layers_and_each_holds_one_embedding_matrix():
+    """Two stages of 126 layers hold 63 each; untied embeddings: the first stage the input matrix, the
+    last the output head, each 128256 x 16384 x 2 bytes. Per GPU of 8: (layers' bytes / 2 + one matrix) / 8."""
+    arch = model_catalog()["llama-3.1-405b-instruct-fp8"]
+    layers = 487168311296 - 8405385216
+    assert arch.weight_bytes_per_gpu(8, 2) == pytest.approx((layers * 63 / 126 + 4202692608) / 8, rel=1e-12)
+    assert arch.weight_bytes_per_gpu(8, 1) == 487168311296 / 8
+    # 8 KV heads over 8 ranks, 63 layers per stage: 2 x 63 x 1 x 128 x 2 bytes per token.
+    assert arch.kv_bytes_per_gpu(1, 8, pipeline_parallel=2) == 2 * 63 * 1 * 128 * 2
+
+
+def test_uneven_stages_size_the_fullest_one():
+    """61 layers over 2 stages: vLLM gives 31 and 30; the fullest (31) decides the fit."""
+    arch = model_catalog()["deepseek-v3-fp8"]
+    assert arch.stage_layers(2) == 31
+    assert arch.stage_layers(1) == 61
+
+
+def test_mla_caches_one_latent_per_layer_on_every_rank():
+    """DeepSeek-V3: 576 values (512 + 64) per token and layer, bf16, not split over tensor-parallel ranks
+    (the textbook per-head split would give 2 x 61 x 16 x 128 x 2 = 499712 bytes per token at TP 8)."""
+    arch = model_catalog()["deepseek-v3-fp8"]
+    assert arch.kv_bytes_per_gpu(1, 8) == 61 * 576 * 2 == 70272
+    assert arch.kv_bytes_per_gpu(1, 1) == 70272
+    assert arch.query_heads == 128
+
+
+def test_deepseek_v3_fp8_needs_two_h100_nodes():
+    """671026558976 parameters, 1853358080 of them BF16 embeddings: 672879917056 bytes. On 8 H100s
+    (0.9 x 81920 MiB = 72 GiB each) that is 78.3 GiB per GPU: no fit; over 2 nodes (31 of 61 layers per
+    stage) 39.8 GiB: fits."""
+    arch = model_catalog()["deepseek-v3-fp8"]
+    assert arch.weight_bytes() == 669173200896 + 1853358080 * 2 == 672879917056
+    one = memory_fit(arch, max_model_len=8192, tensor_parallel=8, gpu_memory_mib=81920, utilization=0.9)
+    two = memory_fit(arch, max_model_len=8192, tensor_parallel=8, gpu_memory_mib=81920, utilization=0.9,
+                     pipeline_parallel=2)
+    assert not one.fits and two.fits
+    assert f"{one.weights_per_gpu / GIB:.1f}" == "78.3" and f"{two.weights_per_gpu / GIB:.1f}" == "39.8"
