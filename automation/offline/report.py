@@ -155,7 +155,8 @@ def _node_group(resource_name: str, inputs: dict[str, Any], pool: Pool | None) -
     return _figures(PoolSummary(
         name=inputs.get("nodeGroupName") or resource_name,
         kind="managed node group",
-        instance_types=list(inputs.get("instanceTypes") or []),
+        # a Capacity Block group lists none: its type is in the launch template, which the model read
+        instance_types=list(inputs.get("instanceTypes") or ([i.name for i in pool.instances] if pool else [])),
         capacity_type=inputs.get("capacityType") or "ON_DEMAND",
         min_size=int(scaling.get("minSize", 0)),
         desired_size=int(scaling.get("desiredSize", 0)),

@@ -19,7 +19,7 @@ import pulumi_eks as eks
 from components import contract, versions
 from components.cluster.node_role import NodeRole, NodeRoleArgs
 from components.settings.reservations import CapacityReservation
-from components.specs.node_pools import launch_reservation, reservation_subnets, reservation_tags
+from components.specs.node_pools import group_instance_types, launch_reservation, reservation_subnets, reservation_tags
 from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
 
@@ -114,7 +114,8 @@ class _ManagedNodePool(pulumi.ComponentResource):
         reservation: CapacityReservation | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        # A reservation's launch options: market type capacity-block (Capacity Blocks only) and the target id.
+        # A reservation's launch options: market type capacity-block and the block's instance type (Capacity
+        # Blocks only), and the target id.
         reserved = launch_reservation(reservation)
         market = reserved.get("instanceMarketOptions")
         target = reserved.get("capacityReservationSpecification", {}).get("capacityReservationTarget")
@@ -142,6 +143,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
                 )
             ],
             user_data=nodeadm_user_data(launch),
+            instance_type=reserved.get("instanceType"),
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market["marketType"])
             if market else None,
             capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
@@ -163,7 +165,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
             version=kubernetes_version,
             node_role_arn=role.arn,
             ami_type=ami_type,
-            instance_types=instance_types,
+            instance_types=group_instance_types(instance_types, reservation),
             capacity_type=capacity_type,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=scaling.min_size, desired_size=scaling.desired_size, max_size=scaling.max_size

@@ -134,7 +134,9 @@ def launch_reservation(reservation: CapacityReservation | None) -> dict[str, Any
     EKS user guide, "Create a managed node group with Capacity Blocks for ML": the launch template's
     ``InstanceMarketOptions.MarketType`` is ``capacity-block`` and ``CapacityReservationSpecification.
     CapacityReservationTarget.CapacityReservationId`` names the block; an On-Demand Capacity Reservation
-    is targeted without the market option. Empty without a reservation."""
+    is targeted without the market option. A Capacity Block's template also names the block's instance type
+    (``instanceType``), which the group then leaves out (:func:`group_instance_types`). Empty without a
+    reservation."""
     if reservation is None:
         return {}
     out: dict[str, Any] = {
@@ -142,7 +144,23 @@ def launch_reservation(reservation: CapacityReservation | None) -> dict[str, Any
     }
     if reservation.type == contract.RESERVATION_CAPACITY_BLOCK:
         out["instanceMarketOptions"] = {"marketType": contract.CAPACITY_BLOCK_MARKET_TYPE}
+        out["instanceType"] = reservation.instance_type
     return out
+
+
+def group_instance_types(instance_types: list[str], reservation: CapacityReservation | None) -> list[str] | None:
+    """The ``instanceTypes`` a managed group itself lists: none for a Capacity Block, whose type is in the
+    launch template instead (:func:`launch_reservation`).
+
+    EKS rejects a Capacity Block group whose launch template has no ``InstanceType`` (EKS user guide,
+    "Create a managed node group with Capacity Blocks for ML": the create request "will be rejected"), and a
+    launch template that sets the instance type forbids instance types on the group (EKS user guide,
+    "Customize managed nodes with launch templates": a setting goes in the group or the template, not both).
+    terraform-aws-eks ``modules/eks-managed-node-group/main.tf`` does the same: ``instance_type`` on the
+    template and ``instance_types = null`` on the group when ``capacity_type == "CAPACITY_BLOCK"``."""
+    if reservation is not None and reservation.type == contract.RESERVATION_CAPACITY_BLOCK:
+        return None
+    return list(instance_types)
 
 
 def reservation_tags(reservation: CapacityReservation | None) -> dict[str, str]:

@@ -35,6 +35,7 @@ from .kinds import (
     EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
     JOB,
+    LAUNCH_TEMPLATE,
     LEADER_WORKER_SET,
     NODEPOOL,
     POD_TEMPLATE_PATHS,
@@ -120,6 +121,24 @@ def _owner(resource: Any, by_urn: dict[str, Any]) -> str | None:
     return parent or None
 
 
+def _launch_template_types(resources: list[Any]) -> dict[str, Any]:
+    """The ``instanceType`` of each launch template, by the component that parents it: where a Capacity
+    Block group names its type (EKS takes it from the template and refuses ``instanceTypes`` on the group).
+    A parent with more than one template is left out (which one a group uses is not known)."""
+    out: dict[str, Any] = {}
+    seen: set[str] = set()
+    for r in resources:
+        if r.type != LAUNCH_TEMPLATE:
+            continue
+        parent = getattr(r, "parent", None) or ""
+        if parent in seen:
+            out.pop(parent, None)
+            continue
+        seen.add(parent)
+        out[parent] = _props(r).get("instanceType")
+    return out
+
+
 def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     """Cluster Autoscaler node-template tags grouped by the component that parents them."""
     out: dict[str, ScaleFromZeroTemplate] = {}
@@ -182,6 +201,7 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
     autoscaler = "cluster-autoscaler" in releases
     karpenter = "karpenter" in releases
     templates = _templates(resources)
+    template_types = _launch_template_types(resources)
     node_classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
     covered = set()
     for r in resources:
@@ -195,7 +215,10 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
     for r in resources:  # the type first: reading a resource's properties converts them (most are not pools)
         if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
             props = _props(r)
-            types = [t for t in props.get("instanceTypes") or ["t3.medium"] if isinstance(t, str)]
+            owner = _owner(r, by_urn)
+            template_type = template_types.get(owner or "")
+            types = [t for t in props.get("instanceTypes") or ([template_type] if template_type else ["t3.medium"])
+                     if isinstance(t, str)]
             scaling = props.get("scalingConfig") or {}
             low, high = _int(scaling.get("minSize"), 1), _int(scaling.get("maxSize"), 2)
             taints = [Taint(str(t.get("key")), str(t.get("value") or ""), EKS_EFFECTS.get(t.get("effect"), str(t.get("effect"))))
@@ -206,7 +229,6 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 source = "fixed nodes"
             else:
                 source = None
-            owner = _owner(r, by_urn)
             disk = quantity(props.get("diskSize"))  # GiB; a launch template's volumes are not judged
             pools.append(Pool(
                 name=props.get("nodeGroupName") or r.name, kind="managed node group",

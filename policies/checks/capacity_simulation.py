@@ -27,6 +27,7 @@ from lib.resources import (
     EKS_ADDON,
     EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
+    LAUNCH_TEMPLATE,
     NODEPOOL,
     RESOURCE_QUOTA,
     SCALED_OBJECT,
@@ -37,6 +38,8 @@ from lib.values import contains_unknown
 _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
     EKS_MANAGED_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
     AWS_NODE_GROUP: (("instanceTypes",), ("scalingConfig",), ("labels",), ("taints",)),
+    # a Capacity Block group's type is its launch template's
+    LAUNCH_TEMPLATE: (("instanceType",),),
     NODEPOOL: (("spec",),),
     EC2NODECLASS: (("spec", "kubelet"), ("metadata",)),
     ASG_TAG: (("tag",),),

@@ -1,17 +1,20 @@
 """Reserved capacity (Capacity Blocks for ML, On-Demand Capacity Reservations) that could never be used.
 
-- A managed node group with ``capacityType: CAPACITY_BLOCK`` launches only through a launch template with
-  ``instanceMarketOptions.marketType: capacity-block`` and a ``capacityReservationSpecification
-  .capacityReservationTarget.capacityReservationId`` naming the block (EKS user guide, "Create a managed
-  node group with Capacity Blocks for ML"); without them the group fails to launch.
+- A managed node group with ``capacityType: CAPACITY_BLOCK`` is created by EKS only in this shape (EKS user
+  guide, "Create a managed node group with Capacity Blocks for ML"; otherwise "the create request will be
+  rejected"): a launch template with ``instanceMarketOptions.marketType: capacity-block``, a
+  ``capacityReservationSpecification.capacityReservationTarget.capacityReservationId`` naming the block and
+  the block's ``instanceType``; no ``instanceTypes`` on the group (a template that sets the type forbids them
+  there, EKS user guide, "Customize managed nodes with launch templates"; terraform-aws-eks
+  ``modules/eks-managed-node-group/main.tf`` sets ``instance_types = null`` for ``CAPACITY_BLOCK``); and
+  only the subnet in the block's Availability Zone.
 - A NodePool that admits ``karpenter.sh/capacity-type: reserved`` gets reserved offerings only from the
   reservations its node class selects (``capacityReservationSelectorTerms`` on the EC2NodeClass; Karpenter
   docs, tasks/odcrs). Without terms ``reserved`` is dead; EKS Auto Mode's built-in ``default`` NodeClass
   selects none.
 
 The launch template of a group is found as the program and pulumi-eks lay it out: a sibling of the group
-under the component that owns it (a real preview shows ``aws:eks/nodeGroup:NodeGroup`` under
-``eks:index:ManagedNodeGroup``, so the owner is the nearest ancestor outside pulumi-eks' and AWS's types).
+under the component that owns it (``lib.pools.node_group_template``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.kit import MANDATORY, Stack, stack_policy
-from lib.resources import AWS_NODE_GROUP, EC2NODECLASS, EKS_MANAGED_NODE_GROUP, LAUNCH_TEMPLATE, NODEPOOL, Resource
-from lib.values import UNKNOWN, as_list, dig
+from lib.pools import node_group_template
+from lib.resources import AWS_NODE_GROUP, EC2NODECLASS, EKS_MANAGED_NODE_GROUP, NODEPOOL, Resource
+from lib.values import UNKNOWN, as_list, contains_unknown, dig
 
 #: Karpenter 1.14.1's EC2NodeClass CRD, ``capacityReservationSelectorTerms[].id``.
 RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
@@ -31,11 +35,16 @@ AUTO_MODE_NODE_CLASS_GROUP = "eks.amazonaws.com"
 AUTO_MODE_NODE_CLASS = "kubernetes:eks.amazonaws.com/v1:NodeClass"
 
 
-def _owner(stack: Stack, resource: Resource) -> str | None:
-    for urn in stack.ancestors(resource):
-        if not stack.by_urn[urn].type.startswith(("eks:index:", "aws:")):
-            return urn
-    return None
+def _group_shape_problems(group: Resource) -> Iterator[str]:
+    """What EKS refuses on the group itself: instance types beside the template's, more than one subnet."""
+    types = group.get("instanceTypes")
+    if types is not None and not contains_unknown(types) and as_list(types):
+        yield (f"lists instanceTypes {', '.join(map(str, as_list(types)))} on the group; EKS takes a Capacity "
+               "Block's type only from the launch template (instanceType) and refuses both. Drop instanceTypes")
+    subnets = group.get("subnetIds")
+    if subnets is not None and not contains_unknown(subnets) and len(as_list(subnets)) > 1:
+        yield (f"launches in {len(as_list(subnets))} subnets; a Capacity Block lives in one Availability Zone and "
+               "EKS wants only the subnet in the block's zone")
 
 
 def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | None]]:
@@ -44,19 +53,20 @@ def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | 
     if group.type == EKS_MANAGED_NODE_GROUP and any(
             r.type == AWS_NODE_GROUP and group.urn in stack.ancestors(r) for r in stack.resources):
         return  # judged at its aws:eks NodeGroup child, which a real preview shows
+    for problem in _group_shape_problems(group):
+        yield f"{group.label} has capacityType CAPACITY_BLOCK but {problem}.", group.urn
     if group.get("launchTemplate") is None:
         yield (f"{group.label} has capacityType CAPACITY_BLOCK but no launch template; a Capacity Block is used "
-               "only through a launch template with instanceMarketOptions.marketType capacity-block and the "
-               "block's capacityReservationTarget.", group.urn)
+               "only through a launch template with instanceMarketOptions.marketType capacity-block, the "
+               "block's capacityReservationTarget and its instanceType.", group.urn)
         return
-    owner = _owner(stack, group)
-    templates = [r for r in stack.of_type(LAUNCH_TEMPLATE) if owner is not None and r.parent == owner]
-    if len(templates) != 1:
+    template = node_group_template(stack, group)
+    if template is None:
         return  # the template is not where the program puts it: not judged here
-    template = templates[0]
     market = template.get("instanceMarketOptions", "marketType")
     target = template.get("capacityReservationSpecification", "capacityReservationTarget", "capacityReservationId")
-    if UNKNOWN in (market, target):
+    instance_type = template.get("instanceType")
+    if UNKNOWN in (market, target, instance_type):
         return
     missing = []
     if market != CAPACITY_BLOCK_MARKET:
@@ -64,9 +74,11 @@ def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | 
     if not (isinstance(target, str) and RESERVATION_ID.match(target)):
         missing.append("capacityReservationSpecification.capacityReservationTarget.capacityReservationId "
                        f"naming the block (has {target or 'none'})")
+    if not (isinstance(instance_type, str) and instance_type):
+        missing.append("instanceType, the block's instance type (has none)")
     if missing:
         yield (f"{group.label} has capacityType CAPACITY_BLOCK but its {template.label} lacks "
-               + " and ".join(missing) + "; the group cannot launch into the block. Set both on the launch template.",
+               + " and ".join(missing) + "; EKS refuses to create the group. Set them on the launch template.",
                group.urn)
 
 
@@ -140,8 +152,9 @@ POLICIES = [
         name="reserved-capacity-usable",
         description=(
             "Make reserved capacity usable: a CAPACITY_BLOCK managed group's launch template sets the capacity-block "
-            "market type and the block's reservation target; a NodePool admitting reserved has a node class that "
-            "selects capacity reservations."
+            "market type, the block's reservation target and its instance type, the group lists no instance types "
+            "and one subnet (the block's zone); a NodePool admitting reserved has a node class that selects "
+            "capacity reservations."
         ),
         check=_check,
         enforcement=MANDATORY,

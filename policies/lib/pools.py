@@ -35,6 +35,7 @@ from lib.resources import (
     AWS_NODE_GROUP,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
+    LAUNCH_TEMPLATE,
     NODEPOOL,
     Resource,
 )
@@ -80,24 +81,52 @@ class Pool:
 # --- managed and self-managed node groups -----------------------------------------------------
 
 
-def node_group_instance_types(resource: Resource) -> list[str] | None:
+def node_group_instance_types(resource: Resource, template_type: Any = None) -> list[str] | None:
+    """The types a group launches: its ``instanceTypes``; without them its launch template's ``instanceType``
+    (``template_type``, how a Capacity Block group names its type), else EKS's default ``t3.medium``."""
     if resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
         value = resource.get("instanceType", default=DEFAULT_MNG_INSTANCE_TYPE)
         return None if value is UNKNOWN else [value]
     value = resource.get("instanceTypes", default=[])
     if contains_unknown(value):
         return None
+    if not value and template_type is not None:
+        return None if template_type is UNKNOWN else [template_type]
     return list(value) or [DEFAULT_MNG_INSTANCE_TYPE]
 
 
-def node_group_is_gpu(resource: Resource) -> bool | None:
+def node_group_owner(stack: Stack, group: Resource) -> str | None:
+    """The component that owns a managed group, as the program and pulumi-eks lay it out: the nearest
+    ancestor outside pulumi-eks' and AWS's types (a real preview shows ``aws:eks/nodeGroup:NodeGroup``
+    under ``eks:index:ManagedNodeGroup`` under the program's pool component)."""
+    for urn in stack.ancestors(group):
+        if not stack.by_urn[urn].type.startswith(("eks:index:", "aws:")):
+            return urn
+    return None
+
+
+def node_group_template(stack: Stack, group: Resource) -> Resource | None:
+    """The group's launch template: the one template beside it under its owner, or None when there is not
+    exactly one there (then the template is not where the program puts it and is not read)."""
+    owner = node_group_owner(stack, group)
+    templates = [r for r in stack.of_type(LAUNCH_TEMPLATE) if owner is not None and r.parent == owner]
+    return templates[0] if len(templates) == 1 else None
+
+
+def template_instance_type(stack: Stack, group: Resource) -> Any:
+    """The ``instanceType`` of the group's launch template (None without one, UNKNOWN while computed)."""
+    template = node_group_template(stack, group) if group.type not in EKS_SELF_MANAGED_NODE_GROUPS else None
+    return None if template is None else template.get("instanceType")
+
+
+def node_group_is_gpu(resource: Resource, template_type: Any = None) -> bool | None:
     """GPU capacity by NVIDIA AMI type, ``gpu: true`` or a GPU instance type."""
     ami_type = resource.get("amiType")
     if isinstance(ami_type, str) and any(marker in ami_type for marker in NVIDIA_AMI_MARKERS):
         return True
     if resource.get("gpu") is True:
         return True
-    types = node_group_instance_types(resource)
+    types = node_group_instance_types(resource, template_type)
     if types and any(is_gpu_instance_type(t) for t in types):
         return True
     if types is None or UNKNOWN in (ami_type, resource.get("gpu")):
@@ -136,10 +165,10 @@ def node_group_capacity_type(resource: Resource) -> Any:
     return resource.get("capacityType", default="ON_DEMAND")
 
 
-def _node_group_pool(resource: Resource) -> Pool:
+def _node_group_pool(resource: Resource, template_type: Any = None) -> Pool:
     catalog = load_catalog()
     labels = resource.get("labels", default={})
-    types = node_group_instance_types(resource)
+    types = node_group_instance_types(resource, template_type)
     ami_type = resource.get("amiType")
     capacity = node_group_capacity_type(resource)
     group_name = resource.get("nodeGroupName")
@@ -174,7 +203,7 @@ def _node_group_pool(resource: Resource) -> Pool:
     return Pool(
         resource=resource,
         kind=kind,
-        is_gpu=node_group_is_gpu(resource),
+        is_gpu=node_group_is_gpu(resource, template_type),
         taints=node_group_taints(resource),
         constraint=constraint,
         instance_types=None if types is None else [t for t in known if t is not None],
@@ -375,7 +404,7 @@ def stack_pools(stack: Stack) -> list[Pool]:
 
 
 #: The resource types a pool is read from (their ancestors are known by type and parent alone).
-POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, *EKS_SELF_MANAGED_NODE_GROUPS})
+POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, LAUNCH_TEMPLATE, *EKS_SELF_MANAGED_NODE_GROUPS})
 
 
 def _stack_pools(stack: Stack) -> list[Pool]:
@@ -390,7 +419,7 @@ def _stack_pools(stack: Stack) -> list[Pool]:
         if resource.urn in covered:
             continue
         if resource.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) or resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
-            pools.append(_node_group_pool(resource))
+            pools.append(_node_group_pool(resource, template_instance_type(stack, resource)))
         elif resource.type == NODEPOOL:
             pools.append(_nodepool_pool(resource))
     return pools

@@ -54,12 +54,16 @@ def _resources(plan, pool: str):
 
 
 def test_a_capacity_block_group_targets_the_block_in_its_zone(tmp_path):
+    """EKS creates a Capacity Block group only with the block's instance type in the launch template and none
+    on the group (EKS user guide, capacity-blocks-mng; terraform-aws-eks eks-managed-node-group ``main.tf``):
+    the textbook group, which lists its type like any other, is refused by EKS."""
     plan = _plan(capacity_block_copy(), tmp_path)
     template, group = _resources(plan, "reserved-h100")
     assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert template["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
-    assert (group["capacityType"], group["instanceTypes"]) == ("CAPACITY_BLOCK", ["p5.48xlarge"])
+    assert template["instanceType"] == "p5.48xlarge"
+    assert group["capacityType"] == "CAPACITY_BLOCK" and "instanceTypes" not in group
     assert group["subnetIds"] == ["subnet-a"]  # us-east-1a, the block's zone
     assert group["tags"]["llm-platform.io/capacity-reservations"] == (
         "id=cr-0123456789abcdef0 type=capacity-block instanceType=p5.48xlarge count=1 zone=us-east-1a "
@@ -67,6 +71,7 @@ def test_a_capacity_block_group_targets_the_block_in_its_zone(tmp_path):
     # the Spot pool beside it keeps every subnet and no reservation options
     template, group = _resources(plan, "inference")
     assert "instanceMarketOptions" not in template and "capacityReservationSpecification" not in template
+    assert "instanceType" not in template and group["instanceTypes"] == ["g5.2xlarge", "g5.4xlarge"]
     assert group["subnetIds"] == ["subnet-a", "subnet-b", "subnet-c"]
     assert "llm-platform.io/capacity-reservations" not in group["tags"]
     assert BLOCK_ID in json.dumps(plan.named("eks:index:ManagedNodeGroup", "reserved-h100").inputs)
@@ -79,7 +84,8 @@ def test_an_odcr_group_targets_the_reservation_without_the_market_option(tmp_pat
     batch = next(i for i, t in enumerate(config["llm-platform:serving"]["tiers"]) if t["name"] == "batch")
     config = with_changes(config, {f"serving__tiers__{batch}__models__0__pool": "reserved-a10g"})
     template, group = _resources(_plan(config, tmp_path), "reserved-a10g")
-    assert "instanceMarketOptions" not in template
+    assert "instanceMarketOptions" not in template and "instanceType" not in template
+    assert group["instanceTypes"] == ["g5.12xlarge"]  # an ODCR is targeted without moving the type
     assert template["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0fedcba9876543210"}}
     assert (group["capacityType"], group["subnetIds"]) == ("ON_DEMAND", ["subnet-b"])

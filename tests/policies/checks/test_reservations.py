@@ -1,12 +1,14 @@
 """reserved-capacity-usable over the pack's real gRPC path: a CAPACITY_BLOCK managed group's launch template
-sets the capacity-block market type and the block's reservation target (EKS user guide, "Create a managed
-node group with Capacity Blocks for ML"); a NodePool admitting ``reserved`` has a node class that selects
+sets the capacity-block market type, the block's reservation target and its instance type, and the group
+lists no instance types and one subnet (EKS user guide, "Create a managed node group with Capacity Blocks for
+ML"); a NodePool admitting ``reserved`` has a node class that selects
 capacity reservations (Karpenter docs, tasks/odcrs). And karpenter-v1-valid reads the selector terms
 against the 1.14.1 CRD."""
 
 from __future__ import annotations
 
 from tests.policies.builders import (
+    DELETE,
     UNKNOWN,
     auto_mode_nodepool,
     ec2nodeclass,
@@ -26,7 +28,10 @@ TARGET = {"capacityReservationTarget": {"capacityReservationId": BLOCK}}
 
 
 def _group(**inputs):
-    group = gpu_node_group(name="reserved-h100", instanceTypes=["p5.48xlarge"], capacityType="CAPACITY_BLOCK", **inputs)
+    """A Capacity Block group as EKS creates it: no instanceTypes of its own, the block's zone's one subnet."""
+    group = gpu_node_group(name="reserved-h100", **{"capacityType": "CAPACITY_BLOCK", "subnetIds": ["subnet-a"],
+                                                    **inputs})
+    group = patch(group, {"instanceTypes": DELETE}) if "instanceTypes" not in inputs else group
     return resource(group["type"], group["name"], group["inputs"], parent=OWNER)
 
 
@@ -35,33 +40,66 @@ def _template(**inputs):
     return resource(template["type"], template["name"], template["inputs"], parent=OWNER)
 
 
-def test_a_capacity_block_group_whose_template_has_the_market_option_and_target_passes(pack):
-    template = _template(instanceMarketOptions={"marketType": "capacity-block"}, capacityReservationSpecification=TARGET)
-    assert pack.stack_messages([OWNER, _group(), template], RESERVED) == []
+def _block_template(**changes):
+    template = _template(instanceMarketOptions={"marketType": "capacity-block"},
+                         capacityReservationSpecification=TARGET, instanceType="p5.48xlarge")
+    return patch(template, changes)
 
 
-def test_a_capacity_block_group_whose_template_has_neither_is_refused(pack):
+def test_a_capacity_block_group_in_the_shape_eks_accepts_passes(pack):
+    assert pack.stack_messages([OWNER, _group(), _block_template()], RESERVED) == []
+
+
+def test_the_textbook_group_that_lists_its_type_is_refused(pack):
+    """The textbook group names its instance types on the group like any other; EKS takes a Capacity Block's
+    type only from the launch template and refuses a group that has both, or neither (terraform-aws-eks
+    eks-managed-node-group ``main.tf``: ``instance_types = null`` for CAPACITY_BLOCK)."""
+    template = _block_template(instanceType=DELETE)
+    messages = pack.stack_messages([OWNER, _group(instanceTypes=["p5.48xlarge"]), template], RESERVED)
+    assert [m.split("\n", 1)[1] for m in messages] == [
+        "ManagedNodeGroup 'reserved-h100' has capacityType CAPACITY_BLOCK but lists instanceTypes p5.48xlarge on the "
+        "group; EKS takes a Capacity Block's type only from the launch template (instanceType) and refuses both. "
+        "Drop instanceTypes.",
+        "ManagedNodeGroup 'reserved-h100' has capacityType CAPACITY_BLOCK but its LaunchTemplate 'reserved-h100-lt' "
+        "lacks instanceType, the block's instance type (has none); EKS refuses to create the group. Set them on the "
+        "launch template.",
+    ]
+    # the type in both places is refused too: the group's list goes
+    one(pack.stack_messages([OWNER, _group(instanceTypes=["p5.48xlarge"]), _block_template()], RESERVED),
+        "lists instanceTypes p5.48xlarge on the group")
+
+
+def test_a_capacity_block_group_over_several_subnets_is_refused(pack):
+    group = _group(subnetIds=["subnet-a", "subnet-b", "subnet-c"])
+    one(pack.stack_messages([OWNER, group, _block_template()], RESERVED),
+        "ManagedNodeGroup 'reserved-h100' has capacityType CAPACITY_BLOCK but launches in 3 subnets; a Capacity Block "
+        "lives in one Availability Zone and EKS wants only the subnet in the block's zone.")
+
+
+def test_a_capacity_block_group_whose_template_has_none_of_it_is_refused(pack):
     one(pack.stack_messages([OWNER, _group(), _template()], RESERVED),
         "ManagedNodeGroup 'reserved-h100' has capacityType CAPACITY_BLOCK but its LaunchTemplate 'reserved-h100-lt' "
         "lacks instanceMarketOptions.marketType capacity-block (has none) and "
-        "capacityReservationSpecification.capacityReservationTarget.capacityReservationId naming the block (has none); "
-        "the group cannot launch into the block.")
+        "capacityReservationSpecification.capacityReservationTarget.capacityReservationId naming the block (has none) "
+        "and instanceType, the block's instance type (has none); EKS refuses to create the group.")
 
 
 def test_the_target_without_the_market_option_is_refused(pack):
-    template = _template(capacityReservationSpecification=TARGET)
+    template = _block_template(instanceMarketOptions=DELETE)
     message = one(pack.stack_messages([OWNER, _group(), template], RESERVED),
                   "lacks instanceMarketOptions.marketType capacity-block (has none);")
-    assert "capacityReservationId" not in message
+    assert "capacityReservationId" not in message and "instanceType," not in message
 
 
 def test_a_real_preview_shape_is_judged_once_at_the_aws_node_group(pack):
     """A real preview shows aws:eks/nodeGroup:NodeGroup under eks:index:ManagedNodeGroup: one finding."""
     component = _group()
-    child = gpu_node_group("aws:eks/nodeGroup:NodeGroup", name="reserved-h100-ng", instanceTypes=["p5.48xlarge"],
-                           capacityType="CAPACITY_BLOCK")
+    child = gpu_node_group("aws:eks/nodeGroup:NodeGroup", name="reserved-h100-ng", capacityType="CAPACITY_BLOCK",
+                           subnetIds=["subnet-a"])
+    child = patch(child, {"instanceTypes": DELETE})
     child = resource(child["type"], child["name"], child["inputs"], parent=component)
     one(pack.stack_messages([OWNER, component, child, _template()], RESERVED), "NodeGroup 'reserved-h100-ng'")
+    assert pack.stack_messages([OWNER, component, child, _block_template()], RESERVED) == []
 
 
 def test_a_capacity_block_group_without_a_launch_template_is_refused(pack):
@@ -70,7 +108,7 @@ def test_a_capacity_block_group_without_a_launch_template_is_refused(pack):
 
 
 def test_an_unknown_template_field_is_not_judged(pack):
-    template = _template(instanceMarketOptions={"marketType": UNKNOWN}, capacityReservationSpecification=TARGET)
+    template = _block_template(instanceMarketOptions={"marketType": UNKNOWN})
     assert pack.stack_messages([OWNER, _group(), template], RESERVED) == []
 
 
