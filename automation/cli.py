@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from automation import errors, exit_codes
-from automation.commands import catalog, env, images, integration, pack_config, stack_ops, unlock
+from automation.commands import catalog, env, images, integration, pack_config, stack_ops, unlock, versions
 from automation.console import err, stdout
 from automation.errors import UsageError
 
@@ -113,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     images.declare(verbs)
     catalog.declare(verbs)
     pack_config.declare(verbs)
+    versions.declare(verbs)
     return parser
 
 

@@ -154,6 +154,7 @@ OUTCOMES: dict[str, Outcome] = {
     "automation.driver.workspace.WorkspaceError": Outcome(exit_codes.USAGE),
     "automation.driver.environments.EnvRequestError": Outcome(exit_codes.USAGE),
     "automation.images.pins.VersionsFileError": Outcome(exit_codes.USAGE),
+    "automation.outdated.pins.VersionsFileError": Outcome(exit_codes.USAGE),
     # It ran and failed.
     "automation.offline.pack.findings.PolicyPackError": Outcome(exit_codes.FAILED, _line("the policy pack failed: ")),
     "automation.driver.postdeploy.KubectlError": Outcome(exit_codes.FAILED),

@@ -20,6 +20,8 @@ PREFLIGHT = 5
 #: The verb did what it could here and lists what is left, each with the command that finishes it
 #: elsewhere (``images resolve``: some images unresolved, the others' digests written).
 INCOMPLETE = 6
+#: ``versions outdated``: every source answered and at least one pin is behind its newest version.
+OUTDATED = 7
 #: Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it.
 INTERRUPTED = 128 + signal.SIGINT
 #: Interrupted by SIGTERM (CI timeouts, ``kill``): 128 + 15.

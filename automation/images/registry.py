@@ -48,6 +48,11 @@ MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 #: A pull token answer is a few kilobytes of JSON; more is not a token server's answer.
 MAX_TOKEN_BYTES = 1024 * 1024
 MAX_REDIRECTS = 5
+#: Tags asked per page, pages followed, and bytes read in all for one repository's tag list (a
+#: registry.k8s.io repository with years of builds lists a few thousand tags, well under 1 MiB).
+TAG_PAGE_SIZE = 1000
+MAX_TAG_PAGES = 50
+MAX_TAG_LIST_BYTES = 8 * 1024 * 1024
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 _NO_HEAD = {405, 501}
@@ -146,6 +151,40 @@ class RegistryClient:
             raise Unresolved("the registry's Docker-Content-Digest does not match the manifest it sent")
         return digest
 
+    def tags(self, ref: Reference) -> list[str]:
+        """Every tag of ``ref``'s repository (``GET /v2/<name>/tags/list``, distribution-spec "Listing
+        Tags"), following ``Link: <...>; rel="next"`` pages; at most :data:`MAX_TAG_LIST_BYTES` in all."""
+        url = f"https://{ref.api_host}/v2/{ref.path}/tags/list?n={TAG_PAGE_SIZE}"
+        found: list[str] = []
+        budget = MAX_TAG_LIST_BYTES
+        for _ in range(MAX_TAG_PAGES):
+            answer, where = self._request("GET", url, ref, accept="application/json", max_bytes=budget)
+            host = urlsplit(where).netloc
+            if answer.status_code == 404:
+                raise Unresolved(f"404 from {host}: no repository {ref.path!r}")
+            self._raise_for_status(answer, ref, where)
+            if answer.truncated:
+                raise Unresolved(f"tag list from {host}: larger than {MAX_TAG_LIST_BYTES // (1024 * 1024)} MiB")
+            budget -= len(answer.content)
+            try:
+                document = bounded_json.loads(answer.content)
+            except bounded_json.NestingError as exc:
+                raise Unresolved(f"tag list from {host}: the JSON is {exc}") from None
+            except ValueError:
+                raise Unresolved(f"tag list from {host}: the answer is not JSON") from None
+            listed = document.get("tags") if isinstance(document, dict) else None
+            if listed is None and isinstance(document, dict) and "tags" in document:
+                listed = []  # a repository without tags answers null
+            if not isinstance(listed, list) or not all(isinstance(tag, str) for tag in listed):
+                raise Unresolved(f"tag list from {host}: not a distribution tag list (no 'tags' array of strings)")
+            found.extend(listed)
+            link = next((entry.get("url") for entry in requests.utils.parse_header_links(answer.headers.get("Link", ""))
+                         if entry.get("rel") == "next"), None)
+            if not link:
+                return found
+            url = urljoin(url, link)
+        raise Unresolved(f"tag list from {urlsplit(url).netloc}: more than {MAX_TAG_PAGES} pages")
+
     @staticmethod
     def _media_type(response: Answer) -> str:
         return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -172,17 +211,18 @@ class RegistryClient:
             raise Unresolved(f"429 from {where}: rate limited; try again later")
         raise Unresolved(f"HTTP {status} from {where}")
 
-    def _request(self, method: str, url: str, ref: Reference) -> tuple[Answer, str]:
+    def _request(self, method: str, url: str, ref: Reference, accept: str = ACCEPT,
+                 max_bytes: int = MAX_MANIFEST_BYTES) -> tuple[Answer, str]:
         """``method url``, following redirects and answering one bearer challenge per host; the final
         answer and the URL it answers for (before ``--registry-override`` routing)."""
         challenged: set[str] = set()
         for _ in range(MAX_REDIRECTS + 1):
             host = urlsplit(url).netloc.lower()
-            headers = {"Accept": ACCEPT}
+            headers = {"Accept": accept}
             token = self._tokens.get((host, ref.path))
             if token:
                 headers["Authorization"] = f"Bearer {token}"
-            response = self._send(method, url, headers, MAX_MANIFEST_BYTES)
+            response = self._send(method, url, headers, max_bytes)
             if response.status_code in _REDIRECTS:
                 location = response.headers.get("Location")
                 if not location:

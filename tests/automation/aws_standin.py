@@ -16,6 +16,10 @@ the body to the outfile, the last argument).
 (DescribeInstanceTypes output) narrowed by ``--filters Name=instance-type,Values=...`` wildcards, and
 ``pricing-get-products.json`` (GetProducts output: PriceList of JSON strings) narrowed by every
 ``Type=TERM_MATCH,Field=F,Value=V`` filter, as the service matches product attributes.
+``eks describe-addon-versions`` answers from ``eks-describe-addon-versions.json`` narrowed to
+``--addon-name`` and to builds whose ``compatibilities`` list ``--kubernetes-version``, as the service
+does; ``ssm get-parameter`` from ``ssm-parameters.json`` (name -> Parameter), ParameterNotFound
+otherwise. Their versions and dates are stand-in figures in the real shapes, not AWS's.
 """
 
 from __future__ import annotations
@@ -63,6 +67,10 @@ def main(argv: list[str]) -> int:
                   file=sys.stderr)
             return 254
         return get_products(argv)
+    if argv[:2] == ["eks", "describe-addon-versions"]:
+        return describe_addon_versions(argv, mode)
+    if argv[:2] == ["ssm", "get-parameter"]:
+        return get_parameter(argv, mode)
     if argv[:2] == ["kms", "describe-key"]:
         if mode == "no-key":
             print("\nAn error occurred (NotFoundException) when calling the DescribeKey operation: Alias "
@@ -137,6 +145,40 @@ def get_products(argv: list[str]) -> int:
                if all(json.loads(text)["product"]["attributes"].get(t["Field"]) == t["Value"]
                       for t in terms if t.get("Type") == "TERM_MATCH")]
     print(json.dumps({"FormatVersion": recorded["FormatVersion"], "PriceList": matched}))
+    return 0
+
+
+def describe_addon_versions(argv: list[str], mode: str) -> int:
+    if mode == "no-credentials":
+        print("\nUnable to locate credentials. You can configure credentials by running \"aws configure\".",
+              file=sys.stderr)
+        return 253
+    if mode == "garbage":
+        print("<html><body>Service Unavailable</body></html>")
+        return 0
+    if mode == "deep":
+        print("[" * 5000 + "]" * 5000)
+        return 0
+    if mode == "slow":
+        time.sleep(30)
+    recorded = json.loads((Path(os.environ["STANDIN_AWS_RESPONSES"]) / "eks-describe-addon-versions.json").read_text())
+    name, minor = _after(argv, "--addon-name")[0], _after(argv, "--kubernetes-version")[0]
+    addons = []
+    for addon in recorded["addons"]:
+        if addon["addonName"] == name:
+            builds = [b for b in addon["addonVersions"] if any(c["clusterVersion"] == minor for c in b["compatibilities"])]
+            addons.append({**addon, "addonVersions": builds})
+    print(json.dumps({"addons": addons}))
+    return 0
+
+
+def get_parameter(argv: list[str], mode: str) -> int:
+    name = _after(argv, "--name")[0]
+    recorded = json.loads((Path(os.environ["STANDIN_AWS_RESPONSES"]) / "ssm-parameters.json").read_text())
+    if name not in recorded:
+        print("\nAn error occurred (ParameterNotFound) when calling the GetParameter operation: ", file=sys.stderr)
+        return 254
+    print(json.dumps({"Parameter": recorded[name]}))
     return 0
 
 
