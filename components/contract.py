@@ -92,6 +92,11 @@ CAPACITY_RESERVATION_TYPE_LABEL = "karpenter.k8s.aws/capacity-reservation-type"
 CAPACITY_BLOCK_MARKET_TYPE = "capacity-block"
 #: Days before a Capacity Block's end from which the check warns about tiers that depend on it.
 RESERVATION_END_WARNING_DAYS = 14
+#: How long before a Capacity Block's end EKS scales a managed group on it to 0, by a scheduled action named
+#: "Amazon EKS Node Group Capacity Scaledown Before Reservation End" (EKS user guide, "Create a managed node
+#: group with Capacity Blocks for ML": EC2 starts shutting the instances down 30 minutes before the end, so
+#: EKS scales down 40 minutes before it). A managed group's nodes are gone from then on.
+CAPACITY_BLOCK_MANAGED_SCALEDOWN_MINUTES = 40
 
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 _CAPACITY_LABEL_VALUE: dict[str, str] = {spelling: karpenter for eks, karpenter in CAPACITY_TYPES.items() for spelling in (eks, karpenter)}

@@ -24,7 +24,13 @@ from automation.commands._common import (
 from automation.commands._engine import clear_cluster, render_report, render_teardown, run_operation
 from automation.commands.env import add_kubectl_flag, kubectl_factory
 from automation.console import progress_writer, stdout
-from automation.driver.preflight import PreflightNeeds, bedrock_targets, endpoint_check
+from automation.driver.preflight import (
+    CAPACITY_BLOCK,
+    PreflightNeeds,
+    bedrock_targets,
+    capacity_block_upgrades,
+    endpoint_check,
+)
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from automation.errors import translate_errors
 from automation.stacks import read_stack_config
@@ -85,6 +91,8 @@ def _run_operation(args: argparse.Namespace) -> int:
             if args.operation in CHANGES:
                 kubeconfig = _kubeconfig(stack)
                 extra.append(endpoint_check(settings, kubeconfig, args.endpoint_reachable, args.stack))
+            if args.operation == "up":
+                extra.append(_capacity_block_check(stack, settings))
             # Before `up`, each Bedrock fallback is invoked once: a fresh account's first use of a
             # third-party model needs a one-time Marketplace subscription or use-case form.
             fallbacks = bedrock_targets(settings) if args.operation == "up" else ()
@@ -103,6 +111,16 @@ def _run_operation(args: argparse.Namespace) -> int:
             render_teardown(teardown, stdout())
         render_report(report, stdout())
     return exit_codes.OK if report.ok else exit_codes.FAILED
+
+
+def _capacity_block_check(stack: Stack | None, settings):
+    """For a deployed stack with a Capacity Block pool: its groups' version change needs desired size 0."""
+    if stack is None or not any(p.capacity_type == CAPACITY_BLOCK for p in settings.gpu_pools):
+        return None
+    cluster = stack.outputs().get("clusterName")
+    if cluster is None or not isinstance(cluster.value, str):
+        return None
+    return capacity_block_upgrades(cluster.value, settings.region, settings.kubernetes_version)
 
 
 def _kubeconfig(stack: Stack | None):

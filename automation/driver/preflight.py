@@ -140,6 +140,61 @@ def endpoint_check(settings: Any, kubeconfig: Any, asserted: bool, stack: str) -
     return CheckResult(name, True, f"{server.hostname} reachable")
 
 
+#: A managed group's capacity type for a Capacity Block (EKS API ``capacityType``).
+CAPACITY_BLOCK = "CAPACITY_BLOCK"
+
+
+def _eks_json(command: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
+    ok, out = _run(command)
+    if not ok:
+        return None, out
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        return None, f"{' '.join(command[:3])} answered something that is not JSON"
+    return (answer, "") if isinstance(answer, dict) else (None, f"{' '.join(command[:3])} answered no object")
+
+
+def capacity_block_upgrades(cluster: str, region: str | None, version: str) -> CheckResult:
+    """Before ``up``: no Capacity Block managed group would get a Kubernetes version change while its desired
+    size is above 0.
+
+    EKS user guide, "Create a managed node group with Capacity Blocks for ML": "When upgrading managed node
+    groups with Capacity Blocks, make sure that the desired size of the node group is set to 0." The program
+    sets every group's ``version`` to the cluster's, so an ``up`` that moves ``kubernetesVersion`` updates
+    each group. EKS's condition is the group's desired size, not its running nodes: a group whose block has
+    not started yet has launch errors and no node, yet a desired size of 1 (its create request "will honor
+    that" and launch when the block starts), and it is refused all the same. Read from EKS
+    (``list-nodegroups``, ``describe-nodegroup``), which reports the desired size Cluster Autoscaler set."""
+    name = "capacity block upgrades"
+    where = ["--region", region] if region else []
+    listed, error = _eks_json(["aws", "eks", "list-nodegroups", "--cluster-name", cluster, "--output", "json", *where])
+    if listed is None:
+        return CheckResult(name, False, f"cannot list {cluster}'s node groups: {error}"[:300])
+    refused, blocks = [], 0
+    for group in [g for g in listed.get("nodegroups") or [] if isinstance(g, str)]:
+        described, error = _eks_json(["aws", "eks", "describe-nodegroup", "--cluster-name", cluster,
+                                      "--nodegroup-name", group, "--output", "json", *where])
+        if described is None:
+            return CheckResult(name, False, f"cannot describe node group {group[:80]}: {error}"[:300])
+        found = described.get("nodegroup")
+        nodegroup: dict[str, Any] = found if isinstance(found, dict) else {}
+        if nodegroup.get("capacityType") != CAPACITY_BLOCK:
+            continue
+        blocks += 1
+        scaling = nodegroup.get("scalingConfig")
+        current, desired = nodegroup.get("version"), scaling.get("desiredSize") if isinstance(scaling, dict) else None
+        if current != version and not (isinstance(desired, int) and desired == 0):
+            refused.append(f"{group[:80]} runs {str(current)[:10]} at desiredSize {str(desired)[:10]}")
+    if refused:
+        return CheckResult(name, False, (
+            f"kubernetesVersion {version} would update Capacity Block node group(s) {'; '.join(refused)}; EKS updates "
+            "a Capacity Block group's version only at desired size 0: scale the models on it to 0, let Cluster "
+            "Autoscaler empty the group (or aws eks update-nodegroup-config --scaling-config desiredSize=0), then "
+            "run up again"))
+    return CheckResult(name, True, f"{blocks} Capacity Block group(s); none changes version with nodes wanted")
+
+
 def bedrock_targets(settings: Any) -> tuple[tuple[str, str], ...]:
     """The gateway's Bedrock fallbacks as (kind, model id), or none when the stack runs no gateway."""
     serving = getattr(settings, "serving", None)

@@ -9,6 +9,7 @@ Capacity Block that ends soon under a serving tier (docs/reserved-capacity.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 
 from components import contract
 from components.settings._base import NAMESPACE
@@ -18,7 +19,8 @@ from components.settings.root import Settings, support_date
 
 
 def _reservations(settings: Settings) -> Iterator[tuple[str, CapacityReservation, list[str]]]:
-    """Every reservation with its key path and the GPU pools that launch into it."""
+    """Every reservation with its key path and the GPU pools that launch into it (managed groups' key paths
+    start with ``gpuPools``)."""
     for i, pool in enumerate(settings.gpu_pools):
         if pool.reservation is not None:
             yield f"gpuPools[{i}].reservation", pool.reservation, [pool.name]
@@ -43,7 +45,19 @@ def reservation_problems(settings: Settings) -> Iterable[Problem]:
 def reservation_warnings(settings: Settings) -> list[str]:
     """A Capacity Block that ends within ``RESERVATION_END_WARNING_DAYS`` (or has ended) while a serving
     tier's model runs on a pool that launches into it: EC2 reclaims the block's instances at its end
-    (EC2 user guide, "Capacity Blocks for ML"), so that tier loses those nodes."""
+    (EC2 user guide, "Capacity Blocks for ML"), so that tier loses those nodes.
+
+    A managed group loses them earlier: EKS scales it to 0 ``CAPACITY_BLOCK_MANAGED_SCALEDOWN_MINUTES``
+    before the end, so its block is judged from that moment. What follows is Cluster Autoscaler's AWS
+    provider, which knows nothing of a block's window (kubernetes/autoscaler
+    ``cluster-autoscaler/cloudprovider/aws``, no capacity-block handling anywhere): the drained pods are
+    Pending and it raises the group's desired size again while the block still launches; after the end every
+    launch fails, ``createPlaceholdersForDesiredNonStartedInstances`` and ``isNodeGroupAvailable``
+    (``auto_scaling_groups.go``) mark the missing nodes ``placeholder-cannot-be-fulfilled``, ``Nodes()``
+    (``aws_cloud_provider.go``) reports them as ``OutOfResourcesErrorClass``, and the core backs the group
+    off (``--initial-node-group-backoff-duration`` 5m, doubling to ``--max-node-group-backoff-duration``
+    30m, FAQ.md) and retries, for good. The pods never land elsewhere unless another pool matches them, so
+    the warning says to move the models."""
     today = support_date()
     tiers_by_pool: dict[str, list[str]] = {}
     for tier in settings.serving.tiers if settings.serving.enabled else []:
@@ -58,11 +72,21 @@ def reservation_warnings(settings: Settings) -> list[str]:
         tiers = sorted({t for p in pools for t in tiers_by_pool.get(p, [])})
         if not tiers:
             continue
-        days = (reservation.end_date.date() - today).days
+        managed = where.startswith("gpuPools")
+        gone = reservation.end_date - timedelta(minutes=contract.CAPACITY_BLOCK_MANAGED_SCALEDOWN_MINUTES if managed
+                                                else 0)
+        days = (gone.date() - today).days
         if days > contract.RESERVATION_END_WARNING_DAYS:
             continue
         when = f"ended on {reservation.end_text}" if days < 0 else f"ends on {reservation.end_text} (in {days} day(s))"
+        if managed:
+            lose = (f"lose those nodes when EKS scales the group to 0 at {gone.strftime('%Y-%m-%dT%H:%M:%SZ')}, "
+                    f"{contract.CAPACITY_BLOCK_MANAGED_SCALEDOWN_MINUTES} minutes before the end; Cluster Autoscaler "
+                    "does not know the block's window and keeps retrying the group (backing off up to 30 minutes) "
+                    "while the models stay Pending")
+        else:
+            lose = "lose those nodes when EC2 reclaims the block"
         out.append(f"warning: {NAMESPACE}:{where}.endDate: Capacity Block {reservation.id} {when}; tier(s) "
-                   f"{', '.join(tiers)} serve from pool(s) {', '.join(pools)} on it and lose those nodes when EC2 "
-                   "reclaims the block: extend the block, buy a new one, or move the models to another pool")
+                   f"{', '.join(tiers)} serve from pool(s) {', '.join(pools)} on it and {lose}: extend the block, "
+                   "buy a new one, or move the models to another pool")
     return out

@@ -8,6 +8,9 @@
                      the AccessDeniedException Bedrock returns while its Marketplace subscription is missing
   bedrock-no-use-case    Anthropic's use-case form was never submitted: Anthropic models fail
   pricing-denied     pricing get-products fails with AccessDeniedException (no pricing:GetProducts)
+``STANDIN_NODEGROUPS`` is a JSON list of the cluster's managed node groups for ``eks list-nodegroups`` and
+``eks describe-nodegroup``, each ``{"name", "capacityType", "version", "desiredSize"}`` (default: one Spot
+group ``inference`` at 1.34, desired 0), answered in the EKS API's DescribeNodegroup shape.
 Bedrock answers are recorded from the service's documented responses (Converse; InvokeModel writes
 the body to the outfile, the last argument).
 
@@ -71,6 +74,8 @@ def main(argv: list[str]) -> int:
         return describe_addon_versions(argv, mode)
     if argv[:2] == ["ssm", "get-parameter"]:
         return get_parameter(argv, mode)
+    if argv[:2] in (["eks", "list-nodegroups"], ["eks", "describe-nodegroup"]):
+        return nodegroups(argv)
     if argv[:2] == ["kms", "describe-key"]:
         if mode == "no-key":
             print("\nAn error occurred (NotFoundException) when calling the DescribeKey operation: Alias "
@@ -116,6 +121,27 @@ def bedrock(argv: list[str], mode: str) -> int:
     with open(argv[-1], "w") as out:
         out.write(json.dumps({"embedding": [0.01, -0.02, 0.03], "inputTextTokenCount": 1}))
     print(json.dumps({"contentType": "application/json"}))
+    return 0
+
+
+def nodegroups(argv: list[str]) -> int:
+    groups = json.loads(os.environ.get("STANDIN_NODEGROUPS") or json.dumps(
+        [{"name": "inference", "capacityType": "SPOT", "version": "1.34", "desiredSize": 0}]))
+    cluster = _after(argv, "--cluster-name")[0]
+    if argv[1] == "list-nodegroups":
+        print(json.dumps({"nodegroups": [g["name"] for g in groups]}))
+        return 0
+    name = _after(argv, "--nodegroup-name")[0]
+    group = next((g for g in groups if g["name"] == name), None)
+    if group is None:
+        print(f"\nAn error occurred (ResourceNotFoundException) when calling the DescribeNodegroup operation: "
+              f"No node group found for name: {name}.", file=sys.stderr)
+        return 254
+    print(json.dumps({"nodegroup": {
+        "nodegroupName": name, "clusterName": cluster, "version": group["version"], "status": "ACTIVE",
+        "capacityType": group["capacityType"],
+        "scalingConfig": {"minSize": 0, "maxSize": max(1, group["desiredSize"]), "desiredSize": group["desiredSize"]},
+    }}))
     return 0
 
 

@@ -273,3 +273,29 @@ def test_a_tag_term_holds_one_to_twenty_tags():
     [(loc, msg)] = messages(Karpenter, data)
     assert loc == ("nodeClasses", 0, "capacityReservationTags", 0)
     assert "a tag term holds 1-20 tags (Karpenter's CRD), got 21" in msg
+
+
+def test_a_managed_block_is_over_when_eks_scales_its_group_down(monkeypatch):
+    """Textbook: a block ending 2026-12-20T00:30Z serves through that day. EKS scales a managed group on it to
+    0 forty minutes before the end (EKS user guide, capacity-blocks-mng), 2026-12-19T23:50Z: on the 20th its
+    nodes are gone and Cluster Autoscaler only retries the group."""
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-20")
+    config = with_changes(capacity_block_copy(), {"gpuPools__1__reservation__endDate": "2026-12-20T00:30:00Z"})
+    [warning] = reservation_warnings(parse_settings(config_strings(config)))
+    assert warning == (
+        "warning: llm-platform:gpuPools[1].reservation.endDate: Capacity Block cr-0123456789abcdef0 ended on "
+        "2026-12-20T00:30:00Z; tier(s) batch serve from pool(s) reserved-h100 on it and lose those nodes when EKS "
+        "scales the group to 0 at 2026-12-19T23:50:00Z, 40 minutes before the end; Cluster Autoscaler does not know "
+        "the block's window and keeps retrying the group (backing off up to 30 minutes) while the models stay "
+        "Pending: extend the block, buy a new one, or move the models to another pool")
+
+
+def test_a_karpenter_block_is_judged_at_its_end(monkeypatch):
+    """Karpenter drains capacity-block nodes on EC2's interruption warning, not on EKS's group scale-down."""
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-20")
+    block = {**ODCR, "id": "cr-0aaaabbbbccccdddd", "type": "capacity-block", "endDate": "2026-12-20T00:30:00Z"}
+    config = with_changes(karpenter_reserved_copy(), {"karpenter__nodeClasses__0__capacityReservations": [block]})
+    [warning] = reservation_warnings(parse_settings(config_strings(config)))
+    assert "Capacity Block cr-0aaaabbbbccccdddd ends on 2026-12-20T00:30:00Z (in 0 day(s))" in warning
+    assert warning.endswith("lose those nodes when EC2 reclaims the block: extend the block, buy a new one, or move "
+                            "the models to another pool")
