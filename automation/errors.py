@@ -155,6 +155,9 @@ OUTCOMES: dict[str, Outcome] = {
     "automation.driver.environments.EnvRequestError": Outcome(exit_codes.USAGE),
     "automation.images.pins.VersionsFileError": Outcome(exit_codes.USAGE),
     "automation.outdated.pins.VersionsFileError": Outcome(exit_codes.USAGE),
+    # The program refused its input before creating anything (a setting that only the run can judge, such
+    # as a reservation's zone against the zones the stack's subnets are in); its message names the key.
+    "pulumi.errors.RunError": Outcome(exit_codes.USAGE),
     # It ran and failed.
     "automation.offline.pack.findings.PolicyPackError": Outcome(exit_codes.FAILED, _line("the policy pack failed: ")),
     "automation.driver.postdeploy.KubectlError": Outcome(exit_codes.FAILED),

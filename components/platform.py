@@ -76,7 +76,7 @@ class Platform(pulumi.ComponentResource):
         on_cluster = pulumi.ResourceOptions(
             parent=self, providers=[aws_provider, cluster.provider], depends_on=[self.system_pool]
         )
-        self._node_provisioning(settings, cluster, tags, on_aws, on_cluster)
+        self._node_provisioning(settings, network, cluster, tags, on_aws, on_cluster)
         observability = self._observability(settings, tags, on_cluster)
         self._gpu_software(settings, observability, on_cluster)
         self.endpoints: dict[str, str] = {}
@@ -178,7 +178,7 @@ class Platform(pulumi.ComponentResource):
         ]
 
     def _node_provisioning(
-        self, settings: Settings, cluster: Cluster, tags: dict[str, str], on_aws: pulumi.ResourceOptions,
+        self, settings: Settings, network: Network, cluster: Cluster, tags: dict[str, str], on_aws: pulumi.ResourceOptions,
         on_cluster: pulumi.ResourceOptions,
     ) -> None:
         """Who adds nodes: Karpenter and its NodePools, EKS Auto Mode NodePools, Cluster Autoscaler for
@@ -208,6 +208,7 @@ class Platform(pulumi.ComponentResource):
                     node_classes=settings.karpenter.node_classes,
                     node_role=self.karpenter.node_role_name,
                     gpu_software=software,
+                    availability_zones=network.availability_zones,
                     tags=tags,
                 ),
                 opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[self.karpenter])),

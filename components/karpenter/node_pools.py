@@ -25,6 +25,7 @@ from components.specs.node_pools import (
     ec2_node_class_manifest,
     node_class_reservations,
     node_pool_manifest,
+    reservation_subnets,
 )
 
 
@@ -34,7 +35,9 @@ class KarpenterNodePoolsArgs:
 
     ``node_type`` is ``karpenter`` (pools on this stack's EC2NodeClasses, ``node_classes`` required)
     or ``auto-mode`` (pools on EKS Auto Mode's built-in NodeClass, ``node_classes`` must be empty).
-    ``gpu_software`` decides the GPU Operator operand labels the nodes carry.
+    ``gpu_software`` decides the GPU Operator operand labels the nodes carry. ``availability_zones``
+    are the zones of the stack's subnets (the Network component's): a node class's reservation in
+    another zone is refused, as Karpenter launches only into the subnets its selector terms find.
     """
 
     cluster_name: str
@@ -43,11 +46,24 @@ class KarpenterNodePoolsArgs:
     gpu_software: Provider
     node_classes: list[KarpenterNodeClass] = field(default_factory=list)
     node_role: pulumi.Input[str] | None = None
+    availability_zones: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
 
 
 def _node_class_manifest(node_class: KarpenterNodeClass, cluster_name: str, tags: dict[str, str], node_role: str) -> dict[str, Any]:
     return ec2_node_class_manifest(node_class, cluster_name=cluster_name, node_role=node_role, tags=tags)
+
+
+def _refuse_reservations_outside(node_class: KarpenterNodeClass, zones: list[str]) -> None:
+    """Refuse, before any resource, a reservation in a zone where the stack has no subnet: Karpenter
+    launches only into the subnets its ``subnetSelectorTerms`` find, so such a reservation is never used
+    (the same rule the managed groups apply, ``reservation_subnets``)."""
+    for reservation in node_class.capacity_reservations if zones else []:
+        try:
+            reservation_subnets(zones, zones, reservation)
+        except ValueError as error:
+            raise pulumi.RunError(f"llm-platform:karpenter.nodeClasses[{node_class.name}].capacityReservations"
+                                  f"[{reservation.id}].availabilityZone: {error}") from None
 
 
 class KarpenterNodePools(pulumi.ComponentResource):
@@ -61,6 +77,7 @@ class KarpenterNodePools(pulumi.ComponentResource):
         auto_mode = args.node_type == "auto-mode"
         classes: dict[str, k8s.apiextensions.CustomResource] = {}
         for node_class in args.node_classes:
+            _refuse_reservations_outside(node_class, args.availability_zones)
             manifest = pulumi.Output.from_input(args.node_role).apply(
                 functools.partial(_node_class_manifest, node_class, args.cluster_name, args.tags)
             )

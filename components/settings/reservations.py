@@ -17,9 +17,11 @@ from components import contract
 from components.settings._base import AWS_REGIONS, _check_known_types, _Model, keyed
 from policies.capacity.cost import Reservation
 
-#: EC2 capacity reservation ids: ``cr-`` and lowercase hex (17 digits today). Karpenter's EC2NodeClass
-#: CRD (1.14.1, ``capacityReservationSelectorTerms[].id``) accepts ``^cr-[0-9a-z]+$``; this is that pattern.
-RESERVATION_ID_RE = re.compile(r"^cr-[0-9a-z]+$")
+#: EC2 capacity reservation ids: ``cr-`` and 17 lowercase hexadecimal digits (EC2 API reference,
+#: ``CapacityReservation.CapacityReservationId``; reservations came after EC2's move to 17-digit ids).
+#: Karpenter's EC2NodeClass CRD (1.14.1, ``capacityReservationSelectorTerms[].id``) is looser
+#: (``^cr-[0-9a-z]+$``) and would take an id no reservation has, which then selects nothing.
+RESERVATION_ID_RE = re.compile(r"^cr-[0-9a-f]{17}$")
 #: An Availability Zone name: its region's name and one letter (``us-east-1a``). Zone ids (``use1-az1``)
 #: are account-independent but EC2 reports a reservation's ``AvailabilityZone`` by name.
 _ZONE_RE = re.compile(r"^([a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d)([a-z])$")
@@ -48,7 +50,7 @@ class CapacityReservation(_Model):
     def _id(cls, value: str) -> str:
         if not RESERVATION_ID_RE.match(value):
             raise ValueError(f"{value[:40]!r} is not a capacity reservation id such as cr-0123456789abcdef0 "
-                             "(cr- and lowercase letters or digits)")
+                             "(cr- and 17 lowercase hexadecimal digits, as EC2 writes them)")
         return value
 
     @field_validator("availability_zone")
@@ -69,6 +71,10 @@ class CapacityReservation(_Model):
     @field_validator("end_date", mode="before")
     @classmethod
     def _utc(cls, value: Any) -> Any:
+        if not isinstance(value, (str, datetime)) and value is not None:
+            # pydantic would read a number as Unix seconds: 1767225600 is a date nobody wrote.
+            raise ValueError(f"{str(value)[:40]!r} is not an ISO 8601 date-time such as 2026-12-01T11:30:00Z "
+                             "(a number is not read as a date)")
         if isinstance(value, str):
             try:
                 parsed = datetime.fromisoformat(value)

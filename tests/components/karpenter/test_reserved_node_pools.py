@@ -106,3 +106,25 @@ def test_wrong_reservation_settings_exit_2_naming_the_key(tmp_path, make, change
     assert header == "error: stack 'dev' has 1 invalid setting(s):"
     assert line.strip().startswith(f"{key}: ")
     assert "Traceback" not in done.stderr and not (tmp_path / "out" / "plan.json").exists()
+
+
+@pytest.mark.parametrize(
+    "make, changes, key",
+    [
+        (capacity_block_copy, {"gpuPools__1__reservation__availabilityZone": "us-east-1f"},
+         "llm-platform:gpuPools[reserved-h100].reservation.availabilityZone"),
+        (karpenter_reserved_copy, {"karpenter__nodeClasses__0__capacityReservations__0__availabilityZone": "us-east-1f"},
+         "llm-platform:karpenter.nodeClasses[gpu].capacityReservations[cr-0fedcba9876543210].availabilityZone"),
+    ],
+    ids=["managed-group", "karpenter-node-class"],
+)
+def test_a_reservation_in_a_zone_without_a_subnet_exits_2_naming_the_key(tmp_path, make, changes, key):
+    """The stack's subnets are in its first azCount (3) zones, us-east-1a to 1c under the check; a
+    reservation in us-east-1f is never launched into, on either path (managed group or Karpenter)."""
+    done = _check(with_changes(make(), changes), tmp_path)
+    assert done.returncode == exit_codes.USAGE, done.stdout[-2000:] + done.stderr
+    assert done.stderr.strip() == (
+        f"error: {key}: reservation {'cr-0123456789abcdef0' if 'gpuPools' in key else 'cr-0fedcba9876543210'} is in "
+        "us-east-1f, where the stack has no subnet (its zones: us-east-1a, us-east-1b, us-east-1c); raise "
+        "network.azCount or use a reservation in one of those zones")
+    assert not (tmp_path / "out" / "plan.json").exists()

@@ -46,11 +46,25 @@ def test_a_capacity_block_and_an_odcr_are_accepted():
     assert (block.region, block.end_text) == ("us-east-1", "2026-12-20T11:30:00Z")
 
 
-@pytest.mark.parametrize("rid", ["cr-0123456789ABCDEF0", "cr_0123", "0123456789abcdef0", "cr-", "ri-0123abc"])
+@pytest.mark.parametrize("rid", ["cr-0123456789ABCDEF0", "cr_0123", "0123456789abcdef0", "cr-", "ri-0123abc",
+                                 "cr-zzzzzzzzzzzzzzzzz", "cr-0123456789abcdef", "cr-0123456789abcdef00"])
 def test_a_malformed_reservation_id_is_refused(rid):
     assert messages(CapacityReservation, {**BLOCK, "id": rid}) == [
         (("id",), f"Value error, {rid!r} is not a capacity reservation id such as cr-0123456789abcdef0 (cr- and "
-                  "lowercase letters or digits)")]
+                  "17 lowercase hexadecimal digits, as EC2 writes them)")]
+
+
+def test_an_absurdly_long_reservation_id_is_refused_and_shown_cut():
+    [(loc, msg)] = messages(CapacityReservation, {**BLOCK, "id": "cr-" + "0" * 5000})
+    assert loc == ("id",) and msg == (f"Value error, {'cr-' + '0' * 37!r} is not a capacity reservation id such as "
+                                      "cr-0123456789abcdef0 (cr- and 17 lowercase hexadecimal digits, as EC2 writes them)")
+
+
+@pytest.mark.parametrize("end", [1797766200, 1797766200.5, True])
+def test_an_end_date_written_as_a_number_is_refused_not_read_as_unix_seconds(end):
+    [(loc, msg)] = messages(CapacityReservation, {**BLOCK, "endDate": end})
+    assert loc == ("endDate",) and msg == (f"Value error, {str(end)!r} is not an ISO 8601 date-time such as "
+                                           "2026-12-01T11:30:00Z (a number is not read as a date)")
 
 
 @pytest.mark.parametrize("zone", ["us-east-1", "use1-az1", "us-nowhere-9a", "us-east-1ab"])
@@ -299,3 +313,77 @@ def test_a_karpenter_block_is_judged_at_its_end(monkeypatch):
     assert "Capacity Block cr-0aaaabbbbccccdddd ends on 2026-12-20T00:30:00Z (in 0 day(s))" in warning
     assert warning.endswith("lose those nodes when EC2 reclaims the block: extend the block, buy a new one, or move "
                             "the models to another pool")
+
+
+# --- one reservation, counted once; a block that has ended ------------------------------------------
+
+
+def test_one_reservation_declared_on_two_pools_is_refused_at_the_second():
+    config = capacity_block_copy()
+    second = {**copy.deepcopy(BLOCK_POOL), "name": "reserved-h100-b"}
+    config = with_changes(config, {"gpuPools": config["llm-platform:gpuPools"] + [second]})
+    found = [(k, r) for k, r in problems(config) if k.endswith(".id")]
+    assert found == [("llm-platform:gpuPools[2].reservation.id",
+                      "is declared again (first at llm-platform:gpuPools[1].reservation): its instances would be "
+                      "counted twice against the stack's capacity; declare each reservation once, on the one pool "
+                      "or node class that launches into it")]
+
+
+def test_one_reservation_declared_with_two_different_types_names_what_differs():
+    config = karpenter_reserved_copy()
+    pool = copy.deepcopy(BLOCK_POOL)
+    pool["reservation"]["id"] = "cr-0fedcba9876543210"  # the Karpenter class's ODCR, declared here as a block
+    config = with_changes(config, {"gpuPools": config["llm-platform:gpuPools"] + [pool],
+                                   "gpuBudget": {"maxGpus": 64, "monthlyBudgetUsd": 200000}})
+    found = [(k, r) for k, r in problems(config) if k.endswith(".id")]
+    assert found == [("llm-platform:karpenter.nodeClasses[0].capacityReservations[0].id",
+                      "is declared again (first at llm-platform:gpuPools[1].reservation, with another type, "
+                      "availabilityZone, instanceType, instanceCount, endDate): its instances would be counted twice "
+                      "against the stack's capacity; declare each reservation once, on the one pool or node class "
+                      "that launches into it")]
+
+
+def test_an_ended_block_under_a_model_that_keeps_replicas_is_refused(monkeypatch):
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-21")
+    config = with_changes(capacity_block_copy(), {"serving__tiers__1__models__0__replicas": {"min": 1, "max": 4}})
+    found = [(k, r) for k, r in problems(config) if k.endswith("endDate")]
+    assert found == [("llm-platform:gpuPools[1].reservation.endDate",
+                      "Capacity Block cr-0123456789abcdef0 has ended; model(s) qwen2-5-7b-instruct keep replicas on "
+                      "pool(s) reserved-h100, which EC2 no longer gives instances from this block: buy a new block "
+                      "(its id and endDate), or move the models to another pool")]
+    # The same block a day before it ends: a warning, no problem.
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-19")
+    assert [k for k, _ in problems(config) if k.endswith("endDate")] == []
+
+
+def test_an_ended_block_under_a_scale_to_zero_model_is_warned_not_refused(monkeypatch):
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-21")
+    settings = parse_settings(config_strings(capacity_block_copy()))  # batch: min 0
+    [warning] = reservation_warnings(settings)
+    assert warning.startswith("warning: llm-platform:gpuPools[1].reservation.endDate: Capacity Block "
+                              "cr-0123456789abcdef0 ended on 2026-12-20T11:30:00Z; tier(s) batch serve from pool(s) "
+                              "reserved-h100")
+
+
+def test_an_ended_block_under_a_pool_nothing_serves_from_is_warned(monkeypatch):
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-21")
+    config = with_changes(capacity_block_copy(), {"serving__tiers__1__models__0__pool": "gpu-inference"})
+    assert reservation_warnings(parse_settings(config_strings(config))) == [
+        "warning: llm-platform:gpuPools[1].reservation.endDate: Capacity Block cr-0123456789abcdef0 ended on "
+        "2026-12-20T11:30:00Z; pool(s) reserved-h100 launch(es) into it and get no instances from it any more: "
+        "remove the reservation, or replace it with a current block"]
+
+
+def test_a_reserved_only_node_pool_whose_only_block_ended_is_refused(monkeypatch):
+    monkeypatch.setenv("LLM_PLATFORM_TODAY", "2026-12-21")
+    block = {**ODCR, "id": "cr-0aaaabbbbccccdddd", "type": "capacity-block", "endDate": "2026-12-20T11:30:00Z"}
+    config = with_changes(karpenter_reserved_copy(), {"karpenter__nodeClasses__0__capacityReservations": [block],
+                                                      "karpenter__nodePools__0__capacityTypes": ["reserved"]})
+    found = [(k, r) for k, r in problems(config) if k == "llm-platform:karpenter.nodePools[0].capacityTypes"]
+    assert found == [("llm-platform:karpenter.nodePools[0].capacityTypes",
+                      "only reserved, and every reservation of node class 'gpu' (cr-0aaaabbbbccccdddd) is a Capacity "
+                      "Block that has ended: the NodePool can launch nothing; add spot or on-demand, or select a "
+                      "current reservation")]
+    # With spot and on-demand beside reserved it still launches: no problem.
+    config = with_changes(config, {"karpenter__nodePools__0__capacityTypes": ["reserved", "spot", "on-demand"]})
+    assert [k for k, _ in problems(config) if k.startswith("llm-platform:karpenter.nodePools")] == []
