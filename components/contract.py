@@ -122,6 +122,11 @@ NO_SURGE_ROLLOUT: dict[str, object] = {"type": "RollingUpdate", "rollingUpdate":
 #: pool's ceiling holds the model at max replicas plus one; ``noSurge`` only where it cannot and
 #: ``replicas.min`` is 0 or at least 2. The program (settings check) and the pack judge both through one simulation
 #: (``policies/capacity/simulate.py``), the settings on the strategy this table gives.
+#: How the gateway reaches a tier's models: ``service`` (the model's Service, replicas picked at random by
+#: kube-proxy) or ``prefix-aware`` (an Endpoint Picker per model: components/specs/routing.py).
+Routing = Literal["service", "prefix-aware"]
+SERVICE_ROUTING, PREFIX_AWARE_ROUTING = get_args(Routing)
+
 Rollout = Literal["surge", "noSurge"]
 ROLLOUTS: dict[Rollout, dict[str, object]] = dict(zip(get_args(Rollout), (SURGE_ROLLOUT, NO_SURGE_ROLLOUT), strict=True))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pulumi
 import pulumi_aws as aws
 
@@ -28,12 +30,15 @@ from components.observability.prometheus import Observability, ObservabilityArgs
 from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.serving.gateway import Gateway, GatewayArgs
 from components.serving.image_prepull import ImagePrepull, ImagePrepullArgs
+from components.serving.routing import RoutingCrds
 from components.serving.tier import ServingTier, ServingTierArgs
 from components.settings import Settings, SettingsError, parse_settings, settings_warnings
+from components.settings.cluster import service_cidr
 from components.specs.capacity import model_pools
 from components.specs.gateway import Route
 from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
+from components.specs.routing import PICKER_SELECTOR_KEY, PROXY_PORT, picker_replicas
 from components.specs.serving import prepull_pools
 
 TYPE = "llm-platform:index:Platform"
@@ -333,6 +338,9 @@ class Platform(pulumi.ComponentResource):
         hosting = prepull_pools(serving.tiers, {name: facts.purpose for name, facts in pools.items()})
         if hosting:
             ImagePrepull("image-prepull", ImagePrepullArgs(image=str(versions.VLLM_IMAGE), pools=hosting), opts=on_cluster)
+        routed = any(tier.routing == contract.PREFIX_AWARE_ROUTING for tier in serving.tiers)
+        crds = RoutingCrds("routing-crds", opts=on_cluster) if routed else None
+        api_server_ip = str(ipaddress.ip_network(service_cidr(settings.network.vpc_cidr))[1])
         for tier in serving.tiers:
             served = ServingTier(
                 f"tier-{tier.name}",
@@ -345,6 +353,9 @@ class Platform(pulumi.ComponentResource):
                     tags=tags,
                     model_pools={m.name: pool for m, pool in starts.values() if m in tier.models},
                     region=settings.region,
+                    routing_crds=crds,
+                    picker_replicas=picker_replicas(settings.production),
+                    api_server_ip=api_server_ip,
                 ),
                 opts=after_platform,
             )
@@ -367,6 +378,8 @@ class Platform(pulumi.ComponentResource):
                     timeout_seconds=serving.gateway.timeout_seconds,
                     num_retries=serving.gateway.num_retries,
                     tags=tags,
+                    picker_key=PICKER_SELECTOR_KEY if routed else None,
+                    proxy_port=PROXY_PORT,
                 ),
                 opts=after_platform,
             )

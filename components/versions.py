@@ -326,3 +326,47 @@ GRAFANA_SIDECAR_IMAGE = Image(repository="quay.io/kiwigrid/k8s-sidecar", tag="2.
 #: 1.14.1 into charts/karpenter/values.yaml (c88abbbad "Stable Release updates Release v1.14.1": sha256:445baefa...,
 #: a later docs commit: sha256:72313094...), so neither is taken without a registry to ask.
 KARPENTER_CONTROLLER_IMAGE = Image(repository="public.ecr.aws/karpenter/controller", tag="1.14.1")
+
+
+# --- Prefix-aware routing: the Endpoint Picker, its proxy, and the CRDs their objects use ---------
+#: llm-d-router's standalone chart (the Endpoint Picker with its own Envoy, no Gateway controller), as
+#: ``hack/push-chart.sh`` publishes a release tag: version and appVersion ``v0.10.0`` (with the ``v``).
+LLM_D_ROUTER_STANDALONE = HelmChart(chart="llm-d-router-standalone", version="v0.10.0", repository="oci://ghcr.io/llm-d/charts")
+#: The chart's release-stamped picker image (values ``router.epp.image``); distroless, user 65532 (its
+#: Dockerfile.epp). Tag only: no public source pins its digest.
+ENDPOINT_PICKER_IMAGE = Image(repository="ghcr.io/llm-d/llm-d-router-endpoint-picker", tag="v0.10.0")
+#: The chart's Envoy preset image (``router.proxy.presets.envoy.image``), set explicitly.
+ENVOY_PROXY_IMAGE = Image(repository="docker.io/envoyproxy/envoy", tag="distroless-v1.33.2")
+
+
+@dataclass(frozen=True)
+class ReleaseManifest:
+    """A YAML file a GitHub release attaches as an asset (CRDs that ship as manifests, not charts):
+    ``name`` is the project, ``repository`` its ``owner/name`` on GitHub, ``tag`` the release."""
+
+    name: str
+    repository: str
+    tag: str
+    file: str
+
+    @property
+    def url(self) -> str:
+        """Where the program reads it: the release's own download address, fixed by the tag."""
+        return f"https://github.com/{self.repository}/releases/download/{self.tag}/{self.file}"
+
+    @property
+    def folder(self) -> str:
+        """The folder holding the same bytes in ``../shared/manifests`` (its README): ``<name>-<tag>``."""
+        return f"{self.name}-{self.tag}"
+
+
+#: Gateway API standard channel: HTTPRoute and Gateway, with the ``safe-upgrades`` admission policy.
+GATEWAY_API_CRDS = ReleaseManifest("gateway-api", "kubernetes-sigs/gateway-api", "v1.6.1", "standard-install.yaml")
+#: InferencePool (``inference.networking.k8s.io/v1``): the pool each picker serves.
+INFERENCE_POOL_CRDS = ReleaseManifest(
+    "gateway-api-inference-extension", "kubernetes-sigs/gateway-api-inference-extension", "v1.6.0", "v1-manifests.yaml"
+)
+#: InferenceObjective and InferenceModelRewrite (``llm-d.ai/v1alpha2``), which the picker reads if present.
+LLM_D_ROUTER_CRDS = ReleaseManifest("llm-d-router-crds", "llm-d/llm-d-router", "v0.10.0", "manifests.yaml")
+#: In the order they are applied (all before any picker chart).
+ROUTING_CRDS = (GATEWAY_API_CRDS, INFERENCE_POOL_CRDS, LLM_D_ROUTER_CRDS)

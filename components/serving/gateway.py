@@ -119,6 +119,10 @@ class GatewayArgs:
     timeout_seconds: int = 60
     num_retries: int = 1
     tags: dict[str, str] = field(default_factory=dict)
+    #: With prefix-aware routing somewhere: the pickers' pod label key and Envoy port, so the gateway's
+    #: egress admits the picker Services (``network_policy.gateway_policies``). None: no picker.
+    picker_key: str | None = None
+    proxy_port: int | None = None
 
 
 class Gateway(pulumi.ComponentResource):
@@ -154,7 +158,8 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-isolation",
             NetworkIsolationArgs(
                 namespace=NAMESPACE,
-                policies=gateway_policies(POD_LABELS, PORT, model_server.POD_LABELS, model_server.PORT),
+                policies=gateway_policies(POD_LABELS, PORT, model_server.POD_LABELS, model_server.PORT,
+                                          picker_key=args.picker_key, proxy_port=args.proxy_port),
                 labels=LABELS,
             ),
             opts=child,

@@ -9,7 +9,13 @@ gets a default deny (ingress and egress), DNS to CoreDNS, and only the flows its
   Hub for Hub sources).
 * gateway: ingress from in-cluster pods on its port (its clients, Prometheus too; its Service is
   ClusterIP, so nothing outside the cluster has a path to it); egress to the model servers of every
-  tier, the Pod Identity agent and public HTTPS (Bedrock).
+  tier, the Pod Identity agent and public HTTPS (Bedrock); with prefix-aware routing, also to the
+  pickers' Envoy port.
+* prefix-aware tiers (:func:`picker_policies`): the gateway reaches the pickers' Envoy; the pickers
+  reach the model pods on the vLLM port (Envoy forwards to the pod the picker chose, by pod IP, and
+  the picker scrapes each pod's ``/metrics`` there) and the Kubernetes API (the picker watches its
+  pool's pods and InferencePool). Envoy reaches the picker over loopback, inside the pod: no
+  NetworkPolicy applies there.
 
 The gateway calls each model through its Service's ClusterIP. EKS's policy engine does not see the
 backend pod there: the eBPF probe on the gateway pod's veth sees the ClusterIP before DNAT, and
@@ -117,14 +123,59 @@ def serving_policies(
     }
 
 
+def _has(key: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "Exists"}]}
+
+
+#: Serving-tier namespaces, as the gateway's egress peers name them.
+TIER_NAMESPACES = _has(TIER_LABEL)
+
+
+def picker_policies(
+    picker_key: str, proxy_port: int, model_pods: dict[str, str], model_port: int, gateway_namespace: str,
+    gateway_pods: dict[str, str], api_server_ip: str,
+) -> dict[str, dict[str, Any]]:
+    """A prefix-aware tier's extra policies by name. Pickers are the pods carrying ``picker_key`` (the
+    chart's selector label, one value per picker); ``api_server_ip`` is the ``kubernetes`` Service's
+    ClusterIP, which is what the engine sees leaving the picker's veth (before DNAT), so the API's
+    egress is that address, not the control plane's ENIs."""
+    pickers = _has(picker_key)
+    return {
+        "allow-gateway-to-pickers": {
+            "podSelector": pickers,
+            "policyTypes": ["Ingress"],
+            "ingress": [{
+                "from": [{"namespaceSelector": _namespace(gateway_namespace), "podSelector": {"matchLabels": gateway_pods}}],
+                "ports": _tcp(proxy_port),
+            }],
+        },
+        "allow-pickers-to-models": {
+            "podSelector": {"matchLabels": model_pods},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": pickers}], "ports": _tcp(model_port)}],
+        },
+        "allow-picker-egress": {
+            "podSelector": pickers,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"podSelector": {"matchLabels": model_pods}}], "ports": _tcp(model_port)},
+                {"to": [{"ipBlock": {"cidr": f"{api_server_ip}/32"}}], "ports": _tcp(443)},
+            ],
+        },
+    }
+
+
 def gateway_policies(
-    gateway_pods: dict[str, str], port: int, model_pods: dict[str, str], model_port: int
+    gateway_pods: dict[str, str], port: int, model_pods: dict[str, str], model_port: int,
+    picker_key: str | None = None, proxy_port: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The gateway's policies by name: clients in the cluster in, models and AWS out.
 
     ``model_pods`` must be a subset of every model Service's selector (the engine's ClusterIP rule,
-    see the module's docstring), not only of the model pods' labels."""
-    return {
+    see the module's docstring), not only of the model pods' labels. ``picker_key`` (with prefix-aware
+    routing) admits the picker Services' Envoy port: their selector is ``{picker_key: <picker>}``, which
+    an ``Exists`` requirement on that key matches as the engine evaluates it."""
+    policies = {
         "default-deny": default_deny(),
         "allow-dns": allow_dns(),
         "allow-clients": {
@@ -154,6 +205,14 @@ def gateway_policies(
         },
         "allow-aws-apis": allow_aws_apis(gateway_pods),
     }
+    if picker_key is not None and proxy_port is not None:
+        policies["allow-pickers"] = {
+            "podSelector": {"matchLabels": gateway_pods},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"namespaceSelector": TIER_NAMESPACES, "podSelector": _has(picker_key)}],
+                        "ports": _tcp(proxy_port)}],
+        }
+    return policies
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ import pulumi_kubernetes as k8s
 
 from components import contract
 from components.serving.model_server import ModelServer, ModelServerArgs
-from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, serving_policies
+from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, picker_policies, serving_policies
+from components.serving.routing import EndpointPicker, EndpointPickerArgs
 from components.settings import PoolFacts
 from components.settings import ServingTier as TierSettings
-from components.specs import gateway, observability
+from components.specs import gateway, observability, routing
 from components.specs import serving as model_server
 from components.specs.serving import ModelPool, namespace_name, priority_class_name, quota_spec
 
@@ -46,14 +47,21 @@ class ServingTierArgs:
     model_pools: dict[str, ModelPool] = field(default_factory=dict)
     #: The stack's region (streamed models' S3 clients address it).
     region: str | None = None
+    #: With ``routing: prefix-aware``: the CRDs the pickers' objects need (created first), the pickers'
+    #: replicas, and the ``kubernetes`` Service's ClusterIP (the pickers' egress to the API).
+    routing_crds: pulumi.Resource | None = None
+    picker_replicas: int = 1
+    api_server_ip: str = ""
 
 
 class ServingTier(pulumi.ComponentResource):
     """Namespace (Pod Security ``restricted``), default-deny NetworkPolicies, PriorityClass,
     ResourceQuota (GPUs, CPU, memory), LimitRange, the tier's model API key and one
-    :class:`ModelServer` per model."""
+    :class:`ModelServer` per model; with ``routing: prefix-aware``, one :class:`EndpointPicker` per
+    model too."""
 
     namespace: str
+    #: Where the gateway sends each model's requests: its Service, or its picker when routed.
     endpoints: dict[str, str]
     #: The key every model of the tier requires on ``/v1`` (a Pulumi secret); the gateway holds it.
     api_key: pulumi.Output[str]
@@ -113,19 +121,22 @@ class ServingTier(pulumi.ComponentResource):
                 string_data={"token": pulumi.Output.secret(args.hf_token)},
                 opts=in_namespace,
             )
+        routed = tier.routing == contract.PREFIX_AWARE_ROUTING
+        policies = serving_policies(
+            model_pods=model_server.POD_LABELS,
+            port=model_server.PORT,
+            gateway_namespace=gateway.NAMESPACE,
+            gateway_pods=gateway.POD_LABELS,
+            monitoring_namespace=observability.NAMESPACE,
+        )
+        if routed:
+            policies.update(picker_policies(
+                routing.PICKER_SELECTOR_KEY, routing.PROXY_PORT, model_server.POD_LABELS, model_server.PORT,
+                gateway.NAMESPACE, gateway.POD_LABELS, args.api_server_ip,
+            ))
         NetworkIsolation(
             f"{name}-isolation",
-            NetworkIsolationArgs(
-                namespace=ns_name,
-                policies=serving_policies(
-                    model_pods=model_server.POD_LABELS,
-                    port=model_server.PORT,
-                    gateway_namespace=gateway.NAMESPACE,
-                    gateway_pods=gateway.POD_LABELS,
-                    monitoring_namespace=observability.NAMESPACE,
-                ),
-                labels=labels,
-            ),
+            NetworkIsolationArgs(namespace=ns_name, policies=policies, labels=labels),
             opts=in_namespace,
         )
         import pulumi_random as random  # only stacks that serve models load the random provider's SDK
@@ -166,5 +177,13 @@ class ServingTier(pulumi.ComponentResource):
                 opts=in_namespace,
             )
             self.endpoints[model.name] = server.service_url
+            if routed:
+                picker = EndpointPicker(
+                    f"{name}-{model.name}-picker",
+                    EndpointPickerArgs(model=model.name, namespace=ns_name, replicas=args.picker_replicas),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[namespace, *([args.routing_crds] if args.routing_crds else [])]),
+                )
+                self.endpoints[model.name] = picker.url
         self.namespace = ns_name
         self.register_outputs({"namespace": self.namespace, "endpoints": self.endpoints})

@@ -304,6 +304,14 @@ class ServingTier(_Model):
     #: The longest a model of the tier may take from its first request to its first token when it needs a
     #: new node (policies/capacity/cold_start.py predicts it; docs/cold-start.md). None: not judged.
     cold_start_budget_seconds: int | None = Field(default=None, ge=30, le=7200)
+    routing: contract.Routing = Field(
+        default=contract.SERVICE_ROUTING,
+        description="How the gateway reaches the tier's models. `service` (default): the model's Service, which "
+        "spreads requests over replicas at random. `prefix-aware`: one InferencePool and Endpoint Picker per model "
+        "(llm-d-router, standalone with its own Envoy) that sends each request to the replica already holding its "
+        "prompt prefix in KV cache (docs/prefix-aware-routing.md); the pickers run on the system pool and count "
+        "against the tier's quota.",
+    )
     models: list[ServedModel] = Field(default_factory=list)
 
     _name = field_validator("name")(lambda v: _dns_name(v))

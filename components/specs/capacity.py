@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import policies.capacity.kinds as kinds
 from components import contract, versions
-from components.specs import gateway, serving
+from components.specs import gateway, routing, serving
 from components.specs.gpu_software import (
     dcgm_exporter_values,
     device_plugin_values,
@@ -142,6 +142,14 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
                 "spec": serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL),
             }))
             keys.workloads[f"Deployment {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
+            if tier.routing == contract.PREFIX_AWARE_ROUTING:
+                chart = versions.LLM_D_ROUTER_STANDALONE
+                out.append(_resource(kinds.HELM_CHART_V4, f"{model.name}-picker", {
+                    "name": model.name, "namespace": namespace, "chart": chart.ref, "version": chart.version,
+                    "values": routing.picker_values(model.name, replicas=routing.picker_replicas(settings.production)),
+                }))
+                keys.workloads[f"Deployment {namespace}/{routing.picker_name(model.name)}"] = (
+                    f"serving.tiers[{tier.name}].routing", tier)
     hosting = serving.prepull_pools(settings.serving.tiers, {name: facts.purpose for name, facts in pools.items()})
     if hosting:
         out.append(_resource(kinds.DAEMONSET, "image-prepull",

@@ -215,9 +215,54 @@ def addon_daemonset(addon: str) -> DaemonSet | None:
     return None if entry is None else _render(entry, {}, f"EKS add-on {addon}")
 
 
+# --- Deployments a chart renders (workloads the simulation places and the tier quotas count) ------
+#: llm-d-router's charts (standalone and gateway share the routerlib subchart): the Endpoint Picker
+#: Deployment ``<release, cut at 40>-epp`` with ``router.epp.replicas`` (1), its ``router.epp.resources``
+#: (requests 8 CPU / 8Gi), ``affinity`` and ``tolerations`` (none); in the standalone chart the Envoy proxy
+#: runs in the same pod (``router.proxy.mode: sidecar``, ``proxy.enabled: true``, requests 4 CPU / 8Gi) or,
+#: with ``mode: service``, as its own Deployment ``<release>-proxy`` of ``router.proxy.replicas`` (2), with
+#: no placement values. llm-d/llm-d-router v0.10.0 config/charts/routerlib/values.yaml and templates
+#: ``_deployment.yaml``, ``_proxy-deployment.yaml``; config/charts/llm-d-router-standalone/values.yaml.
+LLM_D_ROUTER_CHARTS = {("llm-d-router-standalone", "v0.10.0"): True, ("llm-d-router-gateway", "v0.10.0"): False}
+_EPP_REQUESTS = {"requests": {"cpu": "8", "memory": "8Gi"}, "limits": {"memory": "16Gi"}}
+_PROXY_REQUESTS = {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"memory": "16Gi"}}
+
+
+def _container(name: str, resources: Any) -> dict[str, Any]:
+    return {"name": name, "resources": resources if isinstance(resources, dict) else {}}
+
+
+def release_deployments(chart: str, version: str, values: dict[str, Any] | None, *, release: str,
+                        namespace: str) -> list[dict[str, Any]] | None:
+    """The Deployments a release of ``chart`` renders at ``values``, as objects (``metadata``, ``spec`` with
+    ``replicas`` and the pod template's containers' resources and placement), so they are placed and
+    counted like the stack's own; ``None`` when the chart version is not in the table."""
+    standalone = LLM_D_ROUTER_CHARTS.get((chart, str(version)))
+    if standalone is None:
+        return None
+    values = values or {}
+    base = release.lower().strip()[:40]
+    epp = _get(values, "router.epp") or {}
+    proxy = _get(values, "router.proxy") or {}
+    sidecar = standalone and proxy.get("enabled", True) is True and str(proxy.get("mode") or "sidecar") == "sidecar"
+    containers = [_container("epp", epp.get("resources", _EPP_REQUESTS))]
+    if sidecar:
+        containers.insert(0, _container("proxy", proxy.get("resources", _PROXY_REQUESTS)))
+    pod: dict[str, Any] = {"containers": containers, "tolerations": epp.get("tolerations") or []}
+    if isinstance(epp.get("affinity"), dict) and epp["affinity"]:
+        pod["affinity"] = epp["affinity"]
+    out = [{"metadata": {"name": f"{base}-epp", "namespace": namespace},
+            "spec": {"replicas": epp.get("replicas", 1), "strategy": {"type": "Recreate"}, "template": {"spec": pod}}}]
+    if standalone and proxy.get("enabled", True) is True and str(proxy.get("mode")) == "service":
+        out.append({"metadata": {"name": f"{base}-proxy", "namespace": namespace},
+                    "spec": {"replicas": proxy.get("replicas", 2),
+                             "template": {"spec": {"containers": [_container("proxy", proxy.get("resources", _PROXY_REQUESTS))]}}}})
+    return out
+
+
 def known_charts() -> list[str]:
     return sorted(f"{c} {v}" for c, v in CHART_DAEMONSETS)
 
 
 __all__ = ["CHART_DAEMONSETS", "ADDON_DAEMONSETS", "DEFAULT_ADDONS", "release_daemonsets", "addon_daemonset",
-           "Resources"]
+           "release_deployments", "Resources"]

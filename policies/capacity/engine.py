@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 from . import bounded_json
-from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets
+from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets, release_deployments
 from .cost import RESERVATION_KEY, Reservation, parse_reservations
 from .instances import Instance, InstanceCatalog, load_instances
 from .kinds import (
@@ -410,7 +411,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             key = (str(_get(props, "metadata", "namespace") or "default"), str(ref.get("kind") or "Deployment"), str(ref.get("name")))
             scalers[key] = props.get("spec") or {}
     out = []
-    for r in resources:
+    for r in [*resources, *_chart_workloads(resources)]:
         if r.type not in WORKLOADS:
             continue
         kind, path = WORKLOADS[r.type]
@@ -449,6 +450,25 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
             priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,
         ))
+    return out
+
+
+def _chart_workloads(resources: list[Any]) -> list[Any]:
+    """The Deployments Helm releases render (``charts.release_deployments``), as resources of the stack;
+    a release whose name or namespace is unknown is left out (the same as a chart the table lacks)."""
+    out = []
+    for r in resources:
+        if r.type not in HELM_TYPES:
+            continue
+        props = _props(r)
+        release, namespace = props.get("name"), props.get("namespace")
+        if not isinstance(release, str) or not isinstance(namespace, str):
+            continue
+        values = props.get("values") if isinstance(props.get("values"), dict) else {}
+        for deployment in release_deployments(_chart_name(props), str(props.get("version") or ""), values,
+                                              release=release, namespace=namespace) or []:
+            out.append(SimpleNamespace(type=DEPLOYMENT, name=deployment["metadata"]["name"], parent=r.urn,
+                                       urn=f"{r.urn}/{deployment['metadata']['name']}", props=deployment))
     return out
 
 

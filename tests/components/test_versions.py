@@ -7,8 +7,9 @@ import re
 from components import versions
 
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
-#: Image tags are releases as their projects name them: GDRCopy's are two-part (``v2.6``).
-EXACT_IMAGE_TAG = re.compile(r"^v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?$")
+#: Image tags are releases as their projects name them: GDRCopy's are two-part (``v2.6``), Envoy's
+#: distroless build names its variant first (``distroless-v1.33.2``).
+EXACT_IMAGE_TAG = re.compile(r"^([a-z]+-)?v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?$")
 PINNED_CHARTS = {
     (c.chart, c.version, c.repository)
     for c in vars(versions).values()

@@ -380,6 +380,28 @@ def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, 
     return schemas
 
 
+#: The CRDs that ship as release manifests, beside the clone (``../shared/manifests``, its README).
+SHARED_MANIFESTS = SHARED_CHARTS.parent / "manifests"
+
+
+def crd_schemas_of(text: str | bytes) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """``(group, version, kind) -> openAPIV3Schema`` of every served version of the CRDs in a YAML stream."""
+    schemas: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for doc in yaml.load_all(text, Loader=_CrdLoader):  # noqa: S506 - safe loader
+        if not doc or doc.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = doc["spec"]
+        for version in spec["versions"]:
+            if version.get("served", True) and "schema" in version:
+                schemas[(spec["group"], version["name"], spec["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def manifest_path(manifest: Any) -> Path:
+    """The local copy of a pinned release manifest (``versions.ReleaseManifest``)."""
+    return SHARED_MANIFESTS / manifest.folder / manifest.file
+
+
 def _closed(schema: Any) -> Any:
     """The CRD schema with unknown fields refused: the API server would prune them silently (a
     setting that is quietly lost), so a strict check treats them as errors."""
