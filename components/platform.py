@@ -121,6 +121,8 @@ class Platform(pulumi.ComponentResource):
                 break_glass_role_arn=settings.endpoint.break_glass_role_arn,
                 control_plane_logs=settings.control_plane_logs,
                 kms_deletion_window_days=settings.kms_deletion_window_days,
+                support_type=settings.upgrade_policy.support_type,
+                deletion_protection=settings.cluster_deletion_protection,
                 auto_mode=settings.auto_mode.enabled,
                 remote_node_networks=hybrid.remote_node_networks if hybrid.enabled else [],
                 remote_pod_networks=hybrid.remote_pod_networks if hybrid.enabled else [],

@@ -46,6 +46,8 @@ class ClusterArgs:
     remote_pod_networks: list[str] = field(default_factory=list)
     break_glass_role_arn: str | None = None
     irsa: bool = False
+    support_type: str = "STANDARD"
+    deletion_protection: bool = False
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -128,6 +130,8 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=key.arn,
             create_oidc_provider=args.irsa,
             enabled_cluster_log_types=args.control_plane_logs,
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=args.support_type),
+            deletion_protection=args.deletion_protection,
             auto_mode=(
                 eks.AutoModeOptionsArgs(
                     enabled=True, compute_config=eks.ClusterComputeConfigArgs(node_pools=["system"])

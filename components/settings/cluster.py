@@ -55,6 +55,19 @@ class Endpoint(_Model):
         return self.public_access and "0.0.0.0/0" in self.public_access_cidrs
 
 
+class UpgradePolicy(_Model):
+    """What EKS does when the cluster's Kubernetes minor leaves standard support (EKS user guide,
+    "Cluster upgrade policy"). ``STANDARD``: EKS upgrades the control plane to the next minor at the
+    end of standard support. ``EXTENDED``: the cluster stays on its minor, and every cluster hour
+    bills extended support (6x the standard price) with no notice. EKS's own default is EXTENDED."""
+
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        description="STANDARD (default in every environment: no extended-support bill; the settings already refuse "
+        "a minor past standard support) or EXTENDED (stay on the minor, billed per cluster hour).",
+    )
+
+
 class Network(_Model):
     """VPC layout: private node subnets (/prefix+3) and public subnets carved from the last block."""
 

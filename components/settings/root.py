@@ -16,7 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from components import versions
 from components.settings._base import NAMESPACE, _Model, check_region, keyed, partition_of, repeated
-from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network
+from components.settings.cluster import Endpoint, GpuSoftware, HybridNodes, Network, UpgradePolicy
 from components.settings.gpu_budget import GpuBudget
 from components.settings.karpenter import AutoMode, Karpenter, KarpenterNodePool
 from components.settings.managed_pools import GpuPool, SystemPool
@@ -41,6 +41,16 @@ class Settings(_Model):
     admin_role_arns: list[str] = Field(default_factory=list)
     control_plane_logs: list[str] = Field(default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES))
     kms_deletion_window_days: int = Field(default=30, ge=7, le=30)
+    upgrade_policy: UpgradePolicy = Field(
+        default_factory=UpgradePolicy,
+        description="The cluster's EKS upgrade policy: supportType STANDARD (default) or EXTENDED.",
+    )
+    deletion_protection: bool | None = Field(
+        default=None,
+        description="EKS deletion protection on the cluster: DeleteCluster fails until it is turned off. Default "
+        "by environment: true when production is true, false otherwise (ephemeral environments and test stacks "
+        "must be destroyable). To tear down a production stack, set false, run up, then destroy.",
+    )
     system_pool: SystemPool
     gpu_pools: list[GpuPool] = Field(default_factory=list, max_length=10)
     gpu_software: GpuSoftware = Field(default_factory=GpuSoftware)
@@ -160,6 +170,11 @@ class Settings(_Model):
             )
             for pool in pools
         }
+
+    @property
+    def cluster_deletion_protection(self) -> bool:
+        """``deletionProtection`` as set, else the environment's default (on in production)."""
+        return self.production if self.deletion_protection is None else self.deletion_protection
 
     @property
     def cluster_name(self) -> str:

@@ -110,3 +110,26 @@ def test_kubernetes_provider_uses_cluster_kubeconfig(dev_plan):
     (provider,) = dev_plan.of_type("pulumi:providers:kubernetes")
     assert '"current-context": "llm-platform-dev"' in provider.inputs["kubeconfig"]
     assert provider.inputs["enableServerSideApply"] == "true"
+
+
+# --- upgrade policy and deletion protection, by environment -----------------------------------------
+
+
+def test_prod_cluster_stays_in_standard_support_and_cannot_be_deleted(prod_plan):
+    inputs = eks_cluster(prod_plan).inputs
+    assert inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+    assert inputs["deletionProtection"] is True
+
+
+def test_dev_cluster_stays_in_standard_support_and_can_be_destroyed(dev_plan):
+    """Environments copied from dev and test stacks are destroyed by the driver: no protection there."""
+    inputs = eks_cluster(dev_plan).inputs
+    assert inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+    assert inputs["deletionProtection"] is False
+
+
+def test_upgrade_policy_and_deletion_protection_as_set():
+    inputs = eks_cluster(plan_with("dev", upgradePolicy={"supportType": "EXTENDED"}, deletionProtection=True)).inputs
+    assert inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
+    assert inputs["deletionProtection"] is True
+    assert eks_cluster(plan_with("prod", deletionProtection=False)).inputs["deletionProtection"] is False

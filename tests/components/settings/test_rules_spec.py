@@ -137,3 +137,10 @@ def test_a_cold_start_budget_on_a_later_tier_judges_its_models_past_a_tier_witho
     (problem,) = problems_at(DEV, "serving.tiers[batch].models[qwen2-5-7b-instruct]", **batch_budget)
     assert "is above serving.tiers[batch].coldStartBudgetSeconds 400" in problem
     assert problems_at(DEV, "serving.tiers[interactive].models[llama-3-1-8b-instruct]", **batch_budget) == []
+
+
+def test_an_unknown_support_type_names_the_key():
+    assert problems_at(PROD, "upgradePolicy.supportType", upgradePolicy={"supportType": "standard"}) == [
+        "llm-platform:upgradePolicy.supportType: got \"standard\": Input should be 'STANDARD' or 'EXTENDED'"]
+    assert problems_at(PROD, "deletionProtection", deletionProtection="yes please") == [
+        'llm-platform:deletionProtection: got "yes please": Input should be a valid boolean, unable to interpret input']
