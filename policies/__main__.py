@@ -29,6 +29,7 @@ from checks import (
     gpu_taints,
     gpu_workloads,
     karpenter,
+    keep_awake,
     pinning,
     reservations,
     scheduling,
@@ -65,5 +66,6 @@ PolicyPack(
         *dra.POLICIES,
         *capacity_simulation.POLICIES,
         *cold_start.POLICIES,
+        *keep_awake.POLICIES,
     ],
 )

@@ -100,7 +100,7 @@ class ModelServer(pulumi.ComponentResource):
             api_version="keda.sh/v1alpha1",
             kind="ScaledObject",
             metadata=metadata,
-            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url),
+            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url, args.pool),
             # Not after the Deployment: depending on it would wait out the Deployment's whole await
             # (up to the cold-start budget), and the tier would sit at one replica instead of its
             # minimum while the first one loads. The Deployment object itself is created at once (only

@@ -274,6 +274,12 @@ class TierScaling(_Model):
     gateway_requests_per_second: float = Field(default=2, gt=0, le=100_000)
     cooldown_seconds: int = Field(default=300, ge=30, le=86400)
     polling_seconds: int = Field(default=15, ge=5, le=300)
+    #: Seconds (60..86400, default 300) a model at ``replicas.min`` 0 that one request woke serves, at least,
+    #: after its predicted cold start before KEDA may scale it back to zero. KEDA counts its cooldown from
+    #: the last poll that saw demand, not from readiness, so the model's ScaledObject gets a
+    #: ``cooldownPeriod`` of its cold start plus this window less the demand window, when that is longer
+    #: than ``cooldownSeconds`` (policies/capacity/keep_awake.py; docs/cold-start.md).
+    serving_window_seconds: int = Field(default=300, ge=60, le=86400)
 
 
 class TierQuota(_Model):

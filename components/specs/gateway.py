@@ -28,7 +28,12 @@ SCRAPE_SELECTOR = f'namespace="{NAMESPACE}",service="{NAME}"'
 METRICS_SECRET = f"{NAME}-metrics"
 
 
-def demand_query(model: str, window_seconds: int = 120) -> str:
+#: How long one request stays in the demand signal (:func:`demand_query`'s window): a model's wake-up trigger
+#: reads it above zero for this long, and KEDA's cooldown counts from the last poll that does.
+DEMAND_WINDOW_SECONDS = 120
+
+
+def demand_query(model: str, window_seconds: int = DEMAND_WINDOW_SECONDS) -> str:
     """Requests per second the gateway received for ``model`` over the window, fallbacks included.
 
     ``rate()`` needs two samples of a series, and the gateway's counter for a model appears only

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import contract, versions
-from components.specs.gateway import demand_query
+from components.specs.gateway import DEMAND_WINDOW_SECONDS, demand_query
 from policies.capacity.cold_start import (
     COLD,
     DOWNLOAD,
@@ -36,6 +36,7 @@ from policies.capacity.cold_start import (
 )
 from policies.capacity.engine import MODEL_ANNOTATION as MODEL_ARCHITECTURE_ANNOTATION
 from policies.capacity.instances import Instance
+from policies.capacity.keep_awake import cooldown_for
 
 if TYPE_CHECKING:
     from components.settings.serving import ServedModel, TierQuota, TierScaling
@@ -283,8 +284,24 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
     return result
 
 
-def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> dict[str, Any]:
-    """ScaledObject spec: bounds from the model, pace from the tier.
+def keep_awake_cooldown(model: ServedModel, scaling: TierScaling, pool: ModelPool | None) -> int:
+    """The model's ``cooldownPeriod``: the tier's ``cooldownSeconds``, or, for a model at ``replicas.min``
+    0, longer if that is what it takes for a model one request woke to serve ``servingWindowSeconds``
+    after its predicted cold start. KEDA counts the cooldown from the last poll that saw the request
+    (``LastActiveTime``), not from the replica's readiness, and deletes a replica that is still starting
+    (policies/capacity/keep_awake.py gives the rule and its source). The cold start is
+    :func:`model_start` on ``pool``; without a pool, the planning bound of one that provisions nodes."""
+    if model.replicas.min > 0:
+        return scaling.cooldown_seconds
+    cold = model_start(model, pool).seconds if pool is not None else float(cold_start_bound(model, None).total)
+    needed = cooldown_for(DEMAND_WINDOW_SECONDS, scaling.polling_seconds, cold, scaling.serving_window_seconds)
+    return max(scaling.cooldown_seconds, needed)
+
+
+def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str,
+                       pool: ModelPool | None = None) -> dict[str, Any]:
+    """ScaledObject spec: bounds from the model, pace from the tier, and the cooldown that keeps a woken
+    model until it has served (:func:`keep_awake_cooldown`; ``pool`` is where it starts).
 
     ``cooldownPeriod`` only governs the step to zero; above the minimum the HPA's scale-down
     stabilization window (the tier's cooldown) keeps replicas through short lulls. When Prometheus
@@ -295,7 +312,7 @@ def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling,
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
         "minReplicaCount": model.replicas.min,
         "maxReplicaCount": model.replicas.max,
-        "cooldownPeriod": scaling.cooldown_seconds,
+        "cooldownPeriod": keep_awake_cooldown(model, scaling, pool),
         "pollingInterval": scaling.polling_seconds,
         "fallback": {
             "failureThreshold": FALLBACK_FAILURE_THRESHOLD,

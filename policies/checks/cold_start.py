@@ -71,7 +71,7 @@ def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, f
 UNDER_PROBE = ("load", "compile", "readiness")
 
 
-def _starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]:
+def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]:
     """Every model Deployment's cold start, with its name and its server's startup probe."""
     simulated = stack_simulation(stack)
     if simulated is None:
@@ -133,7 +133,7 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
         yield str(error), None
         return
     try:
-        starts = list(_starts(stack))  # none while the stack's deciding fields are unknown
+        starts = list(model_cold_starts(stack))  # none while the stack's deciding fields are unknown
     except KeyError as error:  # an image without a size: the table must learn it first
         if budgets:
             yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None

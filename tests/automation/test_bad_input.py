@@ -124,6 +124,7 @@ RANGES: dict[tuple[str, ...], tuple[float | None, float | None]] = {
     ('serving', 'tiers', 'scaling', 'gatewayRequestsPerSecond'): (0, 100_000),
     ('serving', 'tiers', 'scaling', 'kvCacheUsage'): (0, 1),
     ('serving', 'tiers', 'scaling', 'pollingSeconds'): (5, 300),
+    ('serving', 'tiers', 'scaling', 'servingWindowSeconds'): (60, 86_400),
     ('serving', 'tiers', 'scaling', 'ttftP95Seconds'): (0, 600),
     ('serving', 'tiers', 'scaling', 'waitingRequests'): (0, 10_000),
     ('systemPool', 'diskSizeGib'): (20, 1000),

@@ -7,7 +7,8 @@ from the emitted ScaledObject, used where the autoscalers themselves cannot run:
   does not set ``ignoreNullValues`` (then an empty answer reads 0);
 - at 0 replicas KEDA activates (to ``max(min, 1)``) when any trigger is above its
   ``activationThreshold``; it returns to 0 (only when ``minReplicaCount`` is 0) once no trigger has
-  been active for ``cooldownPeriod``;
+  been active for longer than ``cooldownPeriod``, counted from the last active poll and not from the
+  replica's readiness (``policies/capacity/keep_awake.py`` cites KEDA's source);
 - above zero the HPA takes the largest recommendation over the triggers: ``ceil(value / threshold)``
   for ``AverageValue``, ``ceil(current * value / threshold)`` for ``Value``, clamped to
   [max(min, 1), max]; for both kinds a usage ratio within the HPA's 10% tolerance of 1 keeps the
@@ -157,7 +158,9 @@ class Autoscaler:
                 self.last_scale_up = at
             return self.replicas
         cooldown = float(self.spec.get("cooldownPeriod", 300))
-        if self.minimum == 0 and not active and (self.last_active is None or at - self.last_active >= cooldown):
+        # KEDA scales to zero once LastActiveTime + cooldownPeriod is before now (strictly), whether or not
+        # the replica is ready (kedacore/keda pkg/scaling/executor/scale_scaledobjects.go, scaleToZeroOrIdle).
+        if self.minimum == 0 and not active and (self.last_active is None or at - self.last_active > cooldown):
             self.replicas = 0
             self.recommendations.clear()
             return 0

@@ -92,6 +92,7 @@ BOUNDS = [
     (TierScaling, "gatewayRequestsPerSecond", 0, None, True),
     (TierScaling, "cooldownSeconds", 30, 86_400, False),
     (TierScaling, "pollingSeconds", 5, 300, False),
+    (TierScaling, "servingWindowSeconds", 60, 86_400, False),
     (Settings, "kmsDeletionWindowDays", 7, 30, False),
     (Settings, "gpuHoursMonthlyBudget", 1, 10_000_000, False),
 ]
@@ -147,6 +148,7 @@ DEFAULTS = [
     (TierScaling, "gatewayRequestsPerSecond", 2),
     (TierScaling, "cooldownSeconds", 300),
     (TierScaling, "pollingSeconds", 15),
+    (TierScaling, "servingWindowSeconds", 300),
     (Settings, "kmsDeletionWindowDays", 30),
     (Settings, "gpuHoursMonthlyBudget", None),
 ]
