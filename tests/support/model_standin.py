@@ -26,10 +26,12 @@ class Call:
 
 @dataclass
 class Behaviour:
-    """``status`` other than 200 answers every request with that status; ``delay`` seconds first."""
+    """``status`` other than 200 answers every request with that status; ``delay`` seconds first. ``text``:
+    the failing answer's body as plain text (what an Envoy immediate response carries) instead of JSON."""
 
     status: int = 200
     delay: float = 0.0
+    text: str | None = None
 
 
 @dataclass
@@ -91,6 +93,14 @@ class ModelStandIn:
                 behaviour = stand_in.behaviour
                 if behaviour.delay:
                     time.sleep(behaviour.delay)
+                if behaviour.status != 200 and behaviour.text is not None:
+                    data = behaviour.text.encode()
+                    self.send_response(behaviour.status)
+                    self.send_header("content-type", "text/plain")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if behaviour.status != 200:
                     self._reply(behaviour.status, {"error": {"message": f"{stand_in.name} unavailable", "code": behaviour.status}})
                     return
