@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -55,11 +55,32 @@ _LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9
 _LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
+def _numeric(annotation: Any) -> bool:
+    """Whether a field's annotation is a number (``int``, ``float``, or one of them or ``None``)."""
+    if annotation in (int, float):
+        return True
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    return bool(args) and all(a in (int, float) for a in args) and type(None) in getattr(annotation, "__args__", ())
+
+
 class _Model(BaseModel):
+    """Every settings model: camelCase keys, unknown keys refused, values frozen, no inf or NaN, and no
+    boolean where a number goes (pydantic's lax mode reads ``true`` as 1; a number written as text,
+    ``"900"``, is read as the number, as the policy pack's ``config_number`` reads it too)."""
+
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, str_strip_whitespace=True,
         allow_inf_nan=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and _numeric(field.annotation):
+                raise ValueError(f"{str(value).lower()} is a boolean; this setting is a number")
+        return value
 
 
 def _check_labels(labels: dict[str, str]) -> dict[str, str]:

@@ -19,7 +19,6 @@ longer than that window to load, compile and answer is restarted before it is ev
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +26,7 @@ from capacity import bounded_json
 from capacity.cold_start import GP3_BASELINE, root_volume_mibps, server_container, start, weight_loading
 from capacity.model import Workload
 from lib.kit import MANDATORY, Stack, stack_policy
-from lib.stack_config import NAMESPACE, StackConfigError, stack_config
+from lib.stack_config import NAMESPACE, StackConfigError, config_number, stack_config
 
 from checks.capacity_simulation import stack_simulation
 
@@ -55,8 +54,8 @@ def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, f
     for index, tier in enumerate(tiers if isinstance(tiers, list) else []):
         if not isinstance(tier, dict) or tier.get(BUDGET_FIELD) is None:
             continue
-        budget = tier[BUDGET_FIELD]
-        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf:
+        budget = config_number(tier[BUDGET_FIELD], integer=True)
+        if budget is None or budget <= 0:
             raise StackConfigError(f"{SERVING_KEY}.tiers[{index}].{BUDGET_FIELD} must be a number of seconds > 0 "
                                    "(the stack's configuration)")
         name = str(tier.get("name") or f"tiers[{index}]")

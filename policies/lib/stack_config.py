@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,6 +63,35 @@ def stack_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return config
 
 
+#: An integer as text the way the program's settings read it (pydantic's lax mode): optional sign,
+#: digits with single underscores between them, and an optional fraction of zeros (``"16"``, ``" 16 "``,
+#: ``"1_000"``, ``"16.0"``).
+_INTEGER_TEXT = re.compile(r"^[+-]?\d(?:_?\d)*(?:\.0*)?$")
+
+
+def config_number(value: Any, *, integer: bool = False) -> int | float | None:
+    """A number from the stack's configuration, taken as the program's settings take it (pydantic's lax
+    mode), so the pack never refuses what the settings accepted: a JSON number, or its text (a value
+    quoted in the stack file arrives as a JSON string, ``"900"``); an integer field takes a float or
+    text only when it is whole. ``None`` for anything else: a boolean (``true`` is not 1), text that is
+    not a number, a non-finite value."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if integer:
+            return int(text.split(".", 1)[0]) if _INTEGER_TEXT.match(text) else None
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return (int(value) if value.is_integer() else None) if integer else value
+    return None
+
+
 def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
     """The stack's ``gpuBudget``, ``None`` when its configuration has none.
 
@@ -79,9 +109,9 @@ def gpu_budget(environ: Mapping[str, str] | None = None) -> GpuBudget | None:
     if not isinstance(value, dict):
         raise StackConfigError(f"{GPU_BUDGET_KEY} must be an object with maxGpus and monthlyBudgetUsd")
     numbers = {}
-    for field in ("maxGpus", "monthlyBudgetUsd"):
-        number = value.get(field)
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < math.inf:
+    for field, integer in (("maxGpus", True), ("monthlyBudgetUsd", False)):
+        number = config_number(value.get(field), integer=integer)
+        if number is None or number < 0:
             raise StackConfigError(f"{GPU_BUDGET_KEY}.{field} must be a number >= 0 (the stack's configuration)")
         numbers[field] = number
     return GpuBudget(numbers["maxGpus"], numbers["monthlyBudgetUsd"])

@@ -230,3 +230,23 @@ def test_the_readiness_step_is_one_of_the_probes_own_periods(pack):
     one(pack.stack_messages(_probe(karpenter_stack("llama-70b-free"), periodSeconds=30, failureThreshold=5), POLICY),
         "needs about 171 s from its server's start to ready (load 51 s, compile 90 s, readiness 30 s)",
         "its startupProbe allows 150 s (initialDelaySeconds 0 + periodSeconds 30 x failureThreshold 5)")
+
+
+@pytest.mark.parametrize("quoted, judged", [("7200", False), (" 30 ", True), ("30.0", True)])
+def test_a_quoted_budget_is_read_as_the_settings_read_it(quoted, judged):
+    """``coldStartBudgetSeconds: "30"`` in the stack file reaches the pack as a JSON string; the settings read
+    it as 30 seconds (pydantic's lax mode), and so does the pack, instead of calling it not a number."""
+    serving = {"tiers": [{"name": "quoted", "coldStartBudgetSeconds": quoted, "models": [{"name": "m"}]}]}
+    for pack in _pack(serving):
+        messages = pack.stack_messages(karpenter_stack("m"), POLICY)
+        if judged:
+            one(messages, "m (tier quoted) starts cold in", "above its tier's coldStartBudgetSeconds of 30")
+        else:
+            assert messages == []
+
+
+def test_a_boolean_budget_is_not_a_number():
+    serving = {"tiers": [{"name": "interactive", "coldStartBudgetSeconds": True, "models": [{"name": "m"}]}]}
+    for pack in _pack(serving):
+        one(pack.stack_messages(karpenter_stack("m"), POLICY),
+            "llm-platform:serving.tiers[0].coldStartBudgetSeconds must be a number of seconds > 0")
