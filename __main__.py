@@ -9,3 +9,5 @@ platform = Platform("llm-platform", stack_settings())
 pulumi.export("clusterName", platform.cluster_name)
 pulumi.export("kubeconfig", platform.kubeconfig)
 pulumi.export("nodeRoleArns", platform.node_role_arns)
+if platform.gateway_role_arn is not None:  # the role preflight and verify simulate Bedrock calls as
+    pulumi.export("gatewayRoleArn", platform.gateway_role_arn)

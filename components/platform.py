@@ -86,6 +86,8 @@ class Platform(pulumi.ComponentResource):
         self._gpu_software(settings, observability, on_cluster)
         self.endpoints: dict[str, str] = {}
         self.gateway_url: str | None = None
+        #: The gateway's Bedrock role (exported for preflight and ``verify``); None without fallbacks.
+        self.gateway_role_arn: pulumi.Output[str] | None = None
         if settings.serving.enabled:
             assert observability is not None  # _observability installs Prometheus whenever serving is enabled
             self._serving(settings, settings.cluster_name, on_cluster, observability, tags)
@@ -316,6 +318,7 @@ class Platform(pulumi.ComponentResource):
                 "node_role_arns": self.node_role_arns,
                 "endpoints": self.endpoints,
                 "gateway_url": self.gateway_url,
+                "gateway_role_arn": self.gateway_role_arn,
             }
         )
 
@@ -386,6 +389,7 @@ class Platform(pulumi.ComponentResource):
                 opts=after_platform,
             )
             self.gateway_url = gateway.url
+            self.gateway_role_arn = gateway.bedrock_role_arn
 
 
 def stack_settings() -> Settings:

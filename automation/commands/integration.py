@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,9 @@ def _run_verify(args: argparse.Namespace) -> int:
         preflight(PreflightNeeds(kubectl=args.kubectl, region=settings.region), backend, command,
                   [endpoint_check(settings, kubeconfig.value, args.endpoint_reachable, args.stack)])
         with kubeconfig_file(kubeconfig.value) as path:  # GPU pools checked: those with a Ready node now
-            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan_checks(settings), poller)
+            role = stack.outputs().get("gatewayRoleArn")
+            plan = replace(plan_checks(settings), gateway_role_arn=role.value if role is not None else None)
+            checks = run_checks(KubectlCli(path, binary=args.kubectl), plan, poller)
     if args.output == "json":
         print(json.dumps({"stack": args.stack, "result": "passed" if checks_passed(checks) else "failed",
                           "checks": [c.to_json() for c in checks]}, indent=2))

@@ -30,6 +30,7 @@ from automation.driver.preflight import (
     bedrock_targets,
     capacity_block_upgrades,
     endpoint_check,
+    gateway_role_checks,
 )
 from automation.driver.workspace import Project, isolated_workspace, pulumi_command, resolve_backend
 from automation.errors import translate_errors
@@ -93,6 +94,7 @@ def _run_operation(args: argparse.Namespace) -> int:
                 extra.append(endpoint_check(settings, kubeconfig, args.endpoint_reachable, args.stack))
             if args.operation == "up":
                 extra.append(_capacity_block_check(stack, settings))
+                extra.extend(_gateway_role_checks(stack, settings))
             # Before `up`, each Bedrock fallback is invoked once: a fresh account's first use of a
             # third-party model needs a one-time Marketplace subscription or use-case form.
             fallbacks = bedrock_targets(settings) if args.operation == "up" else ()
@@ -121,6 +123,21 @@ def _capacity_block_check(stack: Stack | None, settings):
     if cluster is None or not isinstance(cluster.value, str):
         return None
     return capacity_block_upgrades(cluster.value, settings.region, settings.kubernetes_version)
+
+
+def _gateway_role_checks(stack: Stack | None, settings) -> list:
+    """For a deployed stack with Bedrock fallbacks: its gateway role, with the inline policy this ``up`` sets,
+    may invoke each fallback (a first ``up`` has no role yet; ``verify`` checks it after)."""
+    targets = bedrock_targets(settings)
+    role = stack.outputs().get("gatewayRoleArn") if stack is not None and targets else None
+    if role is None or not isinstance(role.value, str):
+        return []
+    from components.serving.gateway import bedrock_invoke_policy
+
+    parts = role.value.split(":")
+    region = settings.serving.gateway.bedrock_region
+    policy = bedrock_invoke_policy(parts[1], region, parts[4], [m for _, m in targets]) if len(parts) > 4 else None
+    return gateway_role_checks(role.value, targets, region, extra_policy=policy)
 
 
 def _kubeconfig(stack: Stack | None):

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from automation.driver.preflight import bedrock_checks, bedrock_targets
+from automation.driver.preflight import bedrock_checks, bedrock_targets, gateway_role_checks
 from automation.driver.results import CheckResult
 from components import contract, versions
 from policies.capacity import bounded_json
@@ -415,6 +415,9 @@ class CheckPlan:
     #: The gateway's Bedrock fallbacks, (kind, model id), each invoked once, and their region.
     bedrock: tuple[tuple[str, str], ...] = ()
     bedrock_region: str | None = None
+    #: The gateway's Pod Identity role (the stack's ``gatewayRoleArn`` output): each fallback is also
+    #: simulated as that role, which is who calls Bedrock when a model fails.
+    gateway_role_arn: str | None = None
 
 
 def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
@@ -532,13 +535,15 @@ def gateway_checks(kubectl: Kubectl, plan: CheckPlan) -> list[CheckResult]:
 
 def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) -> list[CheckResult]:
     """The cluster's checks (:func:`cluster_checks`), then each of the gateway's Bedrock fallbacks
-    invoked once, whatever the cluster's state (a fallback that is not enabled fails when it is needed)."""
+    invoked once and simulated as the gateway's role, whatever the cluster's state (a fallback that is not
+    enabled, or that the role may not call, fails when it is needed)."""
     if isinstance(plan, GpuTarget):
         plan = CheckPlan(gpu_software_target("device-plugin"), {plan.pool: plan.purpose}, wait_for=plan)
     results = cluster_checks(kubectl, plan, poller)
     if plan.bedrock:
-
         results.extend(bedrock_checks(plan.bedrock, plan.bedrock_region))
+        if plan.gateway_role_arn:
+            results.extend(gateway_role_checks(plan.gateway_role_arn, plan.bedrock, plan.bedrock_region))
     return results
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -265,6 +266,56 @@ def bedrock_model_invocable(kind: str, model_id: str, region: str | None) -> Che
 def bedrock_checks(targets: Sequence[tuple[str, str]], region: str | None) -> list[CheckResult]:
     """Each of the gateway's Bedrock fallbacks invoked once (see the module's docstring)."""
     return [bedrock_model_invocable(kind, model_id, region) for kind, model_id in targets]
+
+
+_ROLE_ARN = re.compile(r"^arn:(aws[a-z-]*):iam::(\d{12}):role/[\w+=,.@/-]{1,512}$")
+
+
+def gateway_role_checks(role_arn: str, targets: Sequence[tuple[str, str]], region: str | None,
+                        extra_policy: str | None = None) -> list[CheckResult]:
+    """Whether the gateway's Pod Identity role may invoke each fallback, by IAM's own evaluation.
+
+    The probe above invokes each model as the operator; the gateway's pods call Bedrock as their role.
+    ``aws iam simulate-principal-policy`` evaluates the role's identity policies, its permissions
+    boundary and, in an Organization, the SCPs (IAM user guide, "Testing IAM policies with the IAM policy
+    simulator") for ``bedrock:InvokeModel`` on every resource Bedrock authorizes the call against
+    (``components.serving.gateway.bedrock_invocation_arns``: an inference profile needs the profile *and*
+    its foundation model). ``extra_policy``: a policy document to include, the inline policy an ``up`` is
+    about to set (``--policy-input-list``), so preflight judges the role as it will be."""
+    from components.serving.gateway import INVOKE_ACTION, bedrock_invocation_arns
+
+    match = _ROLE_ARN.match(role_arn)
+    if match is None or not region:
+        return [CheckResult("bedrock gateway role", False, f"gatewayRoleArn {role_arn[:120]!r} is not an IAM role ARN")]
+    partition, account = match.groups()
+    role = role_arn.rsplit("/", 1)[-1]
+    out: list[CheckResult] = []
+    for _, model_id in targets:
+        name = f"bedrock gateway role {model_id}"
+        arns = bedrock_invocation_arns(partition, region, account, model_id)
+        command = ["aws", "iam", "simulate-principal-policy", "--policy-source-arn", role_arn, "--action-names",
+                   INVOKE_ACTION, "--resource-arns", *arns, "--output", "json"]
+        if extra_policy is not None:
+            command += ["--policy-input-list", extra_policy]
+        ok, answer = _run(command)
+        if not ok:
+            out.append(CheckResult(name, False, f"cannot simulate {role}'s policies: {answer}"[:300]))
+            continue
+        try:
+            results = json.loads(answer).get("EvaluationResults")
+            decisions = {r["EvalResourceName"]: r["EvalDecision"] for r in results}
+        except (ValueError, AttributeError, TypeError, KeyError):
+            out.append(CheckResult(name, False, "iam simulate-principal-policy answered no EvaluationResults"))
+            continue
+        denied = [(arn, str(decisions.get(arn, "not evaluated"))[:40]) for arn in arns if decisions.get(arn) != "allowed"]
+        if denied:
+            out.append(CheckResult(name, False, (
+                f"the gateway's role {role} may not {INVOKE_ACTION} " + "; ".join(f"{a} ({d})" for a, d in denied)
+                + ": its fallback to this model fails with AccessDeniedException (check the role's inline policy, "
+                "its permissions boundary and the account's SCPs)")))
+        else:
+            out.append(CheckResult(name, True, f"{role} may invoke it ({len(arns)} resource(s) allowed)"))
+    return out
 
 
 def run_preflight(

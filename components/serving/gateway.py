@@ -62,6 +62,24 @@ def is_marketplace_model(model_id: str) -> bool:
 MARKETPLACE_ACTIONS = ["aws-marketplace:Subscribe", "aws-marketplace:Unsubscribe", "aws-marketplace:ViewSubscriptions"]
 
 
+#: The action every fallback call needs (streaming adds ``InvokeModelWithResponseStream``).
+INVOKE_ACTION = "bedrock:InvokeModel"
+
+
+def bedrock_invocation_arns(partition: str, region: str, account: str, model_id: str) -> list[str]:
+    """The resources Bedrock authorizes one invocation of ``model_id`` from ``region`` against.
+
+    A foundation model id: that model in ``region``. A cross-region inference profile id: the profile
+    *and* the foundation model in the region the request is routed to (Bedrock user guide, "Prerequisites
+    for inference profiles": the caller needs invoke permission on both); the source region is always
+    among a profile's destinations, so the model there is the one concrete ARN every call may need."""
+    base = foundation_model_id(model_id)
+    model = f"arn:{partition}:bedrock:{region}::foundation-model/{base}"
+    if base == model_id:
+        return [model]
+    return [f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}", model]
+
+
 def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: list[str]) -> str:
     """Invoke only the listed models: a cross-region profile id also needs its foundation model
     in every region the profile routes to.
@@ -85,7 +103,7 @@ def bedrock_invoke_policy(partition: str, region: str, account: str, model_ids: 
         {
             "Sid": "InvokeConfiguredModels",
             "Effect": "Allow",
-            "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+            "Action": [INVOKE_ACTION, "bedrock:InvokeModelWithResponseStream"],
             "Resource": resources,
         }
     ]
@@ -130,6 +148,8 @@ class Gateway(pulumi.ComponentResource):
 
     url: str
     master_key: pulumi.Output[str]
+    #: The role the gateway's pods call Bedrock with (Pod Identity); None without Bedrock fallbacks.
+    bedrock_role_arn: pulumi.Output[str] | None = None
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
         import pulumi_random as random  # only stacks that run the gateway load the random provider's SDK
@@ -182,7 +202,7 @@ class Gateway(pulumi.ComponentResource):
         if bedrock_ids:
             identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
             partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-            _, association = pod_identity_role(
+            role, association = pod_identity_role(
                 f"{name}-bedrock",
                 description=f"LiteLLM gateway of {args.cluster_name}: invoke the configured Bedrock models",
                 policy=pulumi.Output.all(partition, identity.account_id).apply(
@@ -196,6 +216,7 @@ class Gateway(pulumi.ComponentResource):
                 association_depends_on=[account],
             )
             credentials.append(association)
+            self.bedrock_role_arn = role.arn
         described = deployment(args.replicas, args.bedrock_region, config.data.apply(config_digest))
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -225,4 +246,4 @@ class Gateway(pulumi.ComponentResource):
         )
         self.url = URL
         self.master_key = pulumi.Output.secret(master_key.result.apply(lambda key: f"sk-{key}"))
-        self.register_outputs({"url": self.url, "master_key": self.master_key})
+        self.register_outputs({"url": self.url, "master_key": self.master_key, "bedrock_role_arn": self.bedrock_role_arn})

@@ -11,6 +11,11 @@
 ``STANDIN_NODEGROUPS`` is a JSON list of the cluster's managed node groups for ``eks list-nodegroups`` and
 ``eks describe-nodegroup``, each ``{"name", "capacityType", "version", "desiredSize"}`` (default: one Spot
 group ``inference`` at 1.34, desired 0), answered in the EKS API's DescribeNodegroup shape.
+``iam simulate-principal-policy`` evaluates the role's policies from ``STANDIN_IAM_POLICIES`` (a JSON map of
+role ARN to a list of policy documents; unset: every role may do everything), plus any ``--policy-input-list``
+document, by IAM's evaluation logic (IAM user guide, "Policy evaluation logic"): an explicit Deny wins, else an
+Allow, else implicitDeny; actions match case-insensitively, resources case-sensitively, ``*`` and ``?`` as
+wildcards; a statement with a Condition does not apply (the simulation is given no context keys).
 Bedrock answers are recorded from the service's documented responses (Converse; InvokeModel writes
 the body to the outfile, the last argument).
 
@@ -76,6 +81,8 @@ def main(argv: list[str]) -> int:
         return get_parameter(argv, mode)
     if argv[:2] in (["eks", "list-nodegroups"], ["eks", "describe-nodegroup"]):
         return nodegroups(argv)
+    if argv[:2] == ["iam", "simulate-principal-policy"]:
+        return simulate_principal_policy(argv)
     if argv[:2] == ["kms", "describe-key"]:
         if mode == "no-key":
             print("\nAn error occurred (NotFoundException) when calling the DescribeKey operation: Alias "
@@ -142,6 +149,49 @@ def nodegroups(argv: list[str]) -> int:
         "capacityType": group["capacityType"],
         "scalingConfig": {"minSize": 0, "maxSize": max(1, group["desiredSize"]), "desiredSize": group["desiredSize"]},
     }}))
+    return 0
+
+
+def _matches(patterns, value: str, *, fold: bool) -> bool:
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns or [])
+    if fold:
+        return any(fnmatch.fnmatchcase(value.lower(), p.lower()) for p in patterns)
+    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+def _applies(statement: dict, action: str, resource: str) -> bool:
+    if statement.get("Condition"):
+        return False
+    if "Action" in statement and not _matches(statement["Action"], action, fold=True):
+        return False
+    if "NotAction" in statement and _matches(statement["NotAction"], action, fold=True):
+        return False
+    if "Resource" in statement and not _matches(statement["Resource"], resource, fold=False):
+        return False
+    return not ("NotResource" in statement and _matches(statement["NotResource"], resource, fold=False))
+
+
+def simulate_principal_policy(argv: list[str]) -> int:
+    role = _after(argv, "--policy-source-arn")[0]
+    known = json.loads(os.environ.get("STANDIN_IAM_POLICIES") or "null")
+    documents = ([{"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}] if known is None
+                 else [d if isinstance(d, dict) else json.loads(d) for d in known.get(role, [])])
+    if known is not None and role not in known:
+        print(f"\nAn error occurred (NoSuchEntity) when calling the SimulatePrincipalPolicy operation: The role "
+              f"with name {role.rsplit('/', 1)[-1]} cannot be found.", file=sys.stderr)
+        return 254
+    documents += [json.loads(d) for d in _after(argv, "--policy-input-list")]
+    statements = [st for d in documents for st in ([d["Statement"]] if isinstance(d["Statement"], dict)
+                                                   else d["Statement"])]
+    results = []
+    for action in _after(argv, "--action-names"):
+        for resource in _after(argv, "--resource-arns"):
+            applying = [st for st in statements if _applies(st, action, resource)]
+            decision = ("explicitDeny" if any(st["Effect"] == "Deny" for st in applying)
+                        else "allowed" if applying else "implicitDeny")
+            results.append({"EvalActionName": action, "EvalResourceName": resource, "EvalDecision": decision,
+                            "MatchedStatements": [], "MissingContextValues": []})
+    print(json.dumps({"EvaluationResults": results, "IsTruncated": False}))
     return 0
 
 

@@ -447,6 +447,7 @@ class Cli:
             "kubeconfig": {"value": json.dumps(kubeconfig), "secret": True},
             "oidcProviderArn": {"value": f"arn:aws:iam::123456789012:oidc-provider/{cluster}", "secret": False},
             "nodeRoleArns": {"value": [f"arn:aws:iam::123456789012:role/{cluster}-node"], "secret": False},
+            "gatewayRoleArn": {"value": f"arn:aws:iam::123456789012:role/{cluster}-gateway-bedrock", "secret": False},
         }
 
     def operation(self, kind: str) -> int:

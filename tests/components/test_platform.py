@@ -75,5 +75,5 @@ def test_main_exports(dev_plan):
 
     source = (Path(__file__).resolve().parents[2] / "__main__.py").read_text()
     exported = re.findall(r'pulumi\.export\("(\w+)"', source)
-    assert exported == ["clusterName", "kubeconfig", "nodeRoleArns"]
-    assert len([line for line in source.splitlines() if line.strip()]) <= 12
+    assert exported == ["clusterName", "kubeconfig", "nodeRoleArns", "gatewayRoleArn"]
+    assert len([line for line in source.splitlines() if line.strip()]) <= 14

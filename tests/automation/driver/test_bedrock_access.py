@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-
-import pytest
 
 from automation.driver import postdeploy
 from automation.driver.preflight import (
@@ -20,28 +17,13 @@ from automation.driver.preflight import (
 )
 from automation.stacks import read_stack_config
 from components.settings import parse_settings
-from tests.automation.conftest import install
 
-HERE = Path(__file__).resolve().parents[1]
 PROD_FALLBACKS = (
     ("chat", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     ("chat", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
     ("embedding", "cohere.embed-multilingual-v3"),
     ("embedding", "amazon.titan-embed-text-v2:0"),
 )
-
-
-@pytest.fixture
-def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """The stand-in as ``aws`` on PATH; returns the recorded calls."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    install(HERE / "aws_standin.py", bin_dir / "aws")
-    log = tmp_path / "calls.jsonl"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("STANDIN_LOG", str(log))
-    monkeypatch.delenv("STANDIN_AWS", raising=False)
-    return lambda: [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def prod_settings():
