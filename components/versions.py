@@ -100,7 +100,30 @@ COMPONENT_KUBERNETES_RANGES: dict[str, tuple[str, str, str]] = {
     "KEDA 2.20.2": ("1.33", "1.35", "keda.sh/docs/2.20/operate/cluster (tested window; 2.21 is tested on 1.34-1.36)"),
     "NVIDIA DRA driver 25.12.0": ("1.32", "1.36", "chart kubeVersion >=1.32.0-0; resource.k8s.io/v1 GA from 1.34"),
     "kube-prometheus-stack 88.5.3": ("1.25", "1.36", "chart kubeVersion >=1.25.0-0"),
-    "NVIDIA GPU Operator v26.7.0": ("1.16", "1.36", "chart kubeVersion >= 1.16.0-0 (NVIDIA's platform table not read here)"),
+    # The chart's kubeVersion (>= 1.16.0-0) is not the support range: NVIDIA validates each release on a
+    # window of minors and lists it per platform.
+    "NVIDIA GPU Operator v26.7.0": ("1.33", "1.36", "NVIDIA's platform support matrix for v26.7.0, Amazon EKS "
+                                    "column (NVIDIA/cloud-native-docs gpu-operator/platform-support.rst at 52dcb7b8, "
+                                    "2026-08-21)"),
+}
+
+
+def components_not_running_on(minor: str) -> list[tuple[str, str, str, str]]:
+    """Each pinned component whose known range leaves ``minor`` out: (component, low, high, source)."""
+    def key(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+
+    return [(component, low, high, source) for component, (low, high, source) in COMPONENT_KUBERNETES_RANGES.items()
+            if not key(low) <= key(minor) <= key(high)]
+
+
+#: Minors released upstream that EKS does not offer yet, and where that was checked. Kubernetes 1.37 was
+#: released on 2026-08-26 (kubernetes.io/blog/2026/08/26/kubernetes-v1-37-release); EKS's release calendar
+#: (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html) has no 1.37 row in any copy read, and
+#: AWS's tracking request (github.com/aws/containers-roadmap/issues/2864) was still open in 2026-11.
+NOT_YET_ON_EKS: dict[str, str] = {
+    "1.37": "EKS does not offer it yet (no 1.37 in the EKS release calendar; aws/containers-roadmap's request for "
+            "it is open)",
 }
 
 #: EKS versions this program creates clusters on: minors in EKS standard support (1.32 and 1.33
@@ -118,8 +141,7 @@ STANDARD_SUPPORT_ENDS: dict[str, str] = {
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
-#: EKS add-on versions, per add-on, valid for every version in SUPPORTED_KUBERNETES_VERSIONS. Seen
-#: installed on EKS 1.36 clusters in public infrastructure repositories (GitHub code index, 2026-11).
+#: EKS add-on versions, per add-on and Kubernetes minor.
 POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.10-eksbuild.3"
 
 
@@ -135,28 +157,31 @@ class EksAddons:
 
 
 #: Per minor: kube-proxy follows the minor; CoreDNS, the VPC CNI and the EBS CSI driver are shared
-#: builds. Not confirmed against ``aws eks describe-addon-versions --kubernetes-version <minor>``
-#: (no AWS API here): each build below is one that public infrastructure repositories pin on a
-#: cluster of that minor (GitHub code index, 2026-11): VPC CNI v1.23.0-eksbuild.1 on 1.35 clusters
-#: (a recorded describe-addon-versions answer lists it with no Kubernetes restriction); CoreDNS
-#: v1.14.3-eksbuild.3 on 1.35 and 1.36 clusters; kube-proxy v1.35.3-eksbuild.18 (1.35) and
-#: v1.36.0-eksbuild.25 (1.36); EBS CSI v1.63.1-eksbuild.1 on a 1.36 cluster. 1.34 keeps the builds it
-#: was checked with (it leaves standard support on 2026-12-02).
-VPC_CNI_ADDON_VERSION = "v1.23.0-eksbuild.1"
-COREDNS_ADDON_VERSION = "v1.14.3-eksbuild.3"
-EBS_CSI_DRIVER_ADDON_VERSION = "v1.63.1-eksbuild.1"
+#: builds. No AWS API here: each build is the newest that public infrastructure repositories pin on a
+#: cluster of that minor (GitHub code index, 2026-11), and ``python -m automation versions outdated``
+#: checks them against ``aws eks describe-addon-versions`` where AWS is reachable.
+#: - 1.36: the builds EKS itself chose as defaults on a 1.36 cluster (a public stack that declares its
+#:   add-ons without versions records CoreDNS v1.14.3-eksbuild.24, kube-proxy v1.36.0-eksbuild.25, VPC
+#:   CNI v1.23.1-eksbuild.1, Pod Identity Agent v1.4.0-eksbuild.2); EBS CSI v1.66.0-eksbuild.1 as pinned
+#:   beside kube-proxy v1.36.0-eksbuild.25 in another 1.36 stack.
+#: - 1.35: VPC CNI v1.23.1-eksbuild.1, CoreDNS v1.14.3-eksbuild.22, kube-proxy v1.35.3-eksbuild.29 and
+#:   EBS CSI v1.66.0-eksbuild.1, pinned together for a 1.35 cluster (node release 1.35.7-20260911) in two
+#:   public stacks; Pod Identity Agent v1.3.10-eksbuild.3 as before.
+#: - 1.34 keeps the builds it was checked with (it leaves standard support on 2026-12-02).
+VPC_CNI_ADDON_VERSION = "v1.23.1-eksbuild.1"
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.66.0-eksbuild.1"
 EKS_ADDONS: dict[str, EksAddons] = {
     "1.34": EksAddons(
         coredns="v1.13.2-eksbuild.1", kube_proxy="v1.34.3-eksbuild.2", vpc_cni="v1.21.1-eksbuild.3",
         ebs_csi_driver="v1.59.0-eksbuild.1", pod_identity_agent="v1.3.10-eksbuild.2",
     ),
     "1.35": EksAddons(
-        coredns=COREDNS_ADDON_VERSION, kube_proxy="v1.35.3-eksbuild.18", vpc_cni=VPC_CNI_ADDON_VERSION,
+        coredns="v1.14.3-eksbuild.22", kube_proxy="v1.35.3-eksbuild.29", vpc_cni=VPC_CNI_ADDON_VERSION,
         ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
     ),
     "1.36": EksAddons(
-        coredns=COREDNS_ADDON_VERSION, kube_proxy="v1.36.0-eksbuild.25", vpc_cni=VPC_CNI_ADDON_VERSION,
-        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION,
+        coredns="v1.14.3-eksbuild.24", kube_proxy="v1.36.0-eksbuild.25", vpc_cni=VPC_CNI_ADDON_VERSION,
+        ebs_csi_driver=EBS_CSI_DRIVER_ADDON_VERSION, pod_identity_agent="v1.4.0-eksbuild.2",
     ),
 }
 
@@ -209,8 +234,11 @@ KARPENTER = HelmChart(chart="karpenter", version="1.14.1", repository="oci://pub
 KARPENTER_CRD = HelmChart(chart="karpenter-crd", version="1.14.1", repository="oci://public.ecr.aws/karpenter")
 #: AL2023 EKS AMI release (awslabs/amazon-eks-ami tag) for EC2NodeClasses; the alias also covers
 #: the NVIDIA variant. ``al2023@latest`` drifts every node on each release: only where a stack allows it.
-#: v20260818: the newest release seen pinned (node release ``1.35.6-20260818`` in a public stack).
-KARPENTER_AMI_ALIAS = "al2023@v20260818"
+#: v20260930: the newest release seen pinned, by a public stack that checked on 2026-10-02 that SSM's
+#: ``/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-
+#: standard-1.35-v20260930/image_id`` exists (the path Karpenter's ``pkg/providers/amifamily/al2023.go``
+#: resolves a pinned alias through); one release tag covers every variant, NVIDIA's included.
+KARPENTER_AMI_ALIAS = "al2023@v20260930"
 KARPENTER_LATEST_AMI_ALIAS = "al2023@latest"
 
 NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", repository="https://helm.ngc.nvidia.com/nvidia")

@@ -82,9 +82,14 @@ class Settings(_Model):
     def _k8s_version(cls, value: Any) -> str:
         text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
         if text not in versions.SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(
-                f"{value!r} is not supported; allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}"
-            )
+            allowed = f"allowed: {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}"
+            if isinstance(text, str) and text in versions.NOT_YET_ON_EKS:
+                blocking = ", ".join(f"{component} ({low}-{high})"
+                                     for component, low, high, _ in versions.components_not_running_on(text))
+                raise ValueError(f"{text} is refused: {versions.NOT_YET_ON_EKS[text]}"
+                                 + (f"; pinned components not known to run on it: {blocking}" if blocking else "")
+                                 + f"; {allowed}")
+            raise ValueError(f"{value!r} is not supported; {allowed}")
         support = versions.EKS_KUBERNETES_SUPPORT[text]
         if support_date() > support.standard_support_ends:
             newest = versions.SUPPORTED_KUBERNETES_VERSIONS[-1]

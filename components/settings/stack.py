@@ -142,14 +142,9 @@ def kubernetes_warnings(settings: Settings) -> list[str]:
         out.append(f"warning: {key} {minor} leaves EKS standard support on {support.standard_support_ends.isoformat()} "
                    f"(in {days} day(s)); from then on it is refused, and a running cluster bills extended support: "
                    f"upgrade to {versions.SUPPORTED_KUBERNETES_VERSIONS[-1]}")
-    for component, (low, high, source) in versions.COMPONENT_KUBERNETES_RANGES.items():
-        if not _minor_key(low) <= _minor_key(minor) <= _minor_key(high):
-            out.append(f"warning: {key} {minor}: {component} is known to run on {low}-{high} ({source})")
+    out.extend(f"warning: {key} {minor}: {component} is known to run on {low}-{high} ({source})"
+               for component, low, high, source in versions.components_not_running_on(minor))
     return out
-
-
-def _minor_key(minor: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in minor.split("."))
 
 
 def settings_warnings(config: Mapping[str, Any], settings: Settings, secret_keys: Iterable[str] = ()) -> list[str]:

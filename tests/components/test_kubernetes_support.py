@@ -108,11 +108,11 @@ def test_a_1_36_cluster_gets_its_own_add_ons_and_autoscaler(stack):
     (cluster,) = plan.of_type("eks:index:Cluster")
     assert cluster.inputs["version"] == "1.36"
     addons = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in plan.of_type("aws:eks/addon:Addon")}
-    assert addons == {"coredns": "v1.14.3-eksbuild.3", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-                      "aws-ebs-csi-driver": "v1.63.1-eksbuild.1"}
+    assert addons == {"coredns": "v1.14.3-eksbuild.24", "eks-pod-identity-agent": "v1.4.0-eksbuild.2",
+                      "aws-ebs-csi-driver": "v1.66.0-eksbuild.1"}
     # pulumi-eks creates kube-proxy and the VPC CNI itself, at the versions it is given
     assert cluster.inputs["kubeProxyAddonOptions"]["version"] == "v1.36.0-eksbuild.25"
-    assert cluster.inputs["vpcCniOptions"]["addonVersion"] == "v1.23.0-eksbuild.1"
+    assert cluster.inputs["vpcCniOptions"]["addonVersion"] == "v1.23.1-eksbuild.1"
     releases = {r.inputs["name"]: r.inputs for r in plan.of_type("kubernetes:helm.sh/v3:Release")}
     autoscaler = next(v for k, v in releases.items() if "autoscaler" in k)
     assert autoscaler["values"]["image"]["tag"] == (
@@ -121,4 +121,21 @@ def test_a_1_36_cluster_gets_its_own_add_ons_and_autoscaler(stack):
 
 
 def test_karpenter_nodes_use_the_pinned_ami_release():
-    assert versions.KARPENTER_AMI_ALIAS == "al2023@v20260818"
+    assert versions.KARPENTER_AMI_ALIAS == "al2023@v20260930"
+
+
+def test_1_37_is_refused_naming_why_and_the_components_that_do_not_run_on_it():
+    """Upstream released 1.37 on 2026-08-26; EKS does not offer it yet, and five pins stop at 1.35/1.36."""
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config_on("1.37"))
+    assert [str(p) for p in caught.value.problems] == [
+        'llm-platform:kubernetesVersion: got "1.37": 1.37 is refused: EKS does not offer it yet (no 1.37 in the EKS '
+        "release calendar; aws/containers-roadmap's request for it is open); pinned components not known to run on "
+        "it: Karpenter 1.14.1 (1.26-1.36), KEDA 2.20.2 (1.33-1.35), NVIDIA DRA driver 25.12.0 (1.32-1.36), "
+        "kube-prometheus-stack 88.5.3 (1.25-1.36), NVIDIA GPU Operator v26.7.0 (1.33-1.36); allowed: 1.34, 1.35, 1.36"]
+
+
+def test_the_gpu_operator_range_is_nvidias_matrix_not_the_charts_kube_version():
+    """The chart says kubeVersion >= 1.16.0-0 (Helm would install it on 1.20); NVIDIA validates v26.7.0
+    on Amazon EKS 1.33-1.36 only."""
+    assert versions.COMPONENT_KUBERNETES_RANGES["NVIDIA GPU Operator v26.7.0"][:2] == ("1.33", "1.36")
