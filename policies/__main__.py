@@ -28,6 +28,7 @@ from checks import (
     gpu_labels,
     gpu_taints,
     gpu_workloads,
+    inference_routing,
     karpenter,
     keep_awake,
     pinning,
@@ -66,6 +67,7 @@ PolicyPack(
         *dra.POLICIES,
         *capacity_simulation.POLICIES,
         *cold_start.POLICIES,
+        *inference_routing.POLICIES,
         *keep_awake.POLICIES,
     ],
 )
