@@ -13,6 +13,7 @@ from components import contract
 from components.settings._base import _REGION_RE, _dns_name, _Model, keyed, repeated
 from policies.capacity.cold_start import STREAM, WEIGHT_LOADINGS
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
+from policies.capacity.model import quantity
 
 _S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]+/)$")
 _HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -176,6 +177,14 @@ class ServedModel(_Model):
             raise ValueError(f"{value!r}: a model server needs more than zero (vLLM cannot start without CPU or memory)")
         return value
 
+    @field_validator("memory")
+    @classmethod
+    def _at_least_a_gibibyte(cls, value: str) -> str:
+        if _memory_mib(value) < 1024:
+            raise ValueError(f"{value!r} is less than 1Gi; vLLM's own host-side state (tokenizer, CUDA contexts, "
+                             "engine) needs several GiB (write memory as e.g. '32Gi'; 'm' is millibytes)")
+        return value
+
     @field_validator("catalog")
     @classmethod
     def _catalog(cls, value: str | None) -> str | None:
@@ -218,14 +227,16 @@ class ServedModel(_Model):
         Its CPU buffers (one per tensor-parallel rank) must leave the container at least half its memory
         for vLLM itself (the tokenizer, CUDA contexts, the engine's host-side state)."""
         if self.weights != STREAM:
+            if "streaming" in self.model_fields_set:
+                raise keyed(f"is read only with weights: stream, and this model's weights are {self.weights}; remove "
+                            "streaming, or set weights: stream", "streaming")
             return self
         if self.source.s3 is None:
             raise keyed("weights: stream reads the model from S3 with vLLM's Run:ai model streamer; this model's "
                         "source is huggingFace. Set source.s3 (an s3:// prefix of safetensors files) or weights: "
                         "download", "weights")
-        memory_mib = _memory_mib(self.memory)
         buffers_mib = self.gpus_per_replica * self.streaming.memory_limit_gib * 1024
-        if memory_mib is not None and buffers_mib * 2 > memory_mib:
+        if buffers_mib * 2 > _memory_mib(self.memory):
             raise keyed(f"{self.gpus_per_replica} streamer buffers of {self.streaming.memory_limit_gib} GiB (one per "
                         f"tensor-parallel rank) would take more than half of the container's memory {self.memory}; "
                         "lower streaming.memoryLimitGib or raise memory", "streaming", "memoryLimitGib")
@@ -252,12 +263,12 @@ class ServedModel(_Model):
         return math.ceil(need / self.gpu_memory_utilization / MIB)
 
 
-def _memory_mib(value: str) -> float | None:
-    """A memory quantity (``_QUANTITY_RE``) in MiB; ``None`` for a unit this reader does not know."""
-    number = re.sub(r"[A-Za-z]+$", "", value)
-    unit = value[len(number):]
-    factor = {"": 1 / 1024**2, "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}.get(unit)
-    return float(number) * factor if factor is not None else None
+def _memory_mib(value: str) -> float:
+    """A memory quantity (``_QUANTITY_RE``: plain bytes, ``m`` millibytes, ``Ki`` to ``Ti``) in MiB, read by
+    the capacity model's one quantity parser so the settings and the simulation agree on every unit."""
+    number = quantity(value)
+    assert number is not None, value  # _QUANTITY_RE admits only units quantity() reads
+    return number / MIB
 
 
 class TierScaling(_Model):
