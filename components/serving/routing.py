@@ -55,7 +55,7 @@ class EndpointPickerArgs:
     replicas: int = 1
 
 
-def _restricted(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+def restricted_picker_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
     """Pulumi transform on the chart's objects: the picker Deployment gets its security context."""
     if args.type_ != DEPLOYMENT:
         return None
@@ -78,7 +78,7 @@ class EndpointPicker(pulumi.ComponentResource):
             version=chart.version,
             namespace=args.namespace,
             values=routing.picker_values(args.model, replicas=args.replicas),
-            opts=pulumi.ResourceOptions(parent=self, transforms=[_restricted]),
+            opts=pulumi.ResourceOptions(parent=self, transforms=[restricted_picker_pods]),
         )
         self.url = routing.routed_url(args.model, args.namespace)
         self.register_outputs({"url": self.url})

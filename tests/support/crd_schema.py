@@ -111,7 +111,12 @@ def _walk(schema: dict[str, Any], value: Any, path: str, outcome: Outcome) -> No
 
 def validate(document: dict[str, Any]) -> Outcome:
     """Check one object (``apiVersion``, ``kind``, ``metadata``, ``spec``) against its CRD."""
-    schema = _schema(document["apiVersion"], document["kind"])
+    return validate_against(document, _schema(document["apiVersion"], document["kind"]))
+
+
+def validate_against(document: dict[str, Any], schema: dict[str, Any]) -> Outcome:
+    """Check one object against a CRD version's ``openAPIV3Schema`` (e.g. from a release manifest):
+    JSON Schema, then its CEL rules."""
     outcome = Outcome()
     validator = jsonschema.Draft7Validator(schema)
     for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):

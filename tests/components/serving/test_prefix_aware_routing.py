@@ -6,19 +6,28 @@ table's picker equal to the render)."""
 from __future__ import annotations
 
 import copy
+import io
+import json
+from contextlib import redirect_stdout
 
 import kubernetes_validate
+import pulumi
 import pytest
 import yaml
 
+from automation.cli import print_check
+from automation.offline.check import run_check
+from automation.paths import ROOT
 from automation.stacks import read_stack_config
 from components import versions
+from components.serving.routing import restricted_picker_pods
 from components.settings import parse_settings
 from components.specs import routing
 from policies.capacity.charts import release_deployments
+from policies.capacity.kinds import DEPLOYMENT
 from tests.components.test_helm_render import landing, purpose_of
 from tests.conftest import plan_with
-from tests.support import helm_render, pod_security
+from tests.support import crd_schema, helm_render, pod_security
 from tests.support.litellm_proxy import emitted
 from tests.support.needs import missing
 
@@ -124,6 +133,13 @@ def test_the_inference_pool_fits_the_shipped_crd(rendered):
                                                  "failureMode": "FailClose"}
     broken = {**pool, "spec": {**pool["spec"], "targetPorts": [{"number": 70000}]}}
     assert helm_render.custom_resource_errors(broken, schemas), "the schema check can fail"
+    # The CRD's CEL rules as the API server runs them: endpointPickerRef needs a port for a Service, target
+    # ports are unique.
+    schema = schemas[("inference.networking.k8s.io", "v1", "InferencePool")]
+    outcome = crd_schema.validate_against(pool, schema)
+    assert outcome.ok and outcome.rules_evaluated == 2 and outcome.rules_not_evaluated == [], outcome
+    twice = {**pool, "spec": {**pool["spec"], "targetPorts": [{"number": 8000}, {"number": 8000}]}}
+    assert crd_schema.validate_against(twice, schema).rule_failures
 
 
 def test_the_chart_alone_fails_restricted_and_the_programs_transform_passes_it(rendered):
@@ -162,3 +178,30 @@ def test_the_chart_defaults_are_counted_at_the_charts_own_size():
     (default,) = release_deployments("llm-d-router-standalone", "v0.10.0", {}, release="m", namespace="ns")
     cpus = sorted(c["resources"]["requests"]["cpu"] for c in default["spec"]["template"]["spec"]["containers"])
     assert cpus == ["4", "8"], "8 CPU for the picker and 4 for its Envoy when values say nothing"
+
+
+def test_the_components_transform_is_what_the_engine_applies_to_the_charts_objects(rendered):
+    """The transform the EndpointPicker registers on its chart, called as the engine calls it for each
+    object the chart renders (type token and the object as props)."""
+    (deployment,) = [o for o in rendered if o["kind"] == "Deployment"]
+    result = restricted_picker_pods(pulumi.ResourceTransformArgs(True, DEPLOYMENT, "picker", deployment, pulumi.ResourceOptions()))
+    assert result is not None
+    assert pod_security.violations(result.props["spec"]["template"]) == {}
+    (service,) = [o for o in rendered if o["kind"] == "Service"]
+    assert restricted_picker_pods(pulumi.ResourceTransformArgs(True, "kubernetes:core/v1:Service", "picker", service,
+                                                               pulumi.ResourceOptions())) is None
+
+
+def test_the_offline_check_passes_a_routed_dev_copy_with_the_picker_on_the_system_pool(tmp_path):
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"]["llm-platform:serving"] = routed_serving()
+    stack_file.write_text(yaml.safe_dump(document, sort_keys=False))
+    result = run_check("dev", tmp_path / "out", stack_file=stack_file)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = print_check(result, "json")
+    report = json.loads(out.getvalue())
+    assert code == 0, report["policies"]
+    (system,) = [pool for pool in report["summary"]["capacity"] if pool["pool"] == "system"]
+    assert "Deployment serving-interactive/llama-3-1-8b-instruct-epp" in system["workloads"], "counted on the system pool"

@@ -8,9 +8,12 @@ import copy
 
 import pytest
 
+from components import versions
 from components.specs import routing
 from tests.policies.builders import GPU_TOLERATION, gpu_node_group, helm_chart_v4, resource, system_node_group
 from tests.policies.conftest import one
+from tests.support import helm_render
+from tests.support.needs import missing
 
 POOL = "inference-pool-selects-one-model"
 PICKER = "endpoint-picker-off-gpu-nodes"
@@ -127,3 +130,21 @@ def test_an_httproute_to_an_inference_pool(pack, pool, findings):
     assert len(messages) == findings
     if findings:
         one(messages, "InferencePool serving-interactive/mistral", "does not define")
+
+
+def test_the_routes_and_pools_these_cases_use_fit_the_shipped_crds():
+    """The HTTPRoute and InferencePool written here are what the API would accept (Gateway API v1.6.1
+    standard, InferencePool v1.6.0 release manifests), so the findings are about objects that can exist."""
+    schemas = {}
+    for manifest in (versions.GATEWAY_API_CRDS, versions.INFERENCE_POOL_CRDS):
+        path = helm_render.manifest_path(manifest)
+        if not path.is_file():
+            missing(f"{path} is missing (../shared/manifests)")
+        schemas.update(helm_render.crd_schemas_of(path.read_text()))
+    http_route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", **route("llama")["inputs"]}
+    assert helm_render.custom_resource_errors(http_route, schemas) == []
+    pool = {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+            "metadata": {"name": "mixed", "namespace": NAMESPACE},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}}, "targetPorts": [{"number": 8000}],
+                     "endpointPickerRef": {"name": "mixed-epp", "port": {"number": 9002}}}}
+    assert helm_render.custom_resource_errors(pool, schemas) == []
