@@ -17,6 +17,10 @@ from policies.capacity.cost import ODCR as ODCR_RESERVATION
 from policies.capacity.cost import RESERVATION_KEY
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: The extended resource the AWS EFA device plugin advertises: one per EFA interface of the node.
+#: Multi-node model pods request every interface of their node type (Karpenter then launches the node
+#: with that many EFA interfaces; aws/karpenter-provider-aws docs, "Elastic Fabric Adapter").
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "true"
@@ -134,6 +138,15 @@ ROLLOUTS: dict[Rollout, dict[str, object]] = dict(zip(get_args(Rollout), (SURGE_
 def rollout_strategy(rollout: Rollout) -> dict[str, object]:
     """The Deployment ``spec.strategy`` of a model whose ``rollout`` setting is ``rollout``."""
     return ROLLOUTS[rollout]
+
+
+def group_rollout_strategy(rollout: Rollout) -> dict[str, object]:
+    """The LeaderWorkerSet ``spec.rolloutStrategy`` for the same ``rollout`` setting: the same numbers, counted
+    in groups (one group = one replica of ``nodesPerReplica`` pods). LeaderWorkerSet's own defaults are
+    maxSurge 0, maxUnavailable 1 (the CRD in kubernetes-sigs/lws charts/lws/crds), so a multi-node model
+    written without a strategy would take a whole group down first."""
+    rolling = ROLLOUTS[rollout]["rollingUpdate"]
+    return {"type": "RollingUpdate", "rollingUpdateConfiguration": dict(rolling)}  # type: ignore[call-overload]
 
 
 def k8s_effect(eks_effect: str) -> str:

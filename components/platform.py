@@ -29,6 +29,7 @@ from components.managed_pools.node_groups import (
 from components.observability.prometheus import Observability, ObservabilityArgs
 from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.serving.gateway import Gateway, GatewayArgs
+from components.serving.group_controller import GroupController, GroupControllerArgs
 from components.serving.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.serving.routing import RoutingCrds
 from components.serving.tier import ServingTier, ServingTierArgs
@@ -333,8 +334,11 @@ class Platform(pulumi.ComponentResource):
         """Prometheus and KEDA first (their CRDs), then the tiers, then the gateway in front of them."""
         serving = settings.serving
         autoscaler = EventAutoscaler("keda", EventAutoscalerArgs(), opts=on_cluster)
+        # LeaderWorkerSet's controller and CRDs, only where a model spans nodes.
+        groups = [GroupController("lws", GroupControllerArgs(), opts=on_cluster)] if any(
+            m.multi_node for t in serving.tiers for m in t.models) else []
         after_platform = pulumi.ResourceOptions.merge(
-            on_cluster, pulumi.ResourceOptions(depends_on=[observability, autoscaler])
+            on_cluster, pulumi.ResourceOptions(depends_on=[observability, autoscaler, *groups])
         )
         token = settings.hugging_face_token
         pools = settings.gpu_pool_facts()

@@ -271,6 +271,18 @@ PAUSE_IMAGE = Image(
     digest="sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c",
 )
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
+#: LeaderWorkerSet: the controller that serves models larger than one node (chart version with its ``v``,
+#: as published at oci://registry.k8s.io/lws/charts; kubernetes-sigs/lws tag v0.10.0).
+LWS = HelmChart(chart="lws", version="v0.10.0", repository="oci://registry.k8s.io/lws/charts")
+LWS_IMAGE = Image(repository="registry.k8s.io/lws/lws", tag="v0.10.0")
+#: The chart's ``crds/`` at the same tag: Helm applies ``crds/`` only on a first install (never on upgrade),
+#: so the program applies these itself and the release skips them. The bundled controller always runs the
+#: DisaggregatedSet reconcilers too (charts/lws/values.yaml), so all three CRDs are required.
+LWS_CRD_URLS = tuple(
+    f"https://raw.githubusercontent.com/kubernetes-sigs/lws/{LWS.version}/charts/lws/crds/{name}"
+    for name in ("leaderworkerset.x-k8s.io_leaderworkersets.yaml", "disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
+                 "disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml")
+)
 KUBE_PROMETHEUS_STACK = HelmChart(
     chart="kube-prometheus-stack", version="88.5.3", repository="https://prometheus-community.github.io/helm-charts"
 )

@@ -189,33 +189,46 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
     model reads them; worst case = max replicas x GPUs per replica x its pool's dearest GPU-hour."""
     price = {p.labels[POOL_LABEL]: per_gpu_hourly_usd(p.instances) for p in cluster.pools if POOL_LABEL in p.labels}
     workloads = {w.name: w for w in cluster.workloads}
-    deployments = {
-        (r.inputs["metadata"].get("namespace"), r.inputs["metadata"].get("name")): r.inputs
-        for r in plan.of_type(kinds.DEPLOYMENT)
-    }
+    templates = _server_templates(plan)
     models = []
     for scaler in plan.of_type(kinds.SCALED_OBJECT):
         meta, spec = scaler.inputs["metadata"], scaler.inputs["spec"]
         namespace, target = meta.get("namespace"), spec["scaleTargetRef"]["name"]
-        workload = workloads.get(f"Deployment {namespace}/{target}")
+        kind = spec["scaleTargetRef"].get("kind") or "Deployment"
+        workload = workloads.get(f"{kind} {namespace}/{target}")
         if workload is None:
             continue
-        pod = deployments.get((namespace, target), {}).get("spec", {}).get("template", {})
+        pod = templates.get(workload.name, {})
         pool = dict(workload.selection.node_selector).get(POOL_LABEL, "")
-        gpus = int(workload.limits.gpus)
+        # A LeaderWorkerSet's replica is a group: its GPUs are every pod's, its replicas the groups.
+        size = max(workload.group_size, 1)
+        gpus = int(workload.limits.gpus) * size
         models.append(
             ModelSummary(
                 tier=pod.get("metadata", {}).get("labels", {}).get(TIER_LABEL, namespace or ""),
                 model=meta["name"],
                 pool=pool,
-                min_replicas=workload.min_replicas,
-                max_replicas=workload.max_replicas,
+                min_replicas=workload.min_replicas // size,
+                max_replicas=workload.max_replicas // size,
                 gpus_per_replica=gpus,
-                worst_case_gpus=workload.max_replicas * gpus,
-                worst_case_monthly_usd=round(workload.max_replicas * gpus * price.get(pool, 0.0) * hours, 2),
+                worst_case_gpus=workload.max_replicas // size * gpus,
+                worst_case_monthly_usd=round(workload.max_replicas // size * gpus * price.get(pool, 0.0) * hours, 2),
             )
         )
     return sorted(models, key=lambda m: (m.tier, m.model))
+
+
+def _server_templates(plan: Plan) -> dict[str, dict[str, Any]]:
+    """The pod template that runs each model's server, by the capacity model's workload name: a Deployment's
+    template, a LeaderWorkerSet's leader template (the pod that runs ``vllm serve``)."""
+    found: dict[str, dict[str, Any]] = {}
+    for kind, resources in (("Deployment", plan.of_type(kinds.DEPLOYMENT)), ("LeaderWorkerSet", plan.of_type(kinds.LEADER_WORKER_SET))):
+        for r in resources:
+            meta, spec = r.inputs.get("metadata") or {}, r.inputs.get("spec") or {}
+            template = spec.get("template") if kind == "Deployment" else \
+                (spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate")
+            found[f"{kind} {meta.get('namespace')}/{meta.get('name')}"] = template or {}
+    return found
 
 
 def _root_volume_mibps(plan: Plan, pool: Pool) -> float:
@@ -233,27 +246,28 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     shapes = {name: p.planning for name, p in plans.items()}
     volumes = {p.pool.key: _root_volume_mibps(plan, p.pool) for p in simulation.plans}
     prepulled: dict[tuple[str, str], bool] = {}
-    deployments = {f"Deployment {(r.inputs.get('metadata') or {}).get('namespace')}/{(r.inputs.get('metadata') or {}).get('name')}": r
-                   for r in plan.of_type(kinds.DEPLOYMENT)}
+    templates = _server_templates(plan)
     starts: dict[str, ColdStartSummary] = {}
     for workload in cluster.workloads:
-        resource = deployments.get(workload.name)
+        template = templates.get(workload.name)
         pool_plan = plans.get(simulation.placements.get(workload.name, ""))
         shape = shapes.get(pool_plan.pool.name) if pool_plan else None
-        if workload.model is None or resource is None or pool_plan is None or shape is None or not pool_plan.pool.capacity_source:
+        if workload.model is None or template is None or pool_plan is None or shape is None or not pool_plan.pool.capacity_source:
             continue
-        template = (resource.inputs.get("spec") or {}).get("template") or {}
         containers = [c for c in (template.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
         server = next((c for c in containers if "vllm" in str(c.get("image") or "")), None)
         probe = (server or {}).get("startupProbe") or {}
         if server is None or not probe.get("periodSeconds") or not probe.get("failureThreshold"):
             continue
-        name = str((resource.inputs.get("metadata") or {}).get("name"))
+        name = workload.name.rsplit("/", 1)[-1]
         pool, image = pool_plan.pool, str(server.get("image"))
         if (pool.key, image) not in prepulled:
             prepulled[pool.key, image] = image_prepulled(plan.resources, image, pool)
         start_of = functools.partial(
-            start, weight_bytes=workload.model.architecture.weight_bytes(), instance=shape.instance,
+            # Every node of a group streams or copies its own stages' share, all at once; the leader serves once
+            # the slowest has loaded, so a group starts as one node with its share.
+            start, weight_bytes=workload.model.architecture.weight_bytes() / max(workload.group_size, 1),
+            instance=shape.instance,
             capacity_source=pool.capacity_source, image=image, disk_throughput_mibps=volumes[pool.key],
             startup_probe_period_seconds=float(probe["periodSeconds"]),
             startup_probe_failures=int(probe["failureThreshold"]),

@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.iam import pod_identity_role
 from components.settings import PoolFacts, ServedModel, TierScaling
+from components.specs import multi_node
 from components.specs.serving import (
     ModelPool,
     deployment,
@@ -60,7 +61,8 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
 
 
 class ModelServer(pulumi.ComponentResource):
-    """ServiceAccount with a Pod Identity role, vLLM Deployment, Service, PDB and ScaledObject."""
+    """ServiceAccount with a Pod Identity role, vLLM Deployment (a LeaderWorkerSet and its group's
+    NetworkPolicy for a multi-node model), Service, PDB and ScaledObject."""
 
     service_url: str
     deployment_name: str
@@ -75,32 +77,39 @@ class ModelServer(pulumi.ComponentResource):
         # The fetch-weights init container (or, streamed, vLLM itself) needs credentials at its pod's
         # admission: the pods come after the association (see components.iam.pod_identity_role).
         association = self._weights_reader(name, args, account) if model.source.s3 else None
-        described = deployment(
-            model,
-            namespace=args.namespace,
-            tier=args.tier,
-            pool_purpose=args.pool_facts.purpose,
-            priority_class=args.priority_class,
-            api_key_secret=args.api_key_secret,
-            hf_token_secret=args.hf_token_secret,
-            pool=args.pool,
-            region=args.region,
-        )
-        k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=described["metadata"],
-            spec=described["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])]),
-        )
+        after_credentials = pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])])
+        scaler = scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url, args.pool)
+        if model.multi_node:
+            self._group(name, args, after_credentials)
+            scaler = {**scaler, "scaleTargetRef": multi_node.scale_target(model.name)}
+            served = multi_node.service_spec(model)
+        else:
+            described = deployment(
+                model,
+                namespace=args.namespace,
+                tier=args.tier,
+                pool_purpose=args.pool_facts.purpose,
+                priority_class=args.priority_class,
+                api_key_secret=args.api_key_secret,
+                hf_token_secret=args.hf_token_secret,
+                pool=args.pool,
+                region=args.region,
+            )
+            k8s.apps.v1.Deployment(f"{name}-deployment", metadata=described["metadata"], spec=described["spec"],
+                                   opts=after_credentials)
+            served = service_spec(model)
         # pulumi_kubernetes types spec as its snake_case TypedDicts; the provider takes Kubernetes' camelCase JSON as the specs write it.
-        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=service_spec(model), opts=child)  # type: ignore[call-overload]
+        k8s.core.v1.Service(f"{name}-service", metadata=metadata, spec=served, opts=child)  # type: ignore[call-overload]
+        # One budget over every pod of the model, groups included: LeaderWorkerSet recreates a whole group
+        # when one of its pods is evicted (RecreateGroupOnPodRestart), so that group's pods all count as
+        # unavailable and the next eviction waits until it serves again; one group is disrupted at a time.
         k8s.policy.v1.PodDisruptionBudget(f"{name}-pdb", metadata=metadata, spec=disruption_budget_spec(model), opts=child)  # type: ignore[call-overload]
         k8s.apiextensions.CustomResource(
             f"{name}-scaler",
             api_version="keda.sh/v1alpha1",
             kind="ScaledObject",
             metadata=metadata,
-            spec=scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url, args.pool),
+            spec=scaler,
             # Not after the Deployment: depending on it would wait out the Deployment's whole await
             # (up to the cold-start budget), and the tier would sit at one replica instead of its
             # minimum while the first one loads. The Deployment object itself is created at once (only
@@ -115,6 +124,22 @@ class ModelServer(pulumi.ComponentResource):
         self.service_url = service_url(model.name, args.namespace_name)
         self.deployment_name = model.name
         self.register_outputs({"service_url": self.service_url, "deployment_name": self.deployment_name})
+
+    def _group(self, name: str, args: ModelServerArgs, opts: pulumi.ResourceOptions) -> None:
+        """The model's LeaderWorkerSet (one group of ``nodesPerReplica`` pods per replica) and the NetworkPolicy
+        that lets a group's pods reach each other (Ray, NCCL)."""
+        model = args.model
+        described = multi_node.leader_worker_set(
+            model, namespace=args.namespace, tier=args.tier, pool_purpose=args.pool_facts.purpose,
+            priority_class=args.priority_class, efa_interfaces=args.pool_facts.efa_interfaces(model.gpus_per_replica),
+            api_key_secret=args.api_key_secret, hf_token_secret=args.hf_token_secret, region=args.region)
+        k8s.apiextensions.CustomResource(
+            f"{name}-group", api_version=multi_node.API_VERSION, kind=multi_node.KIND,
+            metadata=described["metadata"], spec=described["spec"], opts=opts)
+        k8s.networking.v1.NetworkPolicy(  # type: ignore[call-overload]
+            f"{name}-group-traffic",
+            metadata={"name": f"{model.name}-group", "namespace": args.namespace, "labels": pod_labels(model.name, args.tier)},
+            spec=multi_node.group_policy(model.name), opts=pulumi.ResourceOptions(parent=self))
 
     def _weights_reader(self, name: str, args: ModelServerArgs, account: k8s.core.v1.ServiceAccount) -> aws.eks.PodIdentityAssociation:
         """The model's service account may read its S3 prefix, and nothing else (Pod Identity)."""

@@ -172,6 +172,7 @@ class Settings(_Model):
                 accelerator=pool.accelerator,
                 gpu_memory_mib=pool.gpu_memory_mib,
                 max_gpus_per_node=max(t.gpus for t in pool.instances),
+                shapes=tuple((t.name, t.gpus, t.efa_interfaces) for t in pool.instances),
             )
             for pool in pools
         }
@@ -195,6 +196,13 @@ class PoolFacts:
     accelerator: str
     gpu_memory_mib: int
     max_gpus_per_node: int
+    #: ``(instance type, GPUs, EFA interfaces)`` of every type the pool may launch.
+    shapes: tuple[tuple[str, int, int], ...] = ()
+
+    def efa_interfaces(self, gpus: int) -> int:
+        """EFA interfaces a pod of ``gpus`` GPUs requests on this pool: every interface of the smallest-EFA type
+        that holds it (each such pod takes a node of its own); 0 when no type that holds it has EFA."""
+        return min((efa for _, count, efa in self.shapes if count >= gpus and efa), default=0)
 
 
 def support_date() -> date:

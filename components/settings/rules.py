@@ -136,6 +136,13 @@ def _models_fit_their_pools(s: Settings) -> Iterable[Problem]:
             yield _p(f"{where}.gpusPerReplica", model.gpus_per_replica,
                      f"{model.pool!r} nodes have at most {pool.max_gpus_per_node} GPUs; tensor parallelism stays "
                      "within one node")
+        if model.multi_node and not pool.efa_interfaces(model.gpus_per_replica):
+            types = ", ".join(name for name, count, _ in pool.shapes if count >= model.gpus_per_replica) or "none"
+            yield _p(f"{where}.nodesPerReplica", model.nodes_per_replica,
+                     f"a replica spans {model.nodes_per_replica} nodes, which exchange activations every token, but "
+                     f"pool {model.pool!r} has no EFA-capable instance type with {model.gpus_per_replica} GPUs "
+                     f"(it offers {types}); serve it from a pool of EFA types such as p5.48xlarge or p4d.24xlarge "
+                     "(docs/multi-node.md)")
         if s.production and model.replicas.min == 0:
             yield _p(f"{where}.replicas.min", 0, "0 in a production stack; keep at least 1 warm replica")
         if model.source.hugging_face and s.hugging_face_token is None:

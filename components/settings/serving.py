@@ -147,6 +147,11 @@ class ServedModel(_Model):
     architecture: ModelArchitecture | None = None
     quantization: Literal["fp8"] | None = None
     gpus_per_replica: int = Field(default=1, ge=1, le=8)
+    nodes_per_replica: int = Field(
+        default=1, ge=1, le=16,
+        description="Nodes one replica spans (default 1). Above 1 the model is served by a LeaderWorkerSet of that "
+                    "many pods, one per node, each with gpusPerReplica GPUs (tensor parallel inside a node, pipeline "
+                    "parallel across nodes); its pool must offer EFA-capable instance types. Unit: nodes.")
     max_model_len: int = Field(default=8192, ge=256, le=1_048_576)
     gpu_memory_utilization: float = Field(default=0.9, ge=0.5, le=0.98)
     replicas: Replicas
@@ -254,7 +259,12 @@ class ServedModel(_Model):
     def memory_fit(self, gpu_memory_mib: float) -> MemoryFit:
         return memory_fit(self.resolved_architecture(), max_model_len=self.max_model_len,
                           tensor_parallel=self.gpus_per_replica, gpu_memory_mib=gpu_memory_mib,
-                          utilization=self.gpu_memory_utilization)
+                          utilization=self.gpu_memory_utilization, pipeline_parallel=self.nodes_per_replica)
+
+    @property
+    def multi_node(self) -> bool:
+        """Whether one replica spans several nodes (a LeaderWorkerSet instead of a Deployment)."""
+        return self.nodes_per_replica > 1
 
     @property
     def gpu_memory_mib_per_gpu(self) -> int:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import policies.capacity.kinds as kinds
 from components import contract, versions
-from components.specs import gateway, routing, serving
+from components.specs import gateway, multi_node, routing, serving
 from components.specs.gpu_software import (
     dcgm_exporter_values,
     device_plugin_values,
@@ -134,14 +134,21 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
         for model in tier.models:
             facts = pools.get(model.pool)
             purpose = facts.purpose if facts else contract.GPU_INFERENCE_PURPOSE
-            out.append(_resource(kinds.DEPLOYMENT, model.name, serving.deployment(
-                model, namespace=namespace, tier=tier.name, pool_purpose=purpose,
-                priority_class=serving.priority_class_name(tier.name))))
+            scaler = serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL)
+            if model.multi_node:
+                out.append(_resource(kinds.LEADER_WORKER_SET, model.name, multi_node.leader_worker_set(
+                    model, namespace=namespace, tier=tier.name, pool_purpose=purpose,
+                    priority_class=serving.priority_class_name(tier.name),
+                    efa_interfaces=facts.efa_interfaces(model.gpus_per_replica) if facts else 0)))
+                scaler = {**scaler, "scaleTargetRef": multi_node.scale_target(model.name)}
+            else:
+                out.append(_resource(kinds.DEPLOYMENT, model.name, serving.deployment(
+                    model, namespace=namespace, tier=tier.name, pool_purpose=purpose,
+                    priority_class=serving.priority_class_name(tier.name))))
             out.append(_resource(kinds.SCALED_OBJECT, model.name, {
-                "metadata": {"name": model.name, "namespace": namespace},
-                "spec": serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL),
-            }))
-            keys.workloads[f"Deployment {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
+                "metadata": {"name": model.name, "namespace": namespace}, "spec": scaler}))
+            kind = multi_node.KIND if model.multi_node else "Deployment"
+            keys.workloads[f"{kind} {namespace}/{model.name}"] = (f"serving.tiers[{tier.name}].models[{model.name}]", model)
             if tier.routing == contract.PREFIX_AWARE_ROUTING:
                 chart = versions.LLM_D_ROUTER_STANDALONE
                 out.append(_resource(kinds.HELM_CHART_V4, f"{model.name}-picker", {
@@ -241,7 +248,7 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
         path = f"{finding.where_key}.{field}"
         return path, _lookup(raw, path)
     base = finding.workload_key or finding.where_key
-    field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max",
+    field = {"fit": _FIT_FIELD.get(finding.resource, "pool"), "pool-max": "replicas.max", "group": "nodesPerReplica",
              "model-memory": "maxModelLen" if finding.resource == "max-model-len" else "catalog",
              "wake-up": "replicas.min", "rollout": "rollout", "reserved": "capacityTypes"}.get(finding.check, "")
     if base == "serving.gateway":

@@ -140,8 +140,11 @@ def model_start(model: ServedModel, pool: ModelPool, case: str = COLD, *, image_
     """The model's start on a node of ``pool``: its weights and how they load, the vLLM image, the startup
     probe. ``image_prepulled``: the program's pre-pull DaemonSet (components/serving/image_prepull.py) runs
     on every GPU pool that hosts a model, so a warm node holds the image."""
+    # A multi-node replica's nodes each load their own pipeline stages' share, together; the group serves
+    # when the slowest has (components/specs/multi_node.py).
     return start(
-        model.name, pool.name, weight_bytes=model.resolved_architecture().weight_bytes(), instance=pool.instance,
+        model.name, pool.name, weight_bytes=model.resolved_architecture().weight_bytes() / model.nodes_per_replica,
+        instance=pool.instance,
         capacity_source=pool.capacity_source, image=str(versions.VLLM_IMAGE), disk_throughput_mibps=pool.disk_throughput_mibps,
         startup_probe_period_seconds=STARTUP_PROBE_PERIOD_SECONDS, startup_probe_failures=STARTUP_PROBE_FAILURES,
         case=case, loading=weight_loading(model), image_prepulled=image_prepulled)

@@ -366,9 +366,23 @@ def _model(pod_meta: dict[str, Any], pod: dict[str, Any]) -> ModelServing | None
         if arch is None:
             return None
         tp = _int(_arg(args, "--tensor-parallel-size"), 1) or 1
+        pp = _int(_arg(args, "--pipeline-parallel-size"), 1) or 1
         length = _int(_arg(args, "--max-model-len")) or arch.max_position_embeddings or 8192
         utilization = quantity(_arg(args, "--gpu-memory-utilization")) or 0.9
-        return ModelServing(arch, length, tp, utilization)
+        return ModelServing(arch, length, tp, utilization, pipeline_parallel=pp)
+    return None
+
+
+def _group_model(props: dict[str, Any]) -> ModelServing | None:
+    """A LeaderWorkerSet's model: vLLM's engine arguments are on the leader, which runs ``vllm serve``
+    (the workers only join its Ray cluster), so it is read first; a set without a leader template, or whose
+    leader runs no model, is read from the worker template."""
+    group = _get(props, "spec", "leaderWorkerTemplate") or {}
+    for template in (group.get("leaderTemplate"), group.get("workerTemplate")):
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            found = _model(template.get("metadata") or {}, template["spec"])
+            if found is not None:
+                return found
     return None
 
 
@@ -428,12 +442,14 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             replicas = _int(_get(props, "spec", "parallelism"), 1)
         elif kind == "CronJob":
             replicas = _int(_get(props, "spec", "jobTemplate", "spec", "parallelism"), 1)
-        elif kind == "LeaderWorkerSet":
-            replicas = (replicas or 1) * (_int(_get(props, "spec", "leaderWorkerTemplate", "size"), 1) or 1)
+        size = 1
+        if kind == "LeaderWorkerSet":
+            size = _int(_get(props, "spec", "leaderWorkerTemplate", "size"), 1) or 1
         low = high = replicas or 0
         scaler = scalers.get((namespace, kind, name))
         scale_to_zero, wake, detail = False, None, ""
         if scaler is not None:
+            # The scale subresource's replicas: groups for a LeaderWorkerSet (specReplicasPath .spec.replicas).
             low = _int(scaler.get("minReplicaCount"), 0) or 0
             high = _int(scaler.get("maxReplicaCount"), 100) or 0
             scale_to_zero = low == 0
@@ -442,10 +458,16 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
         if kind == "Deployment":
             rollout = Rollout.of(_get(props, "spec", "strategy"))
             surge = rollout.fenceposts(high)[0]
+        elif kind == "LeaderWorkerSet":
+            # Every count is in groups until here; the simulation places pods, size per group.
+            rollout = Rollout.of_group(_get(props, "spec", "rolloutStrategy"))
+            surge = rollout.fenceposts(high)[0] * size
+            low, high = low * size, high * size
         out.append(Workload(
             name=f"{kind} {namespace}/{name}", kind=kind, namespace=namespace, requests=requests, limits=limits,
             tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)], selection=_selection(pod),
-            min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, model=_model(template.get("metadata") or {}, pod),
+            min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, group_size=size,
+            model=_group_model(props) if kind == "LeaderWorkerSet" else _model(template.get("metadata") or {}, pod),
             scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
             priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,

@@ -214,6 +214,8 @@ class ModelServing:
     max_model_len: int
     tensor_parallel: int
     gpu_memory_utilization: float
+    #: ``--pipeline-parallel-size``: stages, one per node of a multi-node replica.
+    pipeline_parallel: int = 1
 
 
 @dataclass
@@ -231,8 +233,11 @@ class Workload:
     max_replicas: int = 1
     #: Extra pods a rolling update creates at ``max_replicas`` (0 with ``maxSurge: 0`` or Recreate).
     surge: int = 0
-    #: A Deployment's update strategy (``None``: not a Deployment, nothing rolls this way).
+    #: A Deployment's or LeaderWorkerSet's update strategy (``None``: nothing rolls this way).
     rollout: Rollout | None = None
+    #: Pods per replica: a LeaderWorkerSet's ``size`` (its replicas are groups created and restarted as a
+    #: unit, all or nothing), else 1. ``min_replicas``, ``max_replicas`` and ``surge`` count pods.
+    group_size: int = 1
     model: ModelServing | None = None
     #: ScaledObject may scale it to zero; then ``wake_signal`` says whether a trigger reads a series
     #: that exists without the model's own pods (``None``: not scaled by KEDA).
@@ -423,6 +428,8 @@ class Rollout:
     type: str = "RollingUpdate"
     max_surge: Any = "25%"
     max_unavailable: Any = "25%"
+    #: A LeaderWorkerSet's strategy: the numbers count groups, not pods.
+    groups: bool = False
 
     @staticmethod
     def of(strategy: Any) -> Rollout:
@@ -431,6 +438,17 @@ class Rollout:
         surge, unavailable = (_int_or_percent(rolling.get(k)) for k in ("maxSurge", "maxUnavailable"))
         return Rollout(str(strategy.get("type") or "RollingUpdate"), "25%" if surge is None else surge,
                        "25%" if unavailable is None else unavailable)
+
+    @staticmethod
+    def of_group(strategy: Any) -> Rollout:
+        """A LeaderWorkerSet's ``spec.rolloutStrategy``, counted in groups, after its CRD's defaults: maxSurge
+        0 and maxUnavailable 1 (kubernetes-sigs/lws charts/lws/crds, ``rollingUpdateConfiguration``)."""
+        strategy = strategy if isinstance(strategy, dict) else {}
+        rolling = strategy.get("rollingUpdateConfiguration")
+        rolling = rolling if isinstance(rolling, dict) else {}
+        surge, unavailable = (_int_or_percent(rolling.get(k)) for k in ("maxSurge", "maxUnavailable"))
+        return Rollout("RollingUpdate", 0 if surge is None else surge, 1 if unavailable is None else unavailable,
+                       groups=True)
 
     def fenceposts(self, replicas: int) -> tuple[int, int]:
         """(extra pods a rollout at ``replicas`` may add, pods it may take down first), as the deployment
@@ -443,6 +461,10 @@ class Rollout:
             return 0, replicas
         surge = _scaled(self.max_surge, replicas, True)
         unavailable = _scaled(self.max_unavailable, replicas, False)
+        if self.groups:
+            # LeaderWorkerSet caps the surge at the replicas (pkg/controllers/leaderworkerset_controller.go,
+            # rollingUpdateParameters: "if maxSurge > lwsReplicas { maxSurge = lwsReplicas }").
+            surge = min(surge, replicas)
         if surge == 0 and unavailable == 0:
             unavailable = 1
         return surge, unavailable

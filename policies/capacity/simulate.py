@@ -40,8 +40,8 @@ from .model import (
 )
 
 #: The checks, in the order findings are reported; each finding carries one.
-CHECKS = ("capacity-source", "scale-from-zero", "fit", "pool-min", "pool-max", "surge", "model-memory", "quota",
-          "rollout", "wake-up", "overcommit", "reserved")
+CHECKS = ("capacity-source", "scale-from-zero", "fit", "group", "pool-min", "pool-max", "surge", "model-memory",
+          "quota", "rollout", "wake-up", "overcommit", "reserved")
 
 
 @dataclass(frozen=True)
@@ -379,6 +379,7 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
             problems.append((GPU_RESOURCE, f"{_fmt(nodes * per_node)} GPUs", f"limit {_fmt(gpu_cap)}"))
         return problems
 
+    out.extend(_group_findings(plan, label, capacity, best.instance.name, over))
     base = _place([], _pods(plan.workloads, mins), capacity)
     at_min = len(base)
     min_problems = over(at_min)
@@ -421,6 +422,31 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     return out
 
 
+def _group_findings(plan: PoolPlan, label: str, capacity: Resources, instance: str,
+                    over: Callable[[int], list[tuple[str, str, str]]]) -> list[Finding]:
+    """A LeaderWorkerSet replica is a group of ``size`` pods that serves only when every pod runs: the leader's
+    vLLM waits for all its pipeline stages, and LeaderWorkerSet recreates the whole group when one pod fails
+    (kubernetes-sigs/lws pkg/controllers/pod_controller.go, ``handleRestartPolicy`` under
+    ``RecreateGroupOnPodRestart``). A pool whose ceiling holds part of a group is not "short by the rest":
+    the pods that land hold their GPUs and serve nothing. Counted alone, the pool empty: if one whole group
+    does not fit, no replica of the model ever serves there."""
+    out = []
+    for workload in plan.workloads:
+        if workload.group_size <= 1:
+            continue
+        per_node = _fit_count(capacity, workload.requests) or 1
+        nodes = math.ceil(workload.group_size / per_node)
+        for resource, need, have in over(nodes):
+            out.append(Finding(
+                "group", workload.name, plan.pool.name, resource, need, have,
+                f"{workload.name} serves each replica as one group of {workload.group_size} pods ({nodes} "
+                f"{instance} nodes), all or nothing, but {label} allows {have}: not one whole group fits, and the "
+                f"pods that do land hold their GPUs while serving nothing. Raise the pool's ceiling to at least one "
+                f"group ({need}), or serve the model on fewer nodes per replica.",
+                workload_key=workload.key, where_key=plan.pool.key))
+    return out
+
+
 def _stalling_surge(workload: Workload) -> int:
     """Surge pods a rollout at max replicas must place before it may take any old pod down: the resolved
     ``maxSurge`` when ``maxUnavailable`` resolves to 0, else 0.
@@ -435,8 +461,9 @@ def _stalling_surge(workload: Workload) -> int:
     judges whether enough stay serving."""
     if workload.rollout is None:
         return 0
-    surge, unavailable = workload.rollout.fenceposts(workload.max_replicas)
-    return surge if unavailable == 0 else 0
+    size = max(workload.group_size, 1)
+    surge, unavailable = workload.rollout.fenceposts(workload.max_replicas // size)
+    return surge * size if unavailable == 0 else 0
 
 
 def _surge_findings(workload: Workload, plan: PoolPlan, label: str, instance: str, nodes: int,
@@ -445,15 +472,21 @@ def _surge_findings(workload: Workload, plan: PoolPlan, label: str, instance: st
     if not surge:
         return []
     gpus = workload.requests.gpus
-    count = (f" ({workload.max_replicas} replicas x {_fmt(gpus)} GPUs + {surge} surge x {_fmt(gpus)} GPUs = "
+    size = max(workload.group_size, 1)
+    unit = f"group(s) of {size} pods" if size > 1 else "pod(s)"
+    controller = "the LeaderWorkerSet controller" if size > 1 else "the deployment controller"
+    pods = " pods" if size > 1 else ""
+    noun = "replicas" if size == 1 else "pods"
+    count = (f" ({workload.max_replicas} {noun} x {_fmt(gpus)} GPUs + {surge} surge{pods} x {_fmt(gpus)} GPUs = "
              f"{_fmt((workload.max_replicas + surge) * gpus)} GPUs)") if gpus else ""
     out = []
     for resource, need, have in over(nodes):
         out.append(Finding(
             "surge", workload.name, plan.pool.name, resource, need, have,
-            f"A rollout of {workload.name} at its {workload.max_replicas} max replicas stalls on {label}: its "
-            f"maxUnavailable resolves to 0, so the deployment controller first adds {surge} surge pod(s) and takes "
-            f"no old pod down until one is ready; at max plus surge{count}, with the others at min, it needs "
+            f"A rollout of {workload.name} at its {workload.max_replicas // size} max replicas stalls on {label}: its "
+            f"maxUnavailable resolves to 0, so {controller} first adds {surge // size} surge {unit} and takes "
+            f"no old {'one' if size > 1 else 'pod'} down until {'it is' if size > 1 else 'one is'} ready; at max plus "
+            f"surge{count}, with the others at min, it needs "
             f"{need} of {instance}, the pool allows {have}. The "
             f"surge pod stays Pending and the rollout never finishes. Raise the pool's maximum to hold the surge "
             f"pod, or roll out with maxSurge: 0, maxUnavailable: 1 (only where min replicas >= 2 keep serving).",
@@ -473,7 +506,7 @@ def _rollout_findings(workload: Workload) -> list[Finding]:
     request GPUs (model servers), whose pools sit at a ceiling."""
     if workload.rollout is None or not workload.requests.gpus or workload.min_replicas == 0:
         return []
-    replicas = workload.min_replicas
+    replicas = workload.min_replicas // max(workload.group_size, 1)  # a LeaderWorkerSet's count in groups
     _, unavailable = workload.rollout.fenceposts(replicas)
     serving = max(replicas - unavailable, 0)
     if serving >= 1:
@@ -520,14 +553,16 @@ def _memory_findings(workload: Workload, plan: PoolPlan | None, require_fit: boo
     # Weights split over the ranks only when each rank has its own GPU; with more ranks than GPUs
     # the split the textbook formula assumes never happens (the pod's GPUs hold them).
     ranks = model.tensor_parallel if not pod_gpus or model.tensor_parallel <= pod_gpus else pod_gpus
+    stages = model.pipeline_parallel if model.pipeline_parallel <= max(workload.group_size, 1) else workload.group_size
     fit = memory_fit(arch, max_model_len=model.max_model_len, tensor_parallel=ranks,
-                     gpu_memory_mib=gpu_memory, utilization=model.gpu_memory_utilization)
+                     gpu_memory_mib=gpu_memory, utilization=model.gpu_memory_utilization, pipeline_parallel=stages)
     if not fit.fits:
         need = f"{fit.need_per_gpu / GIB:.1f} GiB"
         have = f"{fit.budget_per_gpu / GIB:.1f} GiB"
         out.append(Finding(
             "model-memory", workload.name, plan.pool.name, "gpu-memory", need, have,
-            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {ranks}, "
+            f"{workload.name} ({arch.name}, {arch.quantization}, tensor parallel {ranks}"
+            f"{f', pipeline parallel {stages}' if stages > 1 else ''}, "
             f"max-model-len {model.max_model_len}) needs {fit.describe()}, but {model.gpu_memory_utilization} of a "
             f"{gpu_memory / 1024:.1f} GiB GPU on '{plan.pool.name}' is {have}: it will not load. Use a quantized "
             f"checkpoint, more GPUs per replica, a shorter maxModelLen or a larger GPU.",

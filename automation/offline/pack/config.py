@@ -74,7 +74,9 @@ STACK_CHOICES: dict[str, dict[str, Any]] = {
                 versions.THANOS_IMAGE,
                 # KEDA's three, set under the chart's image.<component> maps
                 versions.KEDA_OPERATOR_IMAGE, versions.KEDA_METRICS_APISERVER_IMAGE, versions.KEDA_ADMISSION_WEBHOOKS_IMAGE,
-                versions.KARPENTER_CONTROLLER_IMAGE)],
+                versions.KARPENTER_CONTROLLER_IMAGE,
+                # the LeaderWorkerSet controller, set under the chart's image.manager
+                versions.LWS_IMAGE)],
         },
         "eks-private-endpoint": {ENFORCEMENT: "mandatory", "allowPublicAccess": False},
         "gpu-namespace-quota": {ENFORCEMENT: "mandatory"},

@@ -1,0 +1,166 @@
+"""Models larger than one node (docs/multi-node.md): Llama 3.1 405B FP8 over two p5.48xlarge nodes in prod
+copies (tests/fixtures/multi_node_copies.py), served by one LeaderWorkerSet group per replica.
+
+The program's objects are judged by the components that decide them where they run here: the emitted
+LeaderWorkerSet against the CRD schema in the pinned ``lws`` chart's ``crds/``, the chart itself rendered by
+Helm's engine with the program's values. LeaderWorkerSet's own rules (start-up order, scale subresource in
+groups, group restart) are modelled in policies/capacity and tested in tests/policies/capacity."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+
+from components import contract, versions
+from components.serving.group_controller import lws_values
+from components.settings import SettingsError
+from components.settings.stack import parse_settings
+from tests.conftest import plan_with
+from tests.fixtures import multi_node_copies as copies
+from tests.support import helm_render
+from tests.support.needs import missing
+
+MODEL = copies.MODEL_NAME
+
+
+def problems(config) -> list[str]:
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config)
+    return [str(p) for p in caught.value.problems]
+
+
+@pytest.mark.parametrize("copy", [copies.managed_group_copy, copies.karpenter_copy])
+def test_405b_on_two_p5_nodes_is_valid(copy):
+    settings = parse_settings(copy())
+    (model,) = [m for t in settings.serving.tiers for m in t.models if m.name == MODEL]
+    assert (model.nodes_per_replica, model.gpus_per_replica, model.multi_node) == (2, 8, True)
+
+
+@pytest.mark.parametrize("copy, pool, allows", [
+    (copies.managed_group_copy, "managed node group 'h100-multinode'", "allows max 1"),
+    (copies.karpenter_copy, "Karpenter NodePool 'gpu-multinode'", "allows limit 8"),
+])
+def test_a_pool_with_room_for_half_a_group_is_refused_naming_the_model_and_the_pool(copy, pool, allows):
+    found = problems(copy(nodes=1))
+    group = [p for p in found if f"models[{MODEL}].nodesPerReplica" in p]
+    assert len(group) == 1, found
+    assert pool in group[0] and allows in group[0] and "one group of 2 pods" in group[0]
+
+
+def test_a_multi_node_model_on_a_pool_without_efa_is_refused_with_the_reason():
+    config = copies.managed_group_copy()
+    tiers = config["llm-platform:serving"]["tiers"]
+    batch = next(t for t in tiers if t["name"] == "batch")
+    model = next(m for m in batch["models"] if m["name"] == MODEL)
+    model.update({"pool": "inference-l40s", "gpusPerReplica": 1, "catalog": "qwen2.5-7b-instruct",
+                  "cpu": "3", "memory": "24Gi", "weights": "download"})
+    del model["streaming"]
+    found = [p for p in problems(config) if f"models[{MODEL}].nodesPerReplica" in p]
+    assert len(found) == 1
+    assert "pool 'inference-l40s' has no EFA-capable instance type with 1 GPUs (it offers g6e.xlarge, g6e.2xlarge)" \
+        in found[0]
+
+
+@pytest.fixture(scope="module")
+def plan():
+    config = copies.managed_group_copy()
+    overrides = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("llm-platform:")}
+    return plan_with("prod", **overrides)
+
+
+def group_of(plan) -> dict:
+    (found,) = [r for r in plan.of_type("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")]
+    return found.inputs
+
+
+def test_one_group_of_two_pods_started_leader_created_and_restarted_as_a_unit(plan):
+    spec = group_of(plan)["spec"]
+    group = spec["leaderWorkerTemplate"]
+    assert group["size"] == 2
+    assert group["restartPolicy"] == "RecreateGroupOnPodRestart"
+    # LeaderReady would wait for a leader that is ready only once its workers have joined.
+    assert spec["startupPolicy"] == "LeaderCreated"
+    assert spec["rolloutStrategy"] == {"type": "RollingUpdate",
+                                       "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert "replicas" not in spec  # KEDA owns it through the scale subresource
+
+
+def test_leader_serves_the_api_with_one_pipeline_stage_per_node_and_workers_join(plan):
+    group = group_of(plan)["spec"]["leaderWorkerTemplate"]
+    (leader,) = group["leaderTemplate"]["spec"]["containers"]
+    (worker,) = group["workerTemplate"]["spec"]["containers"]
+    assert leader["command"][:2] == ["/bin/sh", "-c"] and leader["command"][3:5] == ["multi-node", "leader"]
+    args = leader["command"][5:]
+    assert args[0] == "s3://llm-platform-models-prod/meta-llama/Llama-3.1-405B-Instruct-FP8/"
+    assert args[args.index("--tensor-parallel-size") + 1] == "8"
+    assert args[args.index("--pipeline-parallel-size") + 1] == "2"
+    assert args[args.index("--distributed-executor-backend") + 1] == "ray"
+    assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
+    assert worker["command"][3:] == ["multi-node", "worker"]
+    assert not {"ports", "readinessProbe", "startupProbe", "livenessProbe"} & set(worker)
+
+
+def test_every_pod_of_the_group_follows_the_contract_and_takes_every_efa_interface(plan):
+    group = group_of(plan)["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = group[role]["spec"]
+        (container,) = pod["containers"]
+        assert pod["nodeSelector"] == {contract.POOL_LABEL: "h100-multinode"}
+        assert {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+        assert container["resources"]["limits"][contract.GPU_RESOURCE] == "8"
+        # p5.48xlarge carries 32 EFA interfaces (Karpenter's instance-type table)
+        assert container["resources"]["limits"][contract.EFA_RESOURCE] == "32"
+        assert container["resources"]["requests"][contract.EFA_RESOURCE] == "32"
+        assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_keda_scales_the_leaderworkerset_and_the_service_selects_leaders(plan):
+    scalers = [r.inputs for r in plan.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject")
+               if r.inputs["metadata"]["name"] == MODEL]
+    assert [s["spec"]["scaleTargetRef"] for s in scalers] == [
+        {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": MODEL}]
+    assert [t["name"] for t in scalers[0]["spec"]["triggers"]] == [
+        "gateway-demand", "waiting-requests", "kv-cache-usage", "ttft-p95"]
+    services = [r.inputs for r in plan.of_type("kubernetes:core/v1:Service") if r.inputs["metadata"]["name"] == MODEL]
+    assert services[0]["spec"]["selector"] == {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": MODEL,
+                                               "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+
+
+def test_the_controller_release_skips_crds_which_the_program_applies_from_the_pinned_tag(plan):
+    (release,) = [r.inputs for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == versions.LWS.ref]
+    assert (release["version"], release["skipCrds"]) == ("v0.10.0", True)
+    (crds,) = plan.of_type("kubernetes:yaml/v2:ConfigGroup")
+    assert crds.inputs["files"] == [
+        "https://raw.githubusercontent.com/kubernetes-sigs/lws/v0.10.0/charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+        "https://raw.githubusercontent.com/kubernetes-sigs/lws/v0.10.0/charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
+        "https://raw.githubusercontent.com/kubernetes-sigs/lws/v0.10.0/charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml",
+    ]
+
+
+def test_the_emitted_leaderworkerset_fits_the_crd_of_the_pinned_chart(plan):
+    reason = helm_render.missing_reason(versions.LWS)
+    if reason:
+        missing(reason)
+    inputs = group_of(plan)
+    obj = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", **inputs}
+    assert helm_render.custom_resource_errors(obj, helm_render.chart_crd_schemas(versions.LWS)) == []
+    broken = {**obj, "spec": {**obj["spec"], "startupPolicy": "LeaderFirst"}}
+    assert helm_render.custom_resource_errors(broken, helm_render.chart_crd_schemas(versions.LWS))
+
+
+def test_the_lws_chart_renders_with_the_program_values_on_the_system_pool():
+    reason = helm_render.missing_reason(versions.LWS)
+    if reason:
+        missing(reason)
+    objects = helm_render.render(versions.LWS, lws_values(), release_name="lws", namespace="lws-system",
+                                 kube_version="1.35")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == contract.system_node_selector()
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["containers"][0]["image"] == "registry.k8s.io/lws/lws:v0.10.0"
+    assert not [o for o in objects if o["kind"] == "CustomResourceDefinition"]  # crds/ are not templates
+    for obj in objects:
+        kubernetes_validate.validate(obj, "1.35", strict=True)
