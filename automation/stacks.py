@@ -144,8 +144,36 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+class WrittenFloat(float):
+    """A float scalar that keeps the text it was written as.
+
+    The Pulumi CLI hands a top-level config value to the program as its text: pulumi's ``config.Value``
+    decodes a YAML scalar into a string first (``UnmarshalYAML``), and go-yaml gives a float scalar's
+    string as written. ``kubernetesVersion: 1.360`` reaches the program as "1.360" (refused) and
+    ``1.30`` as "1.30", never as 1.36 or 1.3. Inside an object the value is JSON-encoded from the decoded
+    number, which ``json.dumps`` of this float reproduces."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> WrittenFloat:
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]  # copy and pickle keep the text
+        return float(self), self.text
+
+
+def _float_as_written(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    return WrittenFloat(loader.construct_yaml_float(node), str(node.value))
+
+
 for _loader in {_StackFileLoader, _FastStackFileLoader}:
     _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+    _loader.add_constructor("tag:yaml.org,2002:float", _float_as_written)
 
 
 def _load(text: str, loader: type) -> Any:

@@ -89,15 +89,19 @@ class Settings(_Model):
                 raise ValueError(f"{text} is refused: {versions.NOT_YET_ON_EKS[text]}"
                                  + (f"; pinned components not known to run on it: {blocking}" if blocking else "")
                                  + f"; {allowed}")
-            raise ValueError(f"{value!r} is not supported; {allowed}")
+            raise ValueError(f"{text!r} is not supported; {allowed}")
         support = versions.EKS_KUBERNETES_SUPPORT[text]
         if support_date() > support.standard_support_ends:
-            newest = versions.SUPPORTED_KUBERNETES_VERSIONS[-1]
-            raise ValueError(
-                f"{text} left EKS standard support on {support.standard_support_ends.isoformat()}: every cluster "
-                f"hour now bills extended support (until {support.extended_support_ends.isoformat()}); "
-                f"upgrade to {newest} (allowed: {', '.join(_minors_in_support())})"
-            )
+            left = (f"{text} left EKS standard support on {support.standard_support_ends.isoformat()}: every cluster "
+                    f"hour now bills extended support (until {support.extended_support_ends.isoformat()})")
+            in_support = _minors_in_support()
+            if not in_support:
+                newest = versions.SUPPORTED_KUBERNETES_VERSIONS[-1]
+                raise ValueError(f"{left}; no minor this project pins is in standard support on "
+                                 f"{support_date().isoformat()} (the newest, {newest}, left it on "
+                                 f"{versions.EKS_KUBERNETES_SUPPORT[newest].standard_support_ends.isoformat()}): "
+                                 "update the project's components/versions.py to a newer EKS minor")
+            raise ValueError(f"{left}; upgrade to {in_support[-1]} (allowed: {', '.join(in_support)})")
         return text
 
     @field_validator("admin_role_arns")
