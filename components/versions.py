@@ -98,7 +98,7 @@ SUPPORT_WARNING_DAYS = 60
 COMPONENT_KUBERNETES_RANGES: dict[str, tuple[str, str, str]] = {
     "Karpenter 1.14.1": ("1.26", "1.36", "karpenter.sh/v1.14/upgrading/compatibility (compatibility matrix)"),
     "KEDA 2.20.2": ("1.33", "1.35", "keda.sh/docs/2.20/operate/cluster (tested window; 2.21 is tested on 1.34-1.36)"),
-    "NVIDIA DRA driver 25.12.0": ("1.32", "1.36", "chart kubeVersion >=1.32.0-0; resource.k8s.io/v1 GA from 1.34"),
+    "DRA driver for NVIDIA GPUs 0.4.1": ("1.32", "1.36", "chart kubeVersion >=1.32.0-0; resource.k8s.io/v1 GA from 1.34"),
     "kube-prometheus-stack 88.5.3": ("1.25", "1.36", "chart kubeVersion >=1.25.0-0"),
     # The chart's kubeVersion (>= 1.16.0-0) is not the support range: NVIDIA validates each release on a
     # window of minors and lists it per platform.
@@ -210,11 +210,43 @@ CLUSTER_AUTOSCALER_IMAGES: dict[str, Image] = {
     "1.34": CLUSTER_AUTOSCALER_IMAGE_1_34, "1.35": CLUSTER_AUTOSCALER_IMAGE_1_35, "1.36": CLUSTER_AUTOSCALER_IMAGE_1_36,
 }
 
-#: NVIDIA DRA driver for GPUs (kubeVersion >= 1.32; DRA's resource.k8s.io/v1 is GA from 1.34).
+#: DRA Driver for NVIDIA GPUs, moved to kubernetes-sigs/dra-driver-nvidia-gpu (SemVer from 0.4; kubeVersion
+#: >= 1.32; DRA's resource.k8s.io/v1 is GA from 1.34). It supersedes NVIDIA's ``nvidia-dra-driver-gpu``
+#: 25.12 line, which stacks installed before; going back to it is unsupported (docs/dra.md).
 NVIDIA_DRA_DRIVER = HelmChart(
-    chart="nvidia-dra-driver-gpu", version="25.12.0", repository="https://helm.ngc.nvidia.com/nvidia"
+    chart="dra-driver-nvidia-gpu", version="0.4.1", repository="oci://registry.k8s.io/dra-driver-nvidia/charts"
 )
-NVIDIA_DRA_DRIVER_IMAGE = Image(repository="nvcr.io/nvidia/k8s-dra-driver-gpu", tag="v25.12.0")
+#: The chart's image (``fullimage``: ``image.repository`` and ``v`` + appVersion), set explicitly.
+NVIDIA_DRA_DRIVER_IMAGE = Image(repository="registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu", tag="v0.4.1")
+#: The chart's old name, kept as release name and ``nameOverride``: the chart names its objects and their
+#: selector label key after ``nameOverride`` or else the chart, so the same names keep a DaemonSet's
+#: immutable selector and let an upgrade roll it instead of replacing it.
+NVIDIA_DRA_DRIVER_NAME = "nvidia-dra-driver-gpu"
+
+
+@dataclass(frozen=True)
+class RepositoryFile:
+    """One file of a GitHub repository at a pinned tag (CRDs a chart keeps in its ``crds/`` folder)."""
+
+    repository: str
+    tag: str
+    path: str
+
+    @property
+    def url(self) -> str:
+        return f"https://raw.githubusercontent.com/{self.repository}/{self.tag}/{self.path}"
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+#: The DRA driver's ComputeDomain CRDs, as its chart ships them in ``crds/``. Helm installs ``crds/``
+#: on first install only and never upgrades them, so the program applies them itself, before the release.
+NVIDIA_DRA_DRIVER_CRDS = tuple(
+    RepositoryFile("kubernetes-sigs/dra-driver-nvidia-gpu", "v0.4.1", f"deployments/helm/dra-driver-nvidia-gpu/crds/{f}")
+    for f in ("resource.nvidia.com_computedomaincliques.yaml", "resource.nvidia.com_computedomains.yaml")
+)
 
 NVIDIA_DEVICE_PLUGIN = HelmChart(
     chart="nvidia-device-plugin",

@@ -219,9 +219,14 @@ def dra_driver_values() -> dict[str, object]:
       them off the chart deploys no controller, only the kubelet plugin.
     - ``resourceApiVersion`` fixed to v1 instead of guessing from the API server's list.
     - the kubelet plugin on DRA pools only, tolerating their taints.
+    - ``nameOverride``: the chart's old name. 0.4 renamed the chart, and its objects and their selector
+      label key (``<name>-component``) follow ``nameOverride`` or else the chart's name; with the old name
+      an upgrade from 25.12 rolls the same DaemonSet (a DaemonSet's selector is immutable) instead of
+      deleting it and creating a second one.
     """
     image = versions.NVIDIA_DRA_DRIVER_IMAGE
     return {
+        "nameOverride": versions.NVIDIA_DRA_DRIVER_NAME,
         "nvidiaDriverRoot": "/",
         "image": {"repository": image.repository, "tag": image.tag},
         "resourceApiVersion": RESOURCE_API_VERSION,

@@ -47,6 +47,8 @@ class ChartDaemonSet:
     node_selector_path: str | None = "nodeSelector"
     affinity_path: str | None = "affinity"
     deploy_label: str | None = None
+    #: Where the name comes from values: (value path, suffix); ``name`` when that value is unset.
+    name_path: tuple[str, str] | None = None
 
 
 def _operand(name: str, key: str, deploy: str, enabled_default: bool = True) -> ChartDaemonSet:
@@ -122,6 +124,27 @@ CHART_DAEMONSETS: dict[tuple[str, str], list[ChartDaemonSet]] = {
                    "dependency) values.yaml: resources {}, tolerations NoSchedule Exists",
         ),
     ],
+    ("dra-driver-nvidia-gpu", "0.4.1"): [
+        ChartDaemonSet(
+            name="dra-driver-nvidia-gpu-kubelet-plugin", requests={},
+            tolerations=[_GPU_TOLERATION], affinity_terms=[
+                _GPU_LABEL_TERMS[0],
+                {"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-0302_10de.present", "operator": "In",
+                                       "values": ["true"]}]},
+                {"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-0300_10de.present", "operator": "In",
+                                       "values": ["true"]}]},
+                *_GPU_LABEL_TERMS[1:],
+            ],
+            requests_path="kubeletPlugin.containers.gpus.resources", tolerations_path="kubeletPlugin.tolerations",
+            node_selector_path="kubeletPlugin.nodeSelector", affinity_path="kubeletPlugin.affinity",
+            name_path=("nameOverride", "-kubelet-plugin"),
+            source="kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 deployments/helm/dra-driver-nvidia-gpu: "
+                   "templates/kubeletplugin.yaml names it <nameOverride or chart>-kubelet-plugin; values.yaml "
+                   "kubeletPlugin.containers.*.resources {}, kubeletPlugin.tolerations nvidia.com/gpu Exists "
+                   "NoSchedule, required affinity on NFD PCI (10de, 0302_10de, 0300_10de)/CPU labels or "
+                   "nvidia.com/gpu.present=true",
+        ),
+    ],
     ("nvidia-dra-driver-gpu", "25.12.0"): [
         ChartDaemonSet(
             name="nvidia-dra-driver-gpu-kubelet-plugin", requests={},
@@ -191,8 +214,12 @@ def _render(entry: ChartDaemonSet, values: dict[str, Any], origin: str) -> Daemo
     given = _get(values, entry.affinity_path) if entry.affinity_path else None
     if isinstance(given, dict):
         terms = _get(given, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
+    name = entry.name
+    given = _get(values, entry.name_path[0]) if entry.name_path else None
+    if isinstance(given, str) and given and entry.name_path:
+        name = f"{given}{entry.name_path[1]}"
     return DaemonSet(
-        name=entry.name,
+        name=name,
         requests=resources_of(requests, pods=1),
         tolerations=list(tolerations),
         selection=Selection.of(selector, terms),

@@ -109,6 +109,8 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
         ),
     ],
     "dcgm-exporter": [Component("exporter", ("tolerations",), None, ALWAYS)],
+    "dra-driver-nvidia-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS, placed=True)],
+    # the same driver's chart up to 25.12 (NVIDIA/k8s-dra-driver-gpu), whose kubelet plugin tolerated nothing
     "nvidia-dra-driver-gpu": [Component("kubelet plugin", ("kubeletPlugin", "tolerations"), None, ALWAYS, placed=True)],
     "node-feature-discovery": [
         Component("worker", ("worker", "tolerations"), [], _flag(("worker", "enable"), True)),
@@ -122,6 +124,7 @@ AGENT_COMPONENTS: dict[str, list[Component]] = {
 #: it (a test keeps it equal to the affinities the program emits); a chart not listed serves every GPU pool.
 DEFAULT_AGENT_PLACEMENT: dict[str, dict[str, list[str]]] = {
     "nvidia-device-plugin": {"exceptPurposes": ["gpu-dra"]},
+    "dra-driver-nvidia-gpu": {"onlyPurposes": ["gpu-dra"]},
     "nvidia-dra-driver-gpu": {"onlyPurposes": ["gpu-dra"]},
 }
 

@@ -16,7 +16,7 @@ EXCEPTIONS = {
     ("nvidia-device-plugin", "nvidia-device-plugin"): "registers with the kubelet through a hostPath socket (/var/lib/kubelet/device-plugins) as root",
     ("nvidia-device-plugin", "nvidia-device-plugin-mps-control-daemon"): "MPS control daemon: privileged with hostPID (only on MPS-labelled nodes)",
     ("dcgm-exporter", "dcgm-exporter"): "reads GPU profiling counters: root with SYS_ADMIN and the kubelet pod-resources hostPath",
-    ("nvidia-dra-driver-gpu", "*"): "DRA kubelet plugin and controller publish devices through kubelet hostPaths, privileged",
+    ("dra-driver-nvidia-gpu", "*"): "DRA kubelet plugin and controller publish devices through kubelet hostPaths, privileged",
     ("gpu-operator", "gpu-operator"): "the chart has no security-context values for the operator controller",
     ("gpu-operator", "gpu-operator-upgrade-crd"): "hook Job: the chart has no security-context values for it",
     ("gpu-operator", "gpu-operator-cleanup-gpucluster"): "hook Job: the chart has no security-context values for it",

@@ -279,6 +279,17 @@ def test_gpu_facing_chart_defaults_miss_the_gpu_taint(pack, chart, version, over
     assert pack.stack_messages([pool, helm_release(chart, version, override)], AGENTS) == []
 
 
+def test_the_dra_driver_from_0_4_tolerates_the_gpu_taint_by_default(pack):
+    """dra-driver-nvidia-gpu 0.4.1's values.yaml: kubeletPlugin.tolerations nvidia.com/gpu Exists NoSchedule."""
+    from tests.policies.builders import helm_release
+    pool = gpu_node_group()
+    pool = gpu_node_group(labels={**pool["inputs"]["labels"], "node.kubernetes.io/purpose": "gpu-dra"})
+    assert pack.stack_messages([pool, helm_release("dra-driver-nvidia-gpu", "0.4.1", {})], AGENTS) == []
+    untolerated = {"kubeletPlugin": {"tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}]}}
+    one(pack.stack_messages([pool, helm_release("dra-driver-nvidia-gpu", "0.4.1", untolerated)], AGENTS),
+        "(chart dra-driver-nvidia-gpu)", "does not tolerate taint nvidia.com/gpu=true:NoSchedule")
+
+
 def test_auto_mode_pool_counts_for_agents(pack):
     from tests.policies.builders import helm_release
     one(pack.stack_messages([auto_mode_nodepool(), helm_release("dcgm-exporter", "4.8.2", {})], AGENTS),

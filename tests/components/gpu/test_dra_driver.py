@@ -1,4 +1,6 @@
-"""A gpu-dra pool gets the NVIDIA DRA driver; the device plugin stays off it; Cluster Autoscaler grows it."""
+"""A gpu-dra pool gets the DRA Driver for NVIDIA GPUs (kubernetes-sigs/dra-driver-nvidia-gpu 0.4.1, chart
+``dra-driver-nvidia-gpu`` at ``oci://registry.k8s.io/dra-driver-nvidia/charts``); the device plugin stays off
+it; Cluster Autoscaler grows it."""
 
 from __future__ import annotations
 
@@ -17,31 +19,51 @@ def dra_plan():
     return plan_with("dev", gpuPools=[inference, dra], gpuBudget=ROOMY_GPU_BUDGET)
 
 
+DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+CRD_URLS = [
+    "https://raw.githubusercontent.com/kubernetes-sigs/dra-driver-nvidia-gpu/v0.4.1/deployments/helm/"
+    "dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomaincliques.yaml",
+    "https://raw.githubusercontent.com/kubernetes-sigs/dra-driver-nvidia-gpu/v0.4.1/deployments/helm/"
+    "dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml",
+]
+
+
 def release(plan, chart):
     matches = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == chart]
     return matches[0] if matches else None
 
 
 def test_dev_and_prod_have_no_dra_driver_without_a_dra_pool(stack_plan):
-    assert release(stack_plan, "nvidia-dra-driver-gpu") is None
+    assert release(stack_plan, DRA_CHART) is None
 
 
 def test_a_dra_pool_installs_the_pinned_driver(dra_plan):
-    inputs = release(dra_plan, "nvidia-dra-driver-gpu").inputs
-    assert (inputs["version"], inputs["repositoryOpts"]["repo"]) == (
-        versions.NVIDIA_DRA_DRIVER.version, versions.NVIDIA_DRA_DRIVER.repository
-    )
+    dra = release(dra_plan, DRA_CHART)
+    inputs = dra.inputs
+    assert (inputs["chart"], inputs["version"], inputs.get("repositoryOpts")) == (DRA_CHART, "0.4.1", None)
+    # the old release name and chart name: the upgrade from nvidia-dra-driver-gpu 25.12 keeps every object
+    assert (inputs["name"], inputs["values"]["nameOverride"]) == ("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu")
     assert inputs["namespace"] not in ("default", "kube-system")
     values = inputs["values"]
-    assert values["image"]["tag"] == versions.NVIDIA_DRA_DRIVER_IMAGE.tag
+    assert values["image"] == {"repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu", "tag": "v0.4.1"}
     assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["nvidiaDriverRoot"] == "/"
     assert values["resourceApiVersion"] == "resource.k8s.io/v1"
 
 
+def test_the_compute_domain_crds_are_applied_before_the_release(dra_plan):
+    """Helm installs a chart's crds/ on first install only: on the upgrade from 25.12 the program applies the
+    0.4.1 CRDs itself, first, and the release skips crds/."""
+    files = [r for r in dra_plan.of_type("kubernetes:yaml/v2:ConfigFile") if r.inputs.get("file") in CRD_URLS]
+    assert sorted(f.inputs["file"] for f in files) == CRD_URLS
+    dra = release(dra_plan, DRA_CHART)
+    assert dra.inputs["skipCrds"] is True
+    assert {f.urn for f in files} <= set(dra.dependencies)
+
+
 def test_kubelet_plugin_reaches_dra_pools_only(dra_plan):
-    plugin = release(dra_plan, "nvidia-dra-driver-gpu").inputs["values"]["kubeletPlugin"]
+    plugin = release(dra_plan, DRA_CHART).inputs["values"]["kubeletPlugin"]
     assert plugin["nodeSelector"] == {contract.PURPOSE_LABEL: contract.GPU_DRA_PURPOSE}
     tolerated = {(t["key"], t.get("value")) for t in plugin["tolerations"]}
     (dra_group,) = [g for g in dra_plan.of_type("eks:index:ManagedNodeGroup") if g.name == "dra"]

@@ -242,7 +242,7 @@ def test_dev_with_a_dra_pool_passes():
     })
     settings = parse_settings(config)
     plan = record_plan("dev", config_strings(config), region=settings.region)
-    assert any(r.inputs.get("chart") == "nvidia-dra-driver-gpu" for r in plan.of_type("kubernetes:helm.sh/v3:Release"))
+    assert any(r.inputs.get("chart") == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu" for r in plan.of_type("kubernetes:helm.sh/v3:Release"))
     findings = simulate(cluster_from_resources(plan.resources)).findings
     assert findings == [], findings
     assert any(p.name == "dra" for p in cluster_from_resources(plan.resources).pools)

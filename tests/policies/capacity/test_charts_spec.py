@@ -72,3 +72,15 @@ def test_unknown_versions_and_addons():
     proxy = addon_daemonset("kube-proxy")
     assert proxy.requests == Resources(cpu_m=100.0, pods=1)
     assert proxy.source.startswith("EKS add-on kube-proxy; ")
+
+
+def test_the_dra_kubelet_plugin_is_named_after_name_override():
+    """dra-driver-nvidia-gpu 0.4.1 templates/kubeletplugin.yaml: ``<nameOverride or chart>-kubelet-plugin``;
+    its default tolerations hold the GPU taint (values.yaml), the 25.12 chart's held none."""
+    (default,) = release_daemonsets("dra-driver-nvidia-gpu", "0.4.1", {})
+    assert default.name == "dra-driver-nvidia-gpu-kubelet-plugin"
+    assert default.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (kept,) = release_daemonsets("dra-driver-nvidia-gpu", "0.4.1", {"nameOverride": "nvidia-dra-driver-gpu"})
+    assert kept.name == "nvidia-dra-driver-gpu-kubelet-plugin"
+    (old,) = release_daemonsets("nvidia-dra-driver-gpu", "25.12.0", {})
+    assert (old.name, old.tolerations) == ("nvidia-dra-driver-gpu-kubelet-plugin", [])

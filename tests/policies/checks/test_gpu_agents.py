@@ -250,4 +250,4 @@ def test_config_placement_is_the_programs(stack_name):
                 if e["key"] == contract.PURPOSE_LABEL and e["operator"] == "NotIn" for v in e["values"]]
     assert placement["nvidia-device-plugin"] == {"exceptPurposes": excluded} == {"exceptPurposes": ["gpu-dra"]}
     selector = dra_driver.dra_driver_values()["kubeletPlugin"]["nodeSelector"]
-    assert placement["nvidia-dra-driver-gpu"] == {"onlyPurposes": [selector[contract.PURPOSE_LABEL]]}
+    assert placement["dra-driver-nvidia-gpu"] == {"onlyPurposes": [selector[contract.PURPOSE_LABEL]]}

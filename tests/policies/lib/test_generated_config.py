@@ -40,7 +40,7 @@ def test_program_facts_reach_the_policies_that_take_them(schemas):
         "acceleratorLabel": "llm-platform.io/accelerator", "capacityTypeLabel": "llm-platform.io/capacity-type",
         "gpuMemoryLabel": "llm-platform.io/gpu-memory-mib", "purposeLabel": "node.kubernetes.io/purpose"}
     assert prod["gpu-agents-reach-gpu-nodes"]["agentPlacement"] == {
-        "nvidia-device-plugin": {"exceptPurposes": ["gpu-dra"]}, "nvidia-dra-driver-gpu": {"onlyPurposes": ["gpu-dra"]}}
+        "nvidia-device-plugin": {"exceptPurposes": ["gpu-dra"]}, "dra-driver-nvidia-gpu": {"onlyPurposes": ["gpu-dra"]}}
     assert prod["capacity-simulation"] == {"selfMetricPrefixes": ["vllm:", "vllm_"]}
     # choices and facts side by side, the level first
     assert prod["system-pool-on-demand-ha"] == {
