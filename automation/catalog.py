@@ -10,13 +10,16 @@ refresh of some regions keeps the other regions' prices and their sources. See d
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from automation import exit_codes
 from automation.errors import DriverError
@@ -68,13 +71,18 @@ def aws_runner(timeout: float = 120.0) -> Runner:
     def run(args: Sequence[str]) -> str:
         command = ["aws", *args, "--output", "json"]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            done = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise CatalogError(f"`aws {' '.join(args[:2])}` did not answer within {timeout:g} s") from None
         if done.returncode != 0:
-            lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+            stderr = done.stderr.decode("utf-8", errors="replace")
+            lines = [_printable(line.strip()) for line in stderr.splitlines() if line.strip()]
             raise CatalogError(f"`aws {' '.join(args[:2])}` failed: {lines[-1] if lines else f'exit {done.returncode}'}")
-        return done.stdout
+        try:
+            return done.stdout.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CatalogError(f"`aws {' '.join(args[:2])}` answered bytes that are not UTF-8 (at byte {exc.start})",
+                               exit_codes.FAILED) from None
 
     return run
 
@@ -86,49 +94,141 @@ def _json(text: str, what: str) -> Any:
         raise CatalogError(f"{what} did not answer JSON", exit_codes.FAILED) from None
 
 
-def describe_instance_types(run: Runner, region: str, families: Iterable[str]) -> list[dict[str, Any]]:
-    """DescribeInstanceTypes for every size of ``families`` offered in ``region`` (the CLI pages)."""
+def describe_instance_types(run: Runner, region: str, families: Iterable[str]) -> list[InstanceTypeItem]:
+    """DescribeInstanceTypes for every size of ``families`` offered in ``region`` (the CLI pages), each item
+    checked against the shape the catalog reads (:class:`InstanceTypeItem`) before anything uses it."""
     values = ",".join(f"{family}.*" for family in families)
+    what = f"ec2 describe-instance-types in {region}"
     answer = _json(run(["ec2", "describe-instance-types", "--region", region,
-                        "--filters", f"Name=instance-type,Values={values}"]), "ec2 describe-instance-types")
-    return list(answer.get("InstanceTypes") or [])
+                        "--filters", f"Name=instance-type,Values={values}"]), what)
+    try:
+        return _DescribeAnswer.model_validate(answer).instance_types
+    except ValidationError as exc:
+        raise CatalogError(f"{what} answered {_first_error(exc)}", exit_codes.FAILED) from None
 
 
-def instance_facts(item: Mapping[str, Any]) -> dict[str, Any]:
+# --- the shapes of the answers the catalog reads ----------------------------------------------------------
+# Strict: a number written as text, a boolean for a count, a negative or non-finite figure, a name with
+# control characters are all refused with the field's path, and nothing of such an answer is written.
+
+_Count = Annotated[int, Field(ge=0, le=10_000_000)]
+_Figure = Annotated[float, Field(ge=0, le=10_000_000)]
+#: Instance type names as EC2 writes them (``g5.xlarge``, ``p6-b200.48xlarge``).
+_TypeName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}\.[a-z0-9-]{1,32}$")]
+#: Printable ASCII only: the GPU's name becomes a Karpenter label value and a line of the catalog.
+_Text = Annotated[str, StringConstraints(pattern=r"^[ -~]{0,64}$")]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", allow_inf_nan=False, frozen=True)
+
+
+class _Size(_Shape):
+    size_in_mi_b: _Count = Field(alias="SizeInMiB")
+
+
+class _Gpu(_Shape):
+    name: Annotated[str, StringConstraints(pattern=r"^[ -~]{1,64}$")] = Field(alias="Name")
+    manufacturer: _Text = Field(alias="Manufacturer", default="")
+    count: _Count = Field(alias="Count", default=0)
+    memory_info: _Size = Field(alias="MemoryInfo")
+
+
+class _GpuInfo(_Shape):
+    gpus: list[_Gpu] = Field(alias="Gpus", default_factory=list)
+
+
+class _VCpus(_Shape):
+    default_v_cpus: Annotated[int, Field(ge=1, le=100_000)] = Field(alias="DefaultVCpus")
+
+
+class _NetworkCard(_Shape):
+    network_card_index: _Count = Field(alias="NetworkCardIndex", default=0)
+    maximum_network_interfaces: _Count | None = Field(alias="MaximumNetworkInterfaces", default=None)
+    baseline_bandwidth_in_gbps: _Figure | None = Field(alias="BaselineBandwidthInGbps", default=None)
+
+
+class _EfaInfo(_Shape):
+    maximum_efa_interfaces: _Count = Field(alias="MaximumEfaInterfaces", default=0)
+
+
+class _Network(_Shape):
+    maximum_network_interfaces: _Count | None = Field(alias="MaximumNetworkInterfaces", default=None)
+    ipv4_addresses_per_interface: Annotated[int, Field(ge=1, le=10_000)] = Field(alias="Ipv4AddressesPerInterface")
+    default_network_card_index: _Count = Field(alias="DefaultNetworkCardIndex", default=0)
+    network_cards: list[_NetworkCard] = Field(alias="NetworkCards", default_factory=list)
+    efa_supported: bool = Field(alias="EfaSupported", default=False)
+    efa_info: _EfaInfo | None = Field(alias="EfaInfo", default=None)
+
+
+class _Storage(_Shape):
+    total_size_in_gb: _Count | None = Field(default=None, alias="TotalSizeInGB")
+    nvme_support: _Text = Field(alias="NvmeSupport", default="unsupported")
+
+
+class InstanceTypeItem(_Shape):
+    """One DescribeInstanceTypes item, the fields the catalog reads (EC2 API reference, InstanceTypeInfo)."""
+
+    instance_type: _TypeName = Field(alias="InstanceType")
+    v_cpu_info: _VCpus = Field(alias="VCpuInfo")
+    memory_info: _Size = Field(alias="MemoryInfo")
+    gpu_info: _GpuInfo | None = Field(alias="GpuInfo", default=None)
+    network_info: _Network = Field(alias="NetworkInfo")
+    instance_storage_info: _Storage | None = Field(alias="InstanceStorageInfo", default=None)
+
+
+class _DescribeAnswer(_Shape):
+    instance_types: list[InstanceTypeItem] = Field(alias="InstanceTypes", default_factory=list)
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first problem of an answer as ``path: reason``; the offending value itself is not echoed."""
+    error = exc.errors()[0]
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+    return f"an unusable value at {path or 'the top level'}: {error['msg']}"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)[:300]
+
+
+def instance_facts(item: InstanceTypeItem | Mapping[str, Any]) -> dict[str, Any]:
     """One catalog entry from one DescribeInstanceTypes item (the labels Karpenter derives from it)."""
-    name = item["InstanceType"]
+    if not isinstance(item, InstanceTypeItem):
+        item = InstanceTypeItem.model_validate(item)
+    name = item.instance_type
     family = name.split(".", 1)[0]
-    network = item.get("NetworkInfo") or {}
-    default_card = network.get("DefaultNetworkCardIndex", 0)
-    cards = network.get("NetworkCards") or []
-    card_enis = next((c.get("MaximumNetworkInterfaces") for c in cards if c.get("NetworkCardIndex", 0) == default_card),
-                     None)
-    enis = int(card_enis if card_enis is not None else network["MaximumNetworkInterfaces"])
-    ips = int(network["Ipv4AddressesPerInterface"])
-    gpus = (item.get("GpuInfo") or {}).get("Gpus") or []
+    network = item.network_info
+    card_enis = next((c.maximum_network_interfaces for c in network.network_cards
+                      if c.network_card_index == network.default_network_card_index), None)
+    enis = card_enis if card_enis is not None else network.maximum_network_interfaces
+    if enis is None:
+        raise CatalogError(f"{name}: the answer gives no MaximumNetworkInterfaces", exit_codes.FAILED)
+    ips = network.ipv4_addresses_per_interface
+    gpus = item.gpu_info.gpus if item.gpu_info else []
     entry: dict[str, Any] = {
         "category": re.match(r"[a-z]+", family).group(0),  # type: ignore[union-attr]
         "family": family,
-        "vcpu": int(item["VCpuInfo"]["DefaultVCpus"]),
-        "memoryMiB": int(item["MemoryInfo"]["SizeInMiB"]),
-        "gpus": sum(int(g.get("Count", 0)) for g in gpus),
+        "vcpu": item.v_cpu_info.default_v_cpus,
+        "memoryMiB": item.memory_info.size_in_mi_b,
+        "gpus": sum(g.count for g in gpus),
     }
     if gpus:
-        entry["gpuName"] = re.sub(r"\s+", "-", str(gpus[0]["Name"]).strip().lower())
-        entry["gpuManufacturer"] = str(gpus[0].get("Manufacturer", "")).lower()
-        entry["gpuMemoryMiB"] = int(gpus[0]["MemoryInfo"]["SizeInMiB"])
+        entry["gpuName"] = re.sub(r"\s+", "-", gpus[0].name.strip().lower())
+        entry["gpuManufacturer"] = gpus[0].manufacturer.lower()
+        entry["gpuMemoryMiB"] = gpus[0].memory_info.size_in_mi_b
     entry["defaultMaxEnis"] = enis
     entry["ipv4PerEni"] = ips
     entry["maxPods"] = max_pods_for(enis, ips)
-    baseline = sum(float(c.get("BaselineBandwidthInGbps") or 0) for c in cards)
+    baseline = sum(c.baseline_bandwidth_in_gbps or 0 for c in network.network_cards)
     if baseline:
         entry["networkBandwidthMbps"] = int(round(baseline * 1000))
-    efa = int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if network.get("EfaSupported") else 0
+    efa = (network.efa_info.maximum_efa_interfaces if network.efa_info else 0) if network.efa_supported else 0
     if efa:
         entry["efaInterfaces"] = efa
-    storage = item.get("InstanceStorageInfo") or {}
-    if storage.get("TotalSizeInGB") and storage.get("NvmeSupport", "unsupported") != "unsupported":
-        entry["localNvmeGB"] = int(storage["TotalSizeInGB"])
+    storage = item.instance_storage_info
+    if storage is not None and storage.total_size_in_gb and storage.nvme_support != "unsupported":
+        entry["localNvmeGB"] = storage.total_size_in_gb
     return entry
 
 
@@ -137,19 +237,53 @@ def on_demand_price(run: Runner, region: str, instance_type: str) -> float | Non
     filters = [("instanceType", instance_type), ("regionCode", region), *PRICE_FILTERS]
     args = ["pricing", "get-products", "--region", PRICING_ENDPOINT_REGION, "--service-code", "AmazonEC2",
             "--filters", *(f"Type=TERM_MATCH,Field={field},Value={value}" for field, value in filters)]
-    answer = _json(run(args), "pricing get-products")
+    what = f"pricing get-products for {instance_type} in {region}"
+    answer = _json(run(args), what)
+    entries = answer.get("PriceList") if isinstance(answer, dict) else None
+    if not isinstance(entries, list):
+        raise CatalogError(f"{what} answered no PriceList list", exit_codes.FAILED)
     prices = set()
-    for text in answer.get("PriceList") or []:
-        product = _json(text, "a PriceList entry") if isinstance(text, str) else text
-        for term in ((product.get("terms") or {}).get("OnDemand") or {}).values():
-            for dimension in (term.get("priceDimensions") or {}).values():
-                usd = (dimension.get("pricePerUnit") or {}).get("USD")
-                if usd is not None and dimension.get("unit") == "Hrs" and float(usd) > 0:
+    for text in entries:
+        product = _json(text, what) if isinstance(text, str) else text
+        try:
+            terms = _Product.model_validate(product).terms.on_demand
+        except ValidationError as exc:
+            raise CatalogError(f"{what} answered {_first_error(exc)}", exit_codes.FAILED) from None
+        for term in terms.values():
+            for dimension in term.price_dimensions.values():
+                usd = dimension.price_per_unit.get("USD")
+                if usd is None or dimension.unit != "Hrs":
+                    continue
+                if not _USD.match(usd):
+                    raise CatalogError(f"{what} answered a USD price that is not a decimal number of dollars",
+                                       exit_codes.FAILED)
+                if float(usd) > 0:  # zero: a reservation's or a free-tier line, not the on-demand rate
                     prices.add(float(usd))
     if len(prices) > 1:
         raise CatalogError(f"the Price List has {len(prices)} on-demand Linux prices for {instance_type} in {region}: "
                            f"{', '.join(f'{p:g}' for p in sorted(prices))}", exit_codes.FAILED)
     return prices.pop() if prices else None
+
+
+#: The Price List writes prices as decimal text ("1.0060000000"); nothing else is a price.
+_USD = re.compile(r"^\d{1,7}(\.\d{1,12})?$")
+
+
+class _PriceDimension(_Shape):
+    unit: _Text = Field(alias="unit", default="")
+    price_per_unit: dict[str, str] = Field(alias="pricePerUnit", default_factory=dict)
+
+
+class _OnDemandTerm(_Shape):
+    price_dimensions: dict[str, _PriceDimension] = Field(alias="priceDimensions", default_factory=dict)
+
+
+class _Terms(_Shape):
+    on_demand: dict[str, _OnDemandTerm] = Field(default_factory=dict, alias="OnDemand")
+
+
+class _Product(_Shape):
+    terms: _Terms = Field(alias="terms", default_factory=_Terms)
 
 
 @dataclass(frozen=True)
@@ -167,9 +301,9 @@ def fetch(run: Runner, regions: Sequence[str], families: Sequence[str]) -> Fetch
     offered: dict[str, list[str]] = {}
     for region in regions:
         items = describe_instance_types(run, region, families)
-        offered[region] = sorted(item["InstanceType"] for item in items)
+        offered[region] = sorted(item.instance_type for item in items)
         for item in items:
-            instances.setdefault(item["InstanceType"], instance_facts(item))
+            instances.setdefault(item.instance_type, instance_facts(item))
         prices[region] = {}
         for name in offered[region]:
             price = on_demand_price(run, region, name)
@@ -236,10 +370,37 @@ def render(catalog: Mapping[str, Any]) -> str:
 
 
 def read_catalog(path: Path = CATALOG_PATH) -> dict[str, Any] | None:
-    """The catalog file, or ``None`` when it does not exist yet."""
+    """The catalog file, or ``None`` when it does not exist yet; a file that is not a catalog is refused
+    before anything is fetched, so a refresh never merges into (and writes back) what it cannot read."""
     try:
-        return json.loads(path.read_text())
+        data = bounded_json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except ValueError as exc:
-        raise CatalogError(f"{path} is not JSON ({exc}); restore it from git or remove it", exit_codes.USAGE) from None
+        reason = "it nests too deep" if "nested deeper" in str(exc) else "it is not UTF-8 JSON"
+        raise CatalogError(f"{path} is not an instance catalog ({reason}); restore it from git or remove it",
+                           exit_codes.USAGE) from None
+    problem = _catalog_problem(data)
+    if problem:
+        raise CatalogError(f"{path} is not an instance catalog ({problem}); restore it from git or remove it",
+                           exit_codes.USAGE)
+    return data
+
+
+def _catalog_problem(data: Any) -> str | None:
+    """What makes ``data`` no catalog: the tables a refresh merges into must have their shapes."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    instances = data.get("instances", {})
+    if not isinstance(instances, dict) or not all(isinstance(v, dict) for v in instances.values()):
+        return "instances is not an object of instance types"
+    prices = data.get("onDemandHourlyUsd", {})
+    if not isinstance(prices, dict) or not all(isinstance(t, dict) for t in prices.values()):
+        return "onDemandHourlyUsd is not an object of regions"
+    for region, table in prices.items():
+        for name, usd in table.items():
+            if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not 0 < usd < math.inf:
+                return f"onDemandHourlyUsd.{_printable(region)[:20]}.{_printable(name)[:40]} is not a price > 0"
+    if not isinstance(data.get("sources", {}), dict):
+        return "sources is not an object"
+    return None

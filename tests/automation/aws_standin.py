@@ -24,6 +24,8 @@ the body to the outfile, the last argument).
 (DescribeInstanceTypes output) narrowed by ``--filters Name=instance-type,Values=...`` wildcards, and
 ``pricing-get-products.json`` (GetProducts output: PriceList of JSON strings) narrowed by every
 ``Type=TERM_MATCH,Field=F,Value=V`` filter, as the service matches product attributes.
+``STANDIN_AWS_RAW_EC2`` / ``STANDIN_AWS_RAW_PRICING``: a file whose bytes are answered as they are instead
+(a hostile or broken answer: not JSON, not UTF-8, nested past any parser, wrong shapes).
 ``eks describe-addon-versions`` answers from ``eks-describe-addon-versions.json`` narrowed to
 ``--addon-name`` and to builds whose ``compatibilities`` list ``--kubernetes-version``, as the service
 does; ``ssm get-parameter`` from ``ssm-parameters.json`` (name -> Parameter), ParameterNotFound
@@ -66,6 +68,10 @@ def main(argv: list[str]) -> int:
             print("\nUnable to locate credentials. You can configure credentials by running \"aws configure\".",
                   file=sys.stderr)
             return 253
+        raw = os.environ.get("STANDIN_AWS_RAW_EC2" if argv[0] == "ec2" else "STANDIN_AWS_RAW_PRICING")
+        if raw:
+            sys.stdout.buffer.write(Path(raw).read_bytes())
+            return 0
         if argv[0] == "ec2":
             return describe_instance_types(argv)
         if mode == "pricing-denied":
