@@ -6,8 +6,9 @@ label ``app=nvidia-device-plugin-daemonset``, in the operator's namespace, on no
 ``nvidia.com/gpu.deploy.device-plugin=true``), or nothing when the AMI/Auto Mode ships the plugin.
 The GPU pools checked are those with a Ready node now (by the ``llm-platform.io/pool`` node label
 from ``components.contract``), managed and Karpenter pools alike; a pool without one is SKIP.
-Then ``nvidia-smi`` on each of those pools, every warm model's ``/health`` and one chat completion
-and one embedding through the gateway, all through ``kubectl port-forward``: its traffic enters the
+Then ``nvidia-smi`` on each of those pools, every warm model's ``/health``, every model at zero woken
+by one request and Ready within its cold-start bound, and one chat completion and one embedding
+through the gateway, all through ``kubectl port-forward``: its traffic enters the
 pod's network namespace through the kubelet, so the serving namespaces' NetworkPolicies (which admit
 only the gateway and Prometheus) do not stop it, whereas the API server's service proxy comes from
 the control plane's ENIs and is dropped (it would also drop the gateway's ``Authorization`` header).
@@ -59,6 +60,10 @@ _FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
 
 class KubectlError(Exception):
     """kubectl failed or is missing; the message names the command."""
+
+
+class GatewayAnswerError(KubectlError):
+    """The gateway answered a request with an HTTP error: the request reached it (and was counted)."""
 
 
 class Kubectl(Protocol):
@@ -382,12 +387,14 @@ def run_smoke_job(kubectl: Kubectl, target: GpuTarget, poller: Poller) -> CheckR
 
 @dataclass(frozen=True)
 class ModelTarget:
-    """A served model: where its Service is, whether it is chat or embedding, whether it should be up."""
+    """A served model: where its Service is, whether it is chat or embedding, whether it should be up, and,
+    for a model at ``replicas.min`` 0, the bound (seconds) of its cold start that its wake-up must fit."""
 
     name: str
     namespace: str
     kind: str
     warm: bool
+    wake_bound_seconds: int | None = None
 
 
 def model_kind(model: Any, tier_name: str) -> str:
@@ -431,10 +438,12 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
     if serving is not None and serving.enabled:
         from components.specs.serving import namespace_name
 
+        bounds = wake_bounds(settings)
         for tier in serving.tiers:
             for model in tier.models:
-                models.append(ModelTarget(model.name, namespace_name(tier.name), model_kind(model, tier.name),
-                                          model.replicas.min >= 1))
+                warm = model.replicas.min >= 1
+                models.append(ModelTarget(model.name, namespace_name(tier.name), model_kind(model, tier.name), warm,
+                                          None if warm else bounds.get(model.name)))
     gateway_settings = serving.gateway if serving is not None and serving.enabled and serving.gateway.enabled else None
     gateway = gateway_settings is not None
     pools = {name: facts.purpose for name, facts in settings.gpu_pool_facts().items()}
@@ -442,6 +451,17 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
     return CheckPlan(gpu_software_target(settings.gpu_software.provider), pools, models, gateway, wait_for,
                      bedrock=bedrock_targets(settings) if wait_for is None else (),
                      bedrock_region=gateway_settings.bedrock_region if gateway_settings is not None else None)
+
+
+def wake_bounds(settings: Any) -> dict[str, int]:
+    """Each served model's cold-start bound (seconds) on the pool it lands on: the await budget the model
+    server's Deployment also gets (``components.specs.serving.cold_start_bound``)."""
+    from components.specs.capacity import model_pools
+    from components.specs.serving import cold_start_bound
+
+    pools = {model.name: pool for model, pool in model_pools(settings).values()}
+    return {model.name: cold_start_bound(model, pools.get(model.name)).total
+            for tier in settings.serving.tiers for model in tier.models}
 
 
 def http_status(url: str, timeout: float = 30) -> int:
@@ -491,7 +511,7 @@ def call_gateway(base_url: str, key: str, path: str, body: dict[str, Any], timeo
             return bounded_json.loads(response.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")[:200]
-        raise KubectlError(f"gateway {path}: HTTP {exc.code}: {detail}") from None
+        raise GatewayAnswerError(f"gateway {path}: HTTP {exc.code}: {detail}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise KubectlError(f"gateway {path}: {exc}") from None
 
@@ -533,6 +553,108 @@ def gateway_checks(kubectl: Kubectl, plan: CheckPlan) -> list[CheckResult]:
     return results
 
 
+# --- waking a model at zero ----------------------------------------------------------------------
+# A model at replicas.min 0 is at zero after every update (KEDA's initialCooldownPeriod defaults to 0, so a
+# new ScaledObject scales its target to zero at its first poll) and Pulumi's await proves nothing about it.
+# One request through the gateway is what wakes it in production (the gateway counts it, KEDA's
+# gateway-demand trigger reads the count): the check sends exactly that and waits for the Deployment to
+# have a Ready replica within the model's cold-start bound. When it does not, the step the replica is in
+# names what failed, in the cold-start model's words (docs/cold-start.md): wake (KEDA has not scaled it
+# from zero), node, image, weights (the fetch-weights init container), load (the server runs and its
+# startup probe has not passed: load, compile, readiness).
+
+#: Waiting reasons that mean the image does not arrive (kubelet's image manager).
+_IMAGE_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+
+
+def _waiting(status: dict[str, Any]) -> str:
+    return str(((status.get("state") or {}).get("waiting") or {}).get("reason") or "")
+
+
+def starting_step(deployment: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[str, str]:
+    """The cold-start step a woken model's replica is in (``ready`` when one is Ready), and what shows it."""
+    if (deployment.get("status") or {}).get("readyReplicas", 0) >= 1:
+        return "ready", "a replica is Ready"
+    wanted = (deployment.get("spec") or {}).get("replicas", 0)
+    if not wanted:
+        return "wake", "KEDA has not scaled it from zero (replicas 0)"
+    if not pods:
+        return "wake", f"replicas {wanted} but no pod yet"
+    pod = pods[0]
+    name = pod.get("metadata", {}).get("name", "?")
+    status = pod.get("status") or {}
+    scheduled = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+    if scheduled is None or scheduled.get("status") != "True":
+        reason = (scheduled or {}).get("message") or (scheduled or {}).get("reason") or "not scheduled"
+        return "node", f"pod {name} Pending: {reason}"
+    for init in status.get("initContainerStatuses") or []:
+        if init.get("ready"):
+            continue
+        reason = _waiting(init)
+        if reason in _IMAGE_FAILURES:
+            return "image", f"init container {init.get('name')}: {reason}"
+        if reason == "PodInitializing" or (not reason and "running" not in (init.get("state") or {})):
+            return "image", f"init container {init.get('name')}: {reason or 'not started'}"
+        return "weights", f"init container {init.get('name')}: {reason or 'running'} (restarts {init.get('restartCount', 0)})"
+    containers = status.get("containerStatuses") or []
+    if not containers:
+        return "image", f"pod {name}: no container started yet"
+    for container in containers:
+        reason = _waiting(container)
+        if reason in _IMAGE_FAILURES or reason in ("ContainerCreating", "PodInitializing"):
+            return "image", f"container {container.get('name')}: {reason}"
+        if reason:
+            return "load", f"container {container.get('name')}: {reason} (restarts {container.get('restartCount', 0)})"
+        if not container.get("ready"):
+            return "load", (f"container {container.get('name')} running, startup probe not passed yet "
+                            "(load, compile, readiness)")
+    return "load", f"pod {name} not Ready"
+
+
+def wake_model(kubectl: Kubectl, model: ModelTarget, poller: Poller) -> CheckResult:
+    """One request for ``model`` through the gateway, then its Deployment Ready within ``model.wake_bound_seconds``
+    (a poller of its own, on ``poller``'s clock); a failure names the cold-start step the replica is stuck in."""
+    name = f"model {model.name} wake"
+    bound = model.wake_bound_seconds
+    if bound is None:
+        return CheckResult(name, True, "no cold-start bound known (the model lands on no pool)", skipped=True)
+    forward = getattr(kubectl, "port_forward", None)
+    if forward is None:
+        return CheckResult(name, False, "step request: this kubectl cannot port-forward to the gateway")
+    from components.specs.gateway import NAME, NAMESPACE, PORT
+
+    try:
+        key = gateway_master_key(kubectl)
+        with forward(NAMESPACE, f"svc/{NAME}", PORT) as local_port:
+            base = f"http://127.0.0.1:{local_port}"
+            if model.kind == "embedding":
+                call_gateway(base, key, "/v1/embeddings", {"model": model.name, "input": "wake"})
+            else:
+                call_gateway(base, key, "/v1/chat/completions", {
+                    "model": model.name, "max_tokens": 1, "messages": [{"role": "user", "content": "wake"}]})
+    except GatewayAnswerError:
+        pass  # the gateway answered with an error (no healthy deployment yet, say) and counted the request
+    except KubectlError as exc:
+        return CheckResult(name, False, f"step request: {exc}")
+    waiter = Poller(timeout=bound, interval=poller.interval, clock=poller.clock, sleep=poller.sleep)
+    last: dict[str, str] = {}
+
+    def ready() -> tuple[bool, str]:
+        deployment = json.loads(kubectl("get", "deployment", model.name, "-n", model.namespace, "-o", "json"))
+        pods = _items(kubectl, "pods", "-n", model.namespace, "-l", f"app.kubernetes.io/instance={model.name}")
+        step, detail = starting_step(deployment, pods)
+        last.update(step=step, detail=detail)
+        if step == "ready":
+            return True, f"woken by one request through the gateway; Ready within its cold-start bound of {bound} s"
+        return False, f"step {step}: {detail}"
+
+    result = waiter.until(name, ready)
+    if result.ok:
+        return result
+    return CheckResult(name, False, f"not Ready within its cold-start bound of {bound} s; stuck at step "
+                                    f"{last.get('step', 'wake')}: {last.get('detail', result.detail)}")
+
+
 def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) -> list[CheckResult]:
     """The cluster's checks (:func:`cluster_checks`), then each of the gateway's Bedrock fallbacks
     invoked once and simulated as the gateway's role, whatever the cluster's state (a fallback that is not
@@ -550,7 +672,9 @@ def run_checks(kubectl: Kubectl, plan: CheckPlan | GpuTarget, poller: Poller) ->
 def cluster_checks(kubectl: Kubectl, plan: CheckPlan, poller: Poller) -> list[CheckResult]:
     """Nodes Ready, GPU nodes present, the installed GPU software's device plugin on each, allocatable
     GPUs (each needs the one before it: the first failure stops these), then ``nvidia-smi`` on every
-    GPU pool, every warm model's health, and a chat completion and an embedding through the gateway."""
+    GPU pool, every warm model's health, every model at zero woken by one request through the gateway and
+    Ready within its cold-start bound (:func:`wake_model`), and a chat completion and an embedding through
+    the gateway."""
     steps: list[tuple[str, Callable[[], tuple[bool, str]]]] = [("nodes ready", lambda: nodes_ready(kubectl))]
     wait_for = plan.wait_for
     if wait_for is not None:
@@ -588,7 +712,11 @@ def cluster_checks(kubectl: Kubectl, plan: CheckPlan, poller: Poller) -> list[Ch
     for model in plan.models:
         name = f"model {model.name} health"
         if not model.warm:
-            results.append(CheckResult(name, True, "scaled to zero (replicas.min 0): woken by traffic", skipped=True))
+            if not plan.gateway:
+                results.append(CheckResult(f"model {model.name} wake", True, "scaled to zero and no gateway to wake "
+                                           "it through", skipped=True))
+                continue
+            results.append(wake_model(kubectl, model, poller))
             continue
         results.append(poller.until(name, functools.partial(model_healthy, kubectl, model)))
     if plan.gateway:

@@ -138,7 +138,7 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
                  "STANDIN_KUBECTL", "STANDIN_SERVICES", "STANDIN_INGRESSES", "STANDIN_NODEPOOLS",
                  "STANDIN_STUCK", "STANDIN_STEP_SECONDS", "LLM_PLATFORM_CANCEL_GRACE", "STANDIN_AWS",
                  "STANDIN_GPU_SOFTWARE", "STANDIN_GPU_POOLS", "STANDIN_UNHEALTHY", "STANDIN_NODEGROUPS",
-                 "STANDIN_IAM_POLICIES"):
+                 "STANDIN_IAM_POLICIES", "STANDIN_COLD"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     monkeypatch.setenv(workspace.PULUMI_ROOT_ENV, str(cli_root))

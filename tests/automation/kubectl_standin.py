@@ -23,6 +23,11 @@ vLLM ``/health`` and logs each request with ``"tool": "model"``. Both stop by th
 ``get --raw .../services/.../proxy/...`` fails as on EKS: the serving namespaces' NetworkPolicies drop
 traffic from the control plane, so the API server's service proxy times out.
 ``STANDIN_STUCK`` names objects whose deletion times out (a load balancer that will not go).
+``get deployment <model>`` and ``get pods -l app.kubernetes.io/instance=<model>`` answer as KEDA and the
+kubelet would for a model at zero: no replica until the log holds a gateway request for the model, then
+one replica whose state ``STANDIN_COLD`` (a JSON object, model -> state) picks: ``ready`` (default),
+``asleep`` (KEDA never scales it up), ``node`` (Pending, unschedulable), ``image`` (ImagePullBackOff),
+``weights`` (the fetch-weights init container running), ``load`` (the server running, not Ready).
 Deletions persist in ``<STANDIN_LOG>.kube.json``, so later listings no longer show what was deleted.
 """
 
@@ -197,6 +202,47 @@ def serve_gateway(target_port: str) -> None:
     server.serve_forever()
 
 
+def requested(model: str) -> bool:
+    """Whether the gateway has served a request for ``model`` (a gateway entry in the log)."""
+    with open(os.environ["STANDIN_LOG"]) as log:
+        entries = [json.loads(line) for line in log if line.strip()]
+    return any(e.get("tool") == "gateway" and (e.get("body") or {}).get("model") == model for e in entries)
+
+
+def cold_state(model: str) -> str:
+    return json.loads(os.environ.get("STANDIN_COLD", "{}")).get(model, "ready")
+
+
+def model_deployment(model: str) -> dict:
+    state = cold_state(model)
+    replicas = 1 if requested(model) and state != "asleep" else 0
+    ready = 1 if replicas and state == "ready" else 0
+    return {"metadata": {"name": model}, "spec": {"replicas": replicas},
+            "status": {"replicas": replicas, **({"readyReplicas": ready} if ready else {})}}
+
+
+def model_pods(model: str) -> list[dict]:
+    if not model_deployment(model)["spec"]["replicas"]:
+        return []
+    state = cold_state(model)
+    scheduled = {"type": "PodScheduled", "status": "True"}
+    init = {"name": "fetch-weights", "ready": True, "state": {"terminated": {"exitCode": 0}}}
+    server = {"name": "vllm", "ready": state == "ready", "restartCount": 0, "state": {"running": {}}}
+    if state == "node":
+        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}
+    elif state == "image":
+        server = {"name": "vllm", "ready": False, "restartCount": 0,
+                  "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+    elif state == "weights":
+        init = {"name": "fetch-weights", "ready": False, "restartCount": 0, "state": {"running": {}}}
+        server = {"name": "vllm", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}
+    status = {"phase": "Running" if state in ("ready", "load") else "Pending", "conditions": [scheduled]}
+    if state != "node":
+        status.update(initContainerStatuses=[init], containerStatuses=[server])
+    return [{"metadata": {"name": f"{model}-7d9c-x1"}, "status": status}]
+
+
 def respond(args: list[str], mode: str) -> str:
     if mode == "unreachable" and args[:1] != ["version"]:
         raise SystemExit("The connection to the server llm-platform.eks.example was refused")
@@ -216,6 +262,11 @@ def respond(args: list[str], mode: str) -> str:
         items = [{"metadata": {"name": "nvidia-device-plugin"},
                   "status": {"desiredNumberScheduled": count, "numberReady": count}}]
         return json.dumps({"items": items if plugin_where_asked(args) else []})
+    if verb == "get" and args[1] == "deployment":
+        return json.dumps(model_deployment(args[2]))
+    if verb == "get" and args[1] == "pods" and "-l" in args and args[args.index("-l") + 1].startswith(
+            "app.kubernetes.io/instance="):
+        return json.dumps({"items": model_pods(args[args.index("-l") + 1].split("=", 1)[1])})
     if verb == "get" and args[1] == "pods":
         pods = [{"metadata": {"name": f"nvidia-device-plugin-{i}"}, "spec": {"nodeName": name},
                  "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}

@@ -103,8 +103,16 @@ def test_healthy_run_checks_the_cluster_then_destroys_it(rig: Rig):
     for check in ("nodes ready", "gpu nodes present", "device plugin ready on gpu nodes (device-plugin)",
                   "allocatable nvidia.com/gpu", "nvidia-smi on pool inference"):
         assert has_row(result.out, "PASS", check), result.out
-    for model in ("llama-3-1-8b-instruct", "qwen2-5-7b-instruct"):
-        assert has_row(result.out, "SKIP", f"model {model} health", "scaled to zero"), "dev scales models to zero"
+    # Dev's models sit at zero after the update: one request through the gateway each, then Ready within the
+    # cold-start bound (node 600 + image 600 + weights at 100 MiB/s + the startup probe's 1800 s).
+    for model, bound in (("llama-3-1-8b-instruct", 3154), ("qwen2-5-7b-instruct", 3146)):
+        assert has_row(result.out, "PASS", f"model {model} wake",
+                       f"woken by one request through the gateway; Ready within its cold-start bound of {bound} s"), result.out
+        entries = rig.calls.entries()
+        asked = next(i for i, e in enumerate(entries) if e["tool"] == "gateway" and e["body"]["model"] == model)
+        polled = next(i for i, e in enumerate(entries) if e["tool"] == "kubectl" and e["argv"][:3] == ["get", "deployment", model])
+        assert asked < polled, "the request that wakes the model comes before the wait for it"
+        assert entries[asked]["body"]["max_tokens"] == 1 and entries[asked]["authorized"]
     assert has_row(result.out, "PASS", "gateway chat", "llama-3-1-8b-instruct answered 'ready'"), result.out
     assert has_row(result.out, "SKIP", "gateway embedding", "no embedding model"), result.out
     assert "NVIDIA-SMI 570" in result.out
@@ -336,3 +344,31 @@ def test_verify_prod_checks_the_gpu_pools_that_have_ready_nodes(rig: Rig):
     assert idle.code == exit_codes.OK, idle.out + idle.err
     assert has_row(idle.out, "SKIP", "gpu nodes present", "no GPU pool has a Ready node"), idle.out
     assert has_row(idle.out, "SKIP", "gpu pool gpu-interactive", "no Ready node"), idle.out
+
+
+@pytest.mark.parametrize("state, detail", [
+    ("asleep", "stuck at step wake: KEDA has not scaled it from zero (replicas 0)"),
+    ("node", "stuck at step node: pod llama-3-1-8b-instruct-7d9c-x1 Pending: 0/3 nodes are available: 3 node(s) "
+             "didn't match Pod's node affinity/selector."),
+    ("image", "stuck at step image: container vllm: ImagePullBackOff"),
+    ("weights", "stuck at step weights: init container fetch-weights: running (restarts 0)"),
+    ("load", "stuck at step load: container vllm running, startup probe not passed yet (load, compile, readiness)"),
+])
+def test_a_model_that_does_not_wake_names_the_cold_start_step(rig: Rig, tmp_path, state, detail):
+    """Against the kubectl stand-in: one gateway request, then polls on a clock that runs out at the bound."""
+    from automation.driver.postdeploy import KubectlCli, ModelTarget, Poller, wake_model
+
+    rig.monkeypatch.setenv("STANDIN_COLD", json.dumps({"llama-3-1-8b-instruct": state}))
+    clock = SimpleNamespace(now=0.0)
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    kubectl = KubectlCli(tmp_path / "kubeconfig.json", binary=rig.kubectl)
+    model = ModelTarget("llama-3-1-8b-instruct", "serving-interactive", "chat", False, wake_bound_seconds=30)
+    result = wake_model(kubectl, model, Poller(timeout=600, interval=10, clock=lambda: clock.now, sleep=sleep))
+    assert not result.ok
+    assert result.detail == f"not Ready within its cold-start bound of 30 s; {detail}"
+    assert clock.now == 30, "waited the model's bound, not the run's timeout"
+    polls = [e for e in rig.calls.kubectl() if e["argv"][:2] == ["get", "deployment"]]
+    assert len(polls) == 4, "at 0, 10, 20 and 30 s"
