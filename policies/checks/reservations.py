@@ -8,6 +8,10 @@
   there, EKS user guide, "Customize managed nodes with launch templates"; terraform-aws-eks
   ``modules/eks-managed-node-group/main.tf`` sets ``instance_types = null`` for ``CAPACITY_BLOCK``); and
   only the subnet in the block's Availability Zone.
+- A Capacity Block group's ``maxSize`` beyond the block's instance count never launches the rest, and after
+  the block's end (recorded in the group's reservation tag) EC2 launches nothing from it; a NodePool that
+  admits only ``reserved`` on blocks that have all ended launches nothing either. The day is today (UTC) or
+  ``LLM_PLATFORM_TODAY``, as for the program's settings.
 - A NodePool that admits ``karpenter.sh/capacity-type: reserved`` gets reserved offerings only from the
   reservations its node class selects (``capacityReservationSelectorTerms`` on the EC2NodeClass; Karpenter
   docs, tasks/odcrs). Without terms ``reserved`` is dead; EKS Auto Mode's built-in ``default`` NodeClass
@@ -19,10 +23,14 @@ under the component that owns it (``lib.pools.node_group_template``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from datetime import UTC, date, datetime
 from typing import Any
 
+from capacity.cost import CAPACITY_BLOCK as CAPACITY_BLOCK_RESERVATION
+from capacity.cost import RESERVATION_KEY, Reservation, parse_reservations
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.pools import node_group_template
 from lib.resources import AWS_NODE_GROUP, EC2NODECLASS, EKS_MANAGED_NODE_GROUP, NODEPOOL, Resource
@@ -30,6 +38,9 @@ from lib.values import UNKNOWN, as_list, contains_unknown, dig
 
 #: Karpenter 1.14.1's EC2NodeClass CRD, ``capacityReservationSelectorTerms[].id``.
 RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
+#: The same CRD: ``ownerID`` and ``instanceMatchCriteria`` of a selector term.
+OWNER_ID = re.compile(r"^[0-9]{12}$")
+MATCH_CRITERIA = ("open", "targeted")
 CAPACITY_BLOCK_MARKET = "capacity-block"
 AUTO_MODE_NODE_CLASS_GROUP = "eks.amazonaws.com"
 AUTO_MODE_NODE_CLASS = "kubernetes:eks.amazonaws.com/v1:NodeClass"
@@ -47,6 +58,43 @@ def _group_shape_problems(group: Resource) -> Iterator[str]:
                "EKS wants only the subnet in the block's zone")
 
 
+def _today() -> date:
+    """The day blocks are judged on: today (UTC), or ``LLM_PLATFORM_TODAY`` (YYYY-MM-DD), the same day and
+    override the program's settings judge a block's end on."""
+    override = os.environ.get("LLM_PLATFORM_TODAY", "")
+    try:
+        return date.fromisoformat(override) if override else datetime.now(UTC).date()
+    except ValueError:
+        return datetime.now(UTC).date()
+
+
+def _ended(reservation: Reservation) -> bool:
+    """A Capacity Block whose recorded end is before today: EC2 gives no instances from it any more."""
+    if reservation.type != CAPACITY_BLOCK_RESERVATION or not reservation.end:
+        return False
+    try:
+        end = datetime.fromisoformat(reservation.end.replace("Z", "+00:00")).date()
+    except ValueError:
+        return False
+    return end < _today()
+
+
+def _block_size_problems(group: Resource) -> Iterator[str]:
+    """Against the block the group records (its reservation tag): more nodes than the block holds never
+    launch, and a block that has ended launches none."""
+    max_size = group.get("scalingConfig", "maxSize")
+    for block in parse_reservations(group.get("tags", RESERVATION_KEY)):
+        if block.type != CAPACITY_BLOCK_RESERVATION:
+            continue
+        if isinstance(max_size, (int, float)) and not isinstance(max_size, bool) and max_size > block.count:
+            yield (f"can grow to {max_size:g} nodes, but its Capacity Block {block.id} holds {block.count} x "
+                   f"{block.instance_type}: the nodes beyond {block.count} never launch (Cluster Autoscaler keeps "
+                   f"retrying them). Set scalingConfig.maxSize to {block.count}")
+        if _ended(block):
+            yield (f"launches into Capacity Block {block.id}, which ended on {block.end}: EC2 gives no instances "
+                   "from it any more. Buy a new block and point the group at it, or remove the group")
+
+
 def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | None]]:
     if group.get("capacityType") != "CAPACITY_BLOCK":
         return
@@ -55,6 +103,8 @@ def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | 
         return  # judged at its aws:eks NodeGroup child, which a real preview shows
     for problem in _group_shape_problems(group):
         yield f"{group.label} has capacityType CAPACITY_BLOCK but {problem}.", group.urn
+    for problem in _block_size_problems(group):
+        yield f"{group.label} {problem}.", group.urn
     if group.get("launchTemplate") is None:
         yield (f"{group.label} has capacityType CAPACITY_BLOCK but no launch template; a Capacity Block is used "
                "only through a launch template with instanceMarketOptions.marketType capacity-block, the "
@@ -80,6 +130,21 @@ def _group_problems(stack: Stack, group: Resource) -> Iterator[tuple[str, str | 
         yield (f"{group.label} has capacityType CAPACITY_BLOCK but its {template.label} lacks "
                + " and ".join(missing) + "; EKS refuses to create the group. Set them on the launch template.",
                group.urn)
+
+
+def _capacity_values(pool: Resource) -> list[Any] | None:
+    """The values of the NodePool's ``karpenter.sh/capacity-type`` In requirement (None: none known)."""
+    requirements = pool.get("spec", "template", "spec", "requirements", default=[])
+    for requirement in as_list(requirements) if requirements is not UNKNOWN else []:
+        if isinstance(requirement, dict) and requirement.get("key") == "karpenter.sh/capacity-type":
+            values = requirement.get("values")
+            if requirement.get("operator") == "In" and values is not UNKNOWN:
+                return as_list(values)
+    return None
+
+
+def _reserved_only(pool: Resource) -> bool:
+    return _capacity_values(pool) == ["reserved"]
 
 
 def _reserved(pool: Resource) -> bool:
@@ -116,6 +181,12 @@ def _nodepool_problems(stack: Stack, pool: Resource) -> Iterator[tuple[str, str 
         yield (f"{pool.label} admits karpenter.sh/capacity-type reserved, but {classes[0].label} has no "
                "capacityReservationSelectorTerms, so Karpenter has no reserved offering for it. Select the "
                "reservations (id or tags) on the node class, or drop reserved.", pool.urn)
+        return
+    blocks = parse_reservations(classes[0].get("metadata", "annotations", RESERVATION_KEY))
+    if _reserved_only(pool) and blocks and all(_ended(b) for b in blocks):
+        yield (f"{pool.label} launches only reserved capacity, and every reservation {classes[0].label} records "
+               f"({', '.join(f'{b.id} ended {b.end}' for b in blocks)}) is a Capacity Block that has ended: it can "
+               "launch nothing. Select a current reservation, or admit spot or on-demand too.", pool.urn)
 
 
 def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
@@ -126,13 +197,21 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
 
 
 def selector_term_problems(terms: Any) -> Iterator[str]:
-    """``spec.capacityReservationSelectorTerms`` against the 1.14.1 CRD: at most 30 terms, each with tags,
-    id or instanceMatchCriteria, an id matching ``^cr-[0-9a-z]+$`` and standing alone in its term."""
+    """``spec.capacityReservationSelectorTerms`` against the 1.14.1 CRD (karpenter.k8s.aws_ec2nodeclasses.yaml),
+    as the API server applies it: at most 30 terms; each with tags, id or instanceMatchCriteria; ``id``
+    matching ``^cr-[0-9a-z]+$``, ``ownerID`` ``^[0-9]{12}$``, ``instanceMatchCriteria`` ``open`` or
+    ``targeted``; at most 20 tags, none with an empty key or value.
+
+    The id rule as the engine has it, not as its message reads: the CRD's CEL rule is
+    ``!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))``, so the
+    API server refuses the list only when EVERY term pairs an id with other fields; a list where one term
+    does and another does not is admitted (the message, "'id' is mutually exclusive", suggests any term)."""
     if terms is None or terms is UNKNOWN:
         return
     items = as_list(terms)
     if len(items) > 30:
         yield f"spec.capacityReservationSelectorTerms has {len(items)} terms; at most 30"
+    known = [t for t in items if isinstance(t, dict) and UNKNOWN not in t.values()]
     for i, term in enumerate(items):
         where = f"spec.capacityReservationSelectorTerms[{i}]"
         if not isinstance(term, dict) or UNKNOWN in term.values():
@@ -140,11 +219,25 @@ def selector_term_problems(terms: Any) -> Iterator[str]:
         if not any(term.get(k) is not None for k in ("tags", "id", "instanceMatchCriteria")):
             yield f"{where} needs tags, id or instanceMatchCriteria"
         rid = dig(term, "id")
-        if rid is not None:
-            if not RESERVATION_ID.match(str(rid)):
-                yield f"{where}.id '{rid}' is not a capacity reservation id (cr- and lowercase letters or digits)"
-            if any(term.get(k) is not None for k in ("tags", "ownerID", "instanceMatchCriteria")):
-                yield f"{where} sets id with other fields; an id term stands alone"
+        if rid is not None and not RESERVATION_ID.match(str(rid)):
+            yield f"{where}.id '{str(rid)[:40]}' is not a capacity reservation id (cr- and lowercase letters or digits)"
+        owner = term.get("ownerID")
+        if owner is not None and not (isinstance(owner, str) and OWNER_ID.match(owner)):
+            yield f"{where}.ownerID '{str(owner)[:40]}' is not an AWS account id (12 digits)"
+        criteria = term.get("instanceMatchCriteria")
+        if criteria is not None and criteria not in MATCH_CRITERIA:
+            yield f"{where}.instanceMatchCriteria '{str(criteria)[:40]}' is not one of {', '.join(MATCH_CRITERIA)}"
+        tags = term.get("tags")
+        if isinstance(tags, dict):
+            if len(tags) > 20:
+                yield f"{where}.tags has {len(tags)} tags; at most 20"
+            if any(k == "" or v == "" for k, v in tags.items()):
+                yield f"{where}.tags has an empty key or value; the CRD refuses them"
+    if known and len(known) == len(items) and all(
+            t.get("id") is not None and any(t.get(k) is not None for k in ("tags", "ownerID", "instanceMatchCriteria"))
+            for t in known):
+        yield ("spec.capacityReservationSelectorTerms: every term sets id with other fields; the CRD refuses the "
+               "list ('id' is mutually exclusive): give the id a term of its own")
 
 
 POLICIES = [
@@ -153,8 +246,9 @@ POLICIES = [
         description=(
             "Make reserved capacity usable: a CAPACITY_BLOCK managed group's launch template sets the capacity-block "
             "market type, the block's reservation target and its instance type, the group lists no instance types "
-            "and one subnet (the block's zone); a NodePool admitting reserved has a node class that selects "
-            "capacity reservations."
+            "and one subnet (the block's zone), grows no larger than the block and launches into a block that has "
+            "not ended; a NodePool admitting reserved has a node class that selects capacity reservations, and one "
+            "admitting only reserved has a current one."
         ),
         check=_check,
         enforcement=MANDATORY,

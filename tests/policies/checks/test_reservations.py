@@ -143,10 +143,83 @@ def test_a_reserved_auto_mode_pool_on_the_built_in_class_is_refused(pack):
 
 def test_selector_terms_are_read_against_the_crd(pack):
     bad = ec2nodeclass(capacityReservationSelectorTerms=[{"id": "cr-ABC"}, {"id": BLOCK, "tags": {"a": "b"}}])
-    one(pack.messages(bad, VALID),
-        "spec.capacityReservationSelectorTerms[0].id 'cr-ABC' is not a capacity reservation id",
-        "spec.capacityReservationSelectorTerms[1] sets id with other fields; an id term stands alone")
+    one(pack.messages(bad, VALID), "spec.capacityReservationSelectorTerms[0].id 'cr-ABC' is not a capacity reservation id")
     assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]), VALID) == []
+
+
+def test_id_with_other_fields_is_refused_as_the_crds_cel_rule_has_it(pack):
+    """The CRD's rule is ``!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) ||
+    has(x.instanceMatchCriteria)))``: the API server refuses the list only when every term pairs an id with
+    other fields. The textbook reading of its message ("'id' is mutually exclusive") refuses any such term;
+    the engine admits a list where another term does not."""
+    alone = ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK, "tags": {"a": "b"}}])
+    one(pack.messages(alone, VALID), "spec.capacityReservationSelectorTerms: every term sets id with other fields; "
+                                     "the CRD refuses the list ('id' is mutually exclusive)")
+    beside = ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK, "ownerID": "123456789012"},
+                                                            {"tags": {"team": "ml"}}])
+    assert pack.messages(beside, VALID) == []
+
+
+def test_owner_ids_match_criteria_and_tags_are_read_against_the_crd(pack):
+    terms = [{"tags": {"team": "ml"}, "ownerID": "12345"}, {"instanceMatchCriteria": "all"},
+             {"tags": {f"k{i}": "v" for i in range(21)}}, {"tags": {"team": ""}}]
+    one(pack.messages(ec2nodeclass(capacityReservationSelectorTerms=terms), VALID),
+        "spec.capacityReservationSelectorTerms[0].ownerID '12345' is not an AWS account id (12 digits)",
+        "spec.capacityReservationSelectorTerms[1].instanceMatchCriteria 'all' is not one of open, targeted",
+        "spec.capacityReservationSelectorTerms[2].tags has 21 tags; at most 20",
+        "spec.capacityReservationSelectorTerms[3].tags has an empty key or value")
+    good = [{"tags": {"team": "ml"}, "ownerID": "123456789012"}, {"instanceMatchCriteria": "targeted"},
+            {"tags": {f"k{i}": "v" for i in range(20)}}]
+    assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=good), VALID) == []
+
+
+# --- a Capacity Block against the block it records --------------------------------------------------
+
+BLOCK_TAG = {"llm-platform.io/capacity-reservations":
+             f"id={BLOCK} type=capacity-block instanceType=p5.48xlarge count=2 zone=us-east-1a end=2026-12-20T11:30:00Z"}
+
+
+def _pack_on(day: str):
+    from automation.offline.pack.runner import PolicyPackRunner
+    from tests.policies.conftest import Pack
+
+    with PolicyPackRunner(env={"LLM_PLATFORM_TODAY": day}) as runner:
+        pack = Pack(runner)
+        pack.configure()
+        yield pack
+
+
+def test_a_capacity_block_group_larger_than_its_block_is_refused(pack):
+    group = _group(tags=BLOCK_TAG, scalingConfig={"minSize": 0, "desiredSize": 0, "maxSize": 3})
+    one(pack.stack_messages([OWNER, group, _block_template()], RESERVED),
+        "ManagedNodeGroup 'reserved-h100' can grow to 3 nodes, but its Capacity Block cr-0123456789abcdef0 holds 2 x "
+        "p5.48xlarge: the nodes beyond 2 never launch (Cluster Autoscaler keeps retrying them). Set "
+        "scalingConfig.maxSize to 2.")
+    group = _group(tags=BLOCK_TAG, scalingConfig={"minSize": 0, "desiredSize": 0, "maxSize": 2})
+    assert pack.stack_messages([OWNER, group, _block_template()], RESERVED) == []
+
+
+def test_a_capacity_block_group_whose_block_ended_is_refused():
+    group = _group(tags=BLOCK_TAG, scalingConfig={"minSize": 0, "desiredSize": 0, "maxSize": 2})
+    for pack in _pack_on("2026-12-21"):
+        one(pack.stack_messages([OWNER, group, _block_template()], RESERVED),
+            "ManagedNodeGroup 'reserved-h100' launches into Capacity Block cr-0123456789abcdef0, which ended on "
+            "2026-12-20T11:30:00Z: EC2 gives no instances from it any more.")
+    for pack in _pack_on("2026-12-20"):  # its last day: still launches
+        assert pack.stack_messages([OWNER, group, _block_template()], RESERVED) == []
+
+
+def test_a_reserved_only_nodepool_whose_blocks_ended_is_refused():
+    pool = patch(nodepool(), {"spec.template.spec.requirements.2.values": ["reserved"]})
+    node_class = patch(ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}]), {"metadata": {
+        "name": "gpu", "annotations": {"llm-platform.io/capacity-reservations": BLOCK_TAG[
+            "llm-platform.io/capacity-reservations"]}}})
+    for pack in _pack_on("2026-12-21"):
+        one(pack.stack_messages([pool, node_class], RESERVED),
+            "NodePool 'gpu-inference' launches only reserved capacity, and every reservation EC2NodeClass 'gpu' "
+            "records (cr-0123456789abcdef0 ended 2026-12-20T11:30:00Z) is a Capacity Block that has ended")
+        spot_too = patch(pool, {"spec.template.spec.requirements.2.values": ["reserved", "spot"]})
+        assert pack.stack_messages([spot_too, node_class], RESERVED) == []
 
 
 # --- capacity-simulation: a pool that admits only reserved capacity ------------------------------------
