@@ -14,6 +14,7 @@ from components.cluster.network import Network, NetworkArgs
 from components.gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.gpu.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.gpu.dra_driver import GpuDraDriver, GpuDraDriverArgs
+from components.gpu.efa import EfaFabric, EfaFabricArgs
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.karpenter.controller import Karpenter, KarpenterArgs
 from components.karpenter.node_pools import KarpenterNodePools, KarpenterNodePoolsArgs
@@ -91,7 +92,7 @@ class Platform(pulumi.ComponentResource):
         self.gateway_role_arn: pulumi.Output[str] | None = None
         if settings.serving.enabled:
             assert observability is not None  # _observability installs Prometheus whenever serving is enabled
-            self._serving(settings, settings.cluster_name, on_cluster, observability, tags)
+            self._serving(settings, settings.cluster_name, on_cluster, observability, tags, cluster.node_security_group_id)
         self._outputs(settings, cluster)
 
     def _network_and_cluster(
@@ -156,6 +157,7 @@ class Platform(pulumi.ComponentResource):
             opts=on_aws,
         )
         software = settings.gpu_software.provider
+        efa_pools = efa_interfaces_by_pool(settings)
         self.gpu_pools = [
             GpuNodePool(
                 pool.name,
@@ -181,6 +183,8 @@ class Platform(pulumi.ComponentResource):
                     purpose=pool.purpose,
                     labels=gpu_group_labels(pool, software),
                     tags=tags,
+                    efa_interfaces=efa_pools.get(pool.name, 0),
+                    security_group_id=cluster.node_security_group_id if pool.name in efa_pools else None,
                 ),
                 opts=on_aws,
             )
@@ -330,13 +334,16 @@ class Platform(pulumi.ComponentResource):
         on_cluster: pulumi.ResourceOptions,
         observability: Observability,
         tags: dict[str, str],
+        node_security_group_id: pulumi.Input[str],
     ) -> None:
         """Prometheus and KEDA first (their CRDs), then the tiers, then the gateway in front of them."""
         serving = settings.serving
         autoscaler = EventAutoscaler("keda", EventAutoscalerArgs(), opts=on_cluster)
-        # LeaderWorkerSet's controller and CRDs, only where a model spans nodes.
-        groups = [GroupController("lws", GroupControllerArgs(), opts=on_cluster)] if any(
-            m.multi_node for t in serving.tiers for m in t.models) else []
+        # LeaderWorkerSet's controller and CRDs, and EFA, only where a model spans nodes.
+        groups: list[pulumi.Resource] = []
+        if any(m.multi_node for t in serving.tiers for m in t.models):
+            groups = [GroupController("lws", GroupControllerArgs(), opts=on_cluster),
+                      EfaFabric("efa", EfaFabricArgs(node_security_group_id=node_security_group_id), opts=on_cluster)]
         after_platform = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability, autoscaler, *groups])
         )
@@ -394,6 +401,18 @@ class Platform(pulumi.ComponentResource):
             )
             self.gateway_url = gateway.url
             self.gateway_role_arn = gateway.bedrock_role_arn
+
+
+def efa_interfaces_by_pool(settings: Settings) -> dict[str, int]:
+    """The GPU pools that host a multi-node model, with the EFA interfaces their nodes get (the model's
+    request: every interface of the pool's type that holds its GPUs)."""
+    facts = settings.gpu_pool_facts()
+    found: dict[str, int] = {}
+    for tier in settings.serving.tiers if settings.serving.enabled else []:
+        for model in tier.models:
+            if model.multi_node and model.pool in facts:
+                found[model.pool] = max(found.get(model.pool, 0), facts[model.pool].efa_interfaces(model.gpus_per_replica))
+    return found
 
 
 def stack_settings() -> Settings:

@@ -15,14 +15,17 @@ def karpenter_discovery_tag(cluster_name: str) -> dict[str, str]:
 NODE_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 
 
-def node_template_tags(labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int) -> dict[str, str]:
+def node_template_tags(labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int,
+                       efa_interfaces: int = 0) -> dict[str, str]:
     """What Cluster Autoscaler needs on an Auto Scaling group to build a node from nothing when the
-    group sits at zero: every label, every taint (``value:Effect``) and the GPU count."""
-    return {k: v for k, v in cluster_autoscaler_tags("", labels, taints, gpus_per_node).items() if k.startswith(NODE_TEMPLATE_PREFIX)}
+    group sits at zero: every label, every taint (``value:Effect``), the GPU count and the EFA interfaces."""
+    return {k: v for k, v in cluster_autoscaler_tags("", labels, taints, gpus_per_node, efa_interfaces).items()
+            if k.startswith(NODE_TEMPLATE_PREFIX)}
 
 
 def cluster_autoscaler_tags(
-    cluster_name: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int
+    cluster_name: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus_per_node: int,
+    efa_interfaces: int = 0,
 ) -> dict[str, str]:
     """Auto-discovery tags plus node-template hints so Cluster Autoscaler can scale a pool up from zero."""
     tags = {
@@ -36,4 +39,6 @@ def cluster_autoscaler_tags(
         )
     if gpus_per_node:
         tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node)
+    if efa_interfaces:
+        tags[f"k8s.io/cluster-autoscaler/node-template/resources/{contract.EFA_RESOURCE}"] = str(efa_interfaces)
     return tags

@@ -303,6 +303,11 @@ PAUSE_IMAGE = Image(
     digest="sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c",
 )
 KEDA = HelmChart(chart="keda", version="2.20.2", repository="https://kedacore.github.io/charts")
+#: The AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin; chart v0.5.30, appVersion v0.5.20).
+AWS_EFA_DEVICE_PLUGIN = HelmChart(chart="aws-efa-k8s-device-plugin", version="v0.5.30",
+                                  repository="https://aws.github.io/eks-charts")
+AWS_EFA_DEVICE_PLUGIN_IMAGE = Image(repository="602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin",
+                                    tag="v0.5.20")
 #: LeaderWorkerSet: the controller that serves models larger than one node (chart version with its ``v``,
 #: as published at oci://registry.k8s.io/lws/charts; kubernetes-sigs/lws tag v0.10.0).
 LWS = HelmChart(chart="lws", version="v0.10.0", repository="oci://registry.k8s.io/lws/charts")

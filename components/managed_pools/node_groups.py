@@ -19,6 +19,7 @@ import pulumi_eks as eks
 from components import contract, versions
 from components.cluster.node_role import NodeRole, NodeRoleArgs
 from components.settings.reservations import CapacityReservation
+from components.specs import efa
 from components.specs.node_pools import group_instance_types, launch_reservation, reservation_subnets, reservation_tags
 from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
@@ -112,6 +113,9 @@ class _ManagedNodePool(pulumi.ComponentResource):
         node_group_tags: dict[str, str],
         gpus_per_node: int = 0,
         reservation: CapacityReservation | None = None,
+        efa_interfaces: int = 0,
+        security_group_id: pulumi.Input[str] | None = None,
+        placement_group: pulumi.Input[str] | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
         # A reservation's launch options: market type capacity-block and the block's instance type (Capacity
@@ -151,6 +155,14 @@ class _ManagedNodePool(pulumi.ComponentResource):
                     capacity_reservation_id=target["capacityReservationId"]
                 )
             ) if target else None,
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group) if placement_group else None,
+            network_interfaces=[
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    network_card_index=i["networkCardIndex"], device_index=i["deviceIndex"],
+                    interface_type=i["interfaceType"], security_groups=i["securityGroups"],
+                    delete_on_termination=i["deleteOnTermination"])
+                for i in efa.efa_network_interfaces(efa_interfaces, security_group_id)
+            ] or None,
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": name})
                 for kind in ("instance", "volume")
@@ -188,7 +200,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
         if scaling.min_size == 0:
             # EKS does not copy node group tags to the Auto Scaling group, and Cluster Autoscaler's
             # DescribeNodegroup fallback covers only a group that never had a node: tag the ASG itself.
-            for key, value in node_template_tags(labels, taints, gpus_per_node).items():
+            for key, value in node_template_tags(labels, taints, gpus_per_node, efa_interfaces).items():
                 aws.autoscaling.Tag(
                     f"{name}-ca-{key[len(NODE_TEMPLATE_PREFIX):].replace('/', '-')}",
                     autoscaling_group_name=self.autoscaling_group_name,
@@ -281,6 +293,11 @@ class GpuNodePoolArgs:
     #: ``availability_zones`` (the Network's zones, in the order of ``subnet_ids``).
     reservation: CapacityReservation | None = None
     availability_zones: list[str] = field(default_factory=list)
+    #: EFA interfaces per node (0: none): set for a pool that hosts a multi-node model
+    #: (components/specs/efa.py: every interface of the type, a cluster placement group, one zone), with
+    #: the nodes' security group the interfaces carry.
+    efa_interfaces: int = 0
+    security_group_id: pulumi.Input[str] | None = None
 
 
 class GpuNodePool(_ManagedNodePool):
@@ -307,6 +324,13 @@ class GpuNodePool(_ManagedNodePool):
             subnet_ids = pulumi.Output.from_input(args.subnet_ids).apply(
                 lambda ids: reservation_subnets(ids, zones, reservation)
             )
+        placement_group = None
+        if args.efa_interfaces:
+            placement_group = aws.ec2.PlacementGroup(
+                f"{name}-placement", name=f"{args.cluster_name}-{name}", strategy=efa.PLACEMENT_STRATEGY, tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self)).name
+            if args.reservation is None:  # a reservation has cut the subnets to its zone already
+                subnet_ids = pulumi.Output.from_input(args.subnet_ids).apply(efa.placement_subnets)
         self._build(
             name,
             cluster=args.cluster,
@@ -321,7 +345,11 @@ class GpuNodePool(_ManagedNodePool):
             launch=args.launch,
             role_description=f"EKS GPU node pool {name}",
             tags=args.tags,
-            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, self.gpus_per_node),
+            node_group_tags=cluster_autoscaler_tags(args.cluster_name, labels, taints, self.gpus_per_node,
+                                                    args.efa_interfaces),
             gpus_per_node=self.gpus_per_node,
             reservation=args.reservation,
+            efa_interfaces=args.efa_interfaces,
+            security_group_id=args.security_group_id,
+            placement_group=placement_group,
         )

@@ -164,3 +164,47 @@ def test_the_lws_chart_renders_with_the_program_values_on_the_system_pool():
     assert not [o for o in objects if o["kind"] == "CustomResourceDefinition"]  # crds/ are not templates
     for obj in objects:
         kubernetes_validate.validate(obj, "1.35", strict=True)
+
+
+# --- EFA on the pool that hosts the group (components/specs/efa.py, components/gpu/efa.py) ------------------
+
+
+def test_the_managed_group_launches_every_efa_interface_in_a_cluster_placement_group_in_one_zone(plan):
+    (template,) = [r.inputs for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") if r.name == "h100-multinode-lt"]
+    interfaces = template["networkInterfaces"]
+    assert len(interfaces) == 32  # p5.48xlarge: 32 network cards, one EFA interface each
+    assert [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces[:3]] == [
+        (0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa")]
+    assert template["placement"] == {"groupName": "llm-platform-prod-h100-multinode"}
+    (placement,) = [r.inputs for r in plan.of_type("aws:ec2/placementGroup:PlacementGroup")]
+    assert (placement["name"], placement["strategy"]) == ("llm-platform-prod-h100-multinode", "cluster")
+    (group,) = [r.inputs for r in plan.of_type("eks:index:ManagedNodeGroup") if r.name == "h100-multinode"]
+    assert len(group["subnetIds"]) == 1
+    # the other GPU groups keep the launch template without interfaces (EKS attaches the default ENI)
+    others = [r.inputs for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") if r.name == "inference-a10g-lt"]
+    assert "networkInterfaces" not in others[0] and "placement" not in others[0]
+
+
+def test_cluster_autoscaler_sees_the_efa_interfaces_of_a_group_at_zero(plan):
+    """Cluster Autoscaler builds a node of a group at 0 from its ASG's template tags: without the EFA count
+    there, a pod requesting vpc.amazonaws.com/efa fits no template and the group never grows."""
+    tags = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in plan.of_type("aws:autoscaling/tag:Tag")
+            if r.name.startswith("h100-multinode-ca-")}
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] == "32"
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "8"
+
+
+def test_the_nodes_security_group_lets_efa_traffic_out_to_itself_and_the_plugin_tolerates_gpu_taints(plan):
+    (rule,) = [r.inputs for r in plan.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")]
+    assert rule["ipProtocol"] == "-1" and rule["referencedSecurityGroupId"] == rule["securityGroupId"]
+    (release,) = [r.inputs for r in plan.of_type("kubernetes:helm.sh/v3:Release")
+                  if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
+    assert (release["version"], release["namespace"]) == ("v0.5.30", "kube-system")
+    assert release["values"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_stacks_without_a_multi_node_model_get_none_of_it(prod_plan):
+    assert not prod_plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert not prod_plan.of_type("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
+    assert not [r for r in prod_plan.of_type("kubernetes:helm.sh/v3:Release")
+                if r.inputs["chart"] in ("aws-efa-k8s-device-plugin", versions.LWS.ref)]
