@@ -490,9 +490,14 @@ def pod_spec(
     }
 
 
+#: A serving tier's namespace is this prefix and the tier's name (the pack's cold-start-budget takes it as
+#: its ``tierNamespacePrefix``, so a Deployment of the same name in another namespace is not judged).
+TIER_NAMESPACE_PREFIX = "serving-"
+
+
 def namespace_name(tier: str) -> str:
     """The namespace of a serving tier."""
-    return f"serving-{tier}"
+    return f"{TIER_NAMESPACE_PREFIX}{tier}"
 
 
 def priority_class_name(tier: str) -> str:

@@ -36,6 +36,10 @@ BUDGET_FIELD = "coldStartBudgetSeconds"
 PROBE_PERIOD_DEFAULT, PROBE_FAILURES_DEFAULT = 10, 3
 
 
+#: The program's (``components/specs/serving.py``); generated into config/<stack>.json as a program fact.
+NAMESPACE_PREFIX_PARAM, TIER_NAMESPACE_PREFIX = "tierNamespacePrefix", "serving-"
+
+
 def tier_budgets(config: dict[str, Any] | None = None) -> dict[str, tuple[str, float]]:
     """Model name -> (tier, ``coldStartBudgetSeconds``) for every tier that sets a budget.
 
@@ -71,7 +75,8 @@ UNDER_PROBE = ("load", "compile", "readiness")
 
 
 def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, Any], Any]]:
-    """Every model Deployment's cold start, with its name and its server's startup probe."""
+    """Every model Deployment's cold start, with its name and its server's startup probe (the workload
+    carries its namespace)."""
     simulated = stack_simulation(stack)
     if simulated is None:
         return
@@ -137,12 +142,15 @@ def _check(stack: Stack, config: dict[str, Any]) -> Iterator[tuple[str, str | No
         if budgets:
             yield f"{error.args[0]}; add its compressed and unpacked sizes there to predict its models' cold start.", None
         return
+    prefix = str(config.get(NAMESPACE_PREFIX_PARAM) or TIER_NAMESPACE_PREFIX)
     for workload, name, probe, cold in starts:
         if (overrun := _probe_overrun(name, probe, cold)) is not None:
             yield overrun, workload.key
         if name not in budgets:
             continue
         tier, budget = budgets[name]
+        if workload.namespace != f"{prefix}{tier}":
+            continue  # a Deployment that only shares the model's name: not the tier's model
         if cold.seconds <= budget:
             continue
         dominant = cold.dominant
@@ -166,5 +174,9 @@ POLICIES = [
         ),
         check=_check,
         enforcement=MANDATORY,
+        params={NAMESPACE_PREFIX_PARAM: {
+            "type": "string", "minLength": 1, "default": TIER_NAMESPACE_PREFIX,
+            "description": "A serving tier's namespace is this prefix and the tier's name (the program's); a "
+                           "budget applies to a model's Deployment in its tier's namespace only."}},
     ),
 ]

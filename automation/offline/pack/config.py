@@ -21,6 +21,7 @@ from typing import Any
 
 from automation.paths import ROOT
 from components import contract, versions
+from components.specs.serving import TIER_NAMESPACE_PREFIX
 from policies.capacity.engine import SELF_METRIC_PREFIXES
 
 CONFIG_DIR = ROOT / "policies" / "config"
@@ -117,6 +118,7 @@ def program_facts() -> dict[str, Any]:
         **contract.policy_contract(),
         "agentPlacement": _agent_placement(),
         "selfMetricPrefixes": list(SELF_METRIC_PREFIXES),
+        "tierNamespacePrefix": TIER_NAMESPACE_PREFIX,
     }
 
 

@@ -61,9 +61,9 @@ def budgeted() -> Iterator[Pack]:
     yield from _pack(SERVING)
 
 
-def server(name: str, catalog: str, gpus: int, pool: str, *, cpu: str, memory: str) -> dict:
+def server(name: str, catalog: str, gpus: int, pool: str, *, cpu: str, memory: str, namespace: str) -> dict:
     """A model Deployment as the program emits it: vLLM image, architecture annotation, startup probe 10 s x 180."""
-    res = workload(name=name, gpus=gpus, selector={"llm-platform.io/pool": pool},
+    res = workload(name=name, namespace=namespace, gpus=gpus, selector={"llm-platform.io/pool": pool},
                    annotations={MODEL_ANNOTATION: json.dumps(model_catalog()[catalog].to_json())})
     return patch(res, {"spec.template.spec.containers.0": {
         "name": "vllm", "image": IMAGE,
@@ -73,15 +73,21 @@ def server(name: str, catalog: str, gpus: int, pool: str, *, cpu: str, memory: s
     }})
 
 
-def karpenter_stack(name: str) -> list[dict]:
+def tier_namespace(name: str) -> str:
+    """The namespace the program gives the tier a test model's name ends in (``llama-70b-tight``: serving-tight)."""
+    return f"serving-{name.rsplit('-', 1)[-1]}"
+
+
+def karpenter_stack(name: str, namespace: str | None = None) -> list[dict]:
     pool = patch(nodepool("gpu-interactive"), {
         "spec.template.spec.requirements.1.values": ["12xlarge"], "spec.limits": {GPU: "8"}})
     node_class = patch(ec2nodeclass(), {"spec.blockDeviceMappings.0.ebs.throughput": 750})
     return [KARPENTER, pool, node_class,
-            server(name, "llama-3.1-70b-instruct-awq", 4, "gpu-interactive", cpu="40", memory="160Gi")]
+            server(name, "llama-3.1-70b-instruct-awq", 4, "gpu-interactive", cpu="40", memory="160Gi",
+                   namespace=namespace or tier_namespace(name))]
 
 
-def managed_stack(name: str, throughput: int | None = 500) -> list[dict]:
+def managed_stack(name: str, throughput: int | None = 500, namespace: str | None = None) -> list[dict]:
     owner = resource("llm-platform:index:GpuNodePool", "inference", {})
     group = patch(gpu_node_group(), {"instanceTypes": ["g5.2xlarge", "g5.4xlarge"],
                                      "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 4}})
@@ -97,7 +103,8 @@ def managed_stack(name: str, throughput: int | None = 500) -> list[dict]:
                                                                  "tag": {"key": k, "value": v, "propagateAtLaunch": False}},
                          parent=owner) for i, (k, v) in enumerate(tags.items())]
     return [owner, group, template, AUTOSCALER, *asg_tags,
-            server(name, "llama-3.1-8b-instruct", 1, "inference", cpu="6", memory="28Gi")]
+            server(name, "llama-3.1-8b-instruct", 1, "inference", cpu="6", memory="28Gi",
+                   namespace=namespace or tier_namespace(name))]
 
 
 def test_prod_like_70b_fits_a_600_second_budget(budgeted):
@@ -177,7 +184,8 @@ def _two_type_stack(name: str) -> list[dict]:
     pool = patch(nodepool("gpu-inference"), {"spec.template.spec.requirements": [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.2xlarge", "g6.4xlarge"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]})
-    return [KARPENTER, pool, ec2nodeclass(), server(name, "llama-3.1-8b-instruct", 1, "gpu-inference", cpu="6", memory="28Gi")]
+    return [KARPENTER, pool, ec2nodeclass(), server(name, "llama-3.1-8b-instruct", 1, "gpu-inference", cpu="6",
+                                                     memory="28Gi", namespace="serving-tight")]
 
 
 @pytest.mark.parametrize("region, instance", [("us-east-1", "g5.2xlarge"), ("us-gov-west-1", "g6.4xlarge")])
@@ -238,7 +246,7 @@ def test_a_quoted_budget_is_read_as_the_settings_read_it(quoted, judged):
     it as 30 seconds (pydantic's lax mode), and so does the pack, instead of calling it not a number."""
     serving = {"tiers": [{"name": "quoted", "coldStartBudgetSeconds": quoted, "models": [{"name": "m"}]}]}
     for pack in _pack(serving):
-        messages = pack.stack_messages(karpenter_stack("m"), POLICY)
+        messages = pack.stack_messages(karpenter_stack("m", "serving-quoted"), POLICY)
         if judged:
             one(messages, "m (tier quoted) starts cold in", "above its tier's coldStartBudgetSeconds of 30")
         else:
@@ -248,5 +256,13 @@ def test_a_quoted_budget_is_read_as_the_settings_read_it(quoted, judged):
 def test_a_boolean_budget_is_not_a_number():
     serving = {"tiers": [{"name": "interactive", "coldStartBudgetSeconds": True, "models": [{"name": "m"}]}]}
     for pack in _pack(serving):
-        one(pack.stack_messages(karpenter_stack("m"), POLICY),
+        one(pack.stack_messages(karpenter_stack("m", "serving-interactive"), POLICY),
             "llm-platform:serving.tiers[0].coldStartBudgetSeconds must be a number of seconds > 0")
+
+
+def test_a_deployment_that_only_shares_a_models_name_is_not_judged_by_its_tier(budgeted):
+    """The tight tier's model lives in serving-tight; a team's own Deployment named llama-70b-tight in its
+    namespace is not that model and gets no tier budget (a false block otherwise)."""
+    assert budgeted.stack_messages(karpenter_stack("llama-70b-tight", "team-experiments"), POLICY) == []
+    one(budgeted.stack_messages(karpenter_stack("llama-70b-tight"), POLICY),
+        "llama-70b-tight (tier tight) starts cold in", "above its tier's coldStartBudgetSeconds of 500")

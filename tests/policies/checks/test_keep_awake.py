@@ -31,7 +31,7 @@ def scaler(model: str, *, low: int = 0, cooldown: int | None = 300, query: str |
 
 
 def test_a_cooldown_shorter_than_the_cold_start_is_refused(pack):
-    one(pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b")], POLICY),
+    one(pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b")], POLICY),
         "llama-8b (minReplicaCount 0): one request wakes it at 15 s and KEDA scales it back to zero at 420 s "
         "(its last active poll at 105 s, within the triggers' demand window of 120 s, + cooldownPeriod 300 s",
         "before its predicted cold start of 527 s on a new g5.2xlarge of managed node group 'inference' ends at 542 s",
@@ -39,32 +39,32 @@ def test_a_cooldown_shorter_than_the_cold_start_is_refused(pack):
 
 
 def test_the_cooldown_the_program_emits_passes(pack):
-    assert pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", cooldown=738)], POLICY) == []
+    assert pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", cooldown=738)], POLICY) == []
 
 
 def test_ready_just_before_the_scale_in_passes_and_just_after_is_refused(pack):
     # Cooldown 438: LastActiveTime 105 + 438 = 543, scale-in at 555 > ready 542.2. Cooldown 420: 105 + 420 = 525,
     # scale-in at the first poll strictly after it, 540, 2 s before the replica is ready.
-    assert pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", cooldown=438)], POLICY) == []
-    one(pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", cooldown=420)], POLICY),
+    assert pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", cooldown=438)], POLICY) == []
+    one(pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", cooldown=420)], POLICY),
         "scales it back to zero at 540 s", "ends at 542 s")
 
 
 def test_keda_default_cooldown_and_karpenter_pool(pack):
     # No cooldownPeriod: KEDA's 300 s. The 70B on Karpenter starts in 520 s: ready at 535 s, gone at 420 s.
-    one(pack.stack_messages([*karpenter_stack("llama-70b"), scaler("llama-70b", cooldown=None)], POLICY),
+    one(pack.stack_messages([*karpenter_stack("llama-70b", "serving"), scaler("llama-70b", cooldown=None)], POLICY),
         "cooldownPeriod 300 s", "predicted cold start of 520 s on a new g5.12xlarge of Karpenter NodePool "
         "'gpu-interactive' ends at 535 s")
 
 
 def test_a_kept_replica_or_a_self_signal_is_not_judged_here(pack):
-    assert pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", low=1)], POLICY) == []
+    assert pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", low=1)], POLICY) == []
     own = 'sum(vllm:num_requests_waiting{model_name="llama-8b"})'
-    assert pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", query=own)], POLICY) == []
+    assert pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", query=own)], POLICY) == []
 
 
 def test_a_window_no_poll_can_see_is_refused(pack):
     short = 'sum(rate(litellm_proxy_total_requests_metric_total{requested_model="llama-8b"}[10s]))'
-    one(pack.stack_messages([*managed_stack("llama-8b"), scaler("llama-8b", query=short)], POLICY),
+    one(pack.stack_messages([*managed_stack("llama-8b", namespace="serving"), scaler("llama-8b", query=short)], POLICY),
         "llama-8b: one request is never seen by KEDA: its waking triggers hold a request for 10 s, "
         "not longer than pollingInterval 15 s")
