@@ -36,6 +36,7 @@ from checks import (
     scheduling,
     security,
     system_pool,
+    weight_streaming,
 )
 from pulumi_policy import EnforcementLevel, PolicyPack
 
@@ -67,6 +68,7 @@ PolicyPack(
         *dra.POLICIES,
         *capacity_simulation.POLICIES,
         *cold_start.POLICIES,
+        *weight_streaming.POLICIES,
         *inference_routing.POLICIES,
         *keep_awake.POLICIES,
     ],
