@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -463,7 +464,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             rollout = Rollout.of_group(_get(props, "spec", "rolloutStrategy"))
             surge = rollout.fenceposts(high)[0] * size
             low, high = low * size, high * size
-        out.append(Workload(
+        workload = Workload(
             name=f"{kind} {namespace}/{name}", kind=kind, namespace=namespace, requests=requests, limits=limits,
             tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)], selection=_selection(pod),
             min_replicas=low, max_replicas=high, surge=surge, rollout=rollout, group_size=size,
@@ -471,8 +472,33 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             scale_to_zero=scale_to_zero, wake_signal=wake, wake_detail=detail,
             resource_claims=bool(pod.get("resourceClaims")), key=r.urn,
             priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,
-        ))
+        )
+        leader = _get(props, "spec", "leaderWorkerTemplate", "leaderTemplate", "spec") if kind == "LeaderWorkerSet" else None
+        out.extend(_leader_apart(workload, leader) if isinstance(leader, dict) else [workload])
     return out
+
+
+def _leader_apart(group: Workload, leader: dict[str, Any]) -> list[Workload]:
+    """A LeaderWorkerSet whose leader template differs from its workers' (a CPU-only leader that runs the
+    API or a coordinator, workers on GPU nodes): one leader pod and ``size - 1`` workers per group, each
+    placed by its own template. Read as ``size`` copies of the worker (the textbook of one pod template per
+    workload), a CPU-only leader would count as a GPU pod and take a GPU node it never uses. A leader like
+    its workers changes nothing: the group stays one workload of ``size`` pods."""
+    requests, limits = pod_requests(leader)
+    tolerations = [t for t in leader.get("tolerations") or [] if isinstance(t, dict)]
+    selection = _selection(leader)
+    if (requests, limits, tolerations, selection) == (group.requests, group.limits, group.tolerations, group.selection):
+        return [group]
+    size = group.group_size
+    groups_min, groups_max, surge_groups = group.min_replicas // size, group.max_replicas // size, group.surge // size
+    leaders = replace(group, name=f"{group.name} leader", requests=requests, limits=limits, tolerations=tolerations,
+                      selection=selection, min_replicas=groups_min, max_replicas=groups_max, surge=surge_groups,
+                      group_size=1, model=None, resource_claims=bool(leader.get("resourceClaims")))
+    if size <= 1:
+        return [leaders]
+    workers = replace(group, min_replicas=groups_min * (size - 1), max_replicas=groups_max * (size - 1),
+                      surge=surge_groups * (size - 1), group_size=size - 1)
+    return [workers, leaders]
 
 
 def _chart_workloads(resources: list[Any]) -> list[Any]:

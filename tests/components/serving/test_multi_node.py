@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
+import yaml
 
+from automation import exit_codes
+from automation.cli import main
 from components import contract, versions
 from components.serving.group_controller import lws_values
 from components.settings import SettingsError
@@ -208,3 +211,25 @@ def test_stacks_without_a_multi_node_model_get_none_of_it(prod_plan):
     assert not prod_plan.of_type("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
     assert not [r for r in prod_plan.of_type("kubernetes:helm.sh/v3:Release")
                 if r.inputs["chart"] in ("aws-efa-k8s-device-plugin", versions.LWS.ref)]
+
+
+# --- the offline check: the program under mocks and the real policy pack over gRPC -----------------------
+
+
+def run_check(capsys, tmp_path, config) -> tuple[int, str]:
+    stack_file = tmp_path / "Pulumi.prod.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    capsys.readouterr()
+    code = main(["check", "--stack", "prod", "--stack-file", str(stack_file), "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_the_offline_check_passes_the_405b_copy_and_refuses_half_a_group(capsys, tmp_path):
+    code, output = run_check(capsys, tmp_path, copies.karpenter_copy())
+    assert code == exit_codes.OK, output
+    assert "no violations" in output
+    code, output = run_check(capsys, tmp_path, copies.karpenter_copy(nodes=1))
+    assert code == exit_codes.USAGE == 2 and "Traceback" not in output
+    assert f"llm-platform:serving.tiers[batch].models[{MODEL}].nodesPerReplica: got 2:" in output
+    assert "Karpenter NodePool 'gpu-multinode' allows limit 8" in output

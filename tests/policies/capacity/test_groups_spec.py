@@ -127,3 +127,30 @@ def test_the_model_is_read_from_the_leader_that_serves_it():
     assert (found.model.architecture.name, found.model.tensor_parallel, found.model.pipeline_parallel) == (
         "llama-3.1-405b-instruct-fp8", 8, 2)
     assert not [f for f in findings(32, 1, 1, leader=leader, worker=worker) if f.check == "model-memory"]
+
+
+CPU_LEADER = {"containers": [{"name": "api", "image": "example/router:1.0",
+                              "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}
+
+
+def test_a_cpu_only_leader_is_not_a_gpu_pod():
+    """size 3 with a CPU-only leader: per group 1 leader on CPU and 2 GPU workers. Read as 3 copies of the
+    worker template, one group would ask for 24 GPUs; it asks for 16, and the leader for none."""
+    workers, leaders = cluster(group(size=3, leader=CPU_LEADER), scaler(1, 2)).workloads
+    assert (workers.name, workers.min_replicas, workers.max_replicas, workers.group_size, workers.requests.gpus) == (
+        "LeaderWorkerSet serving/big", 2, 4, 2, 8)
+    assert (leaders.name, leaders.min_replicas, leaders.max_replicas, leaders.group_size, leaders.requests.gpus) == (
+        "LeaderWorkerSet serving/big leader", 1, 2, 1, 0)
+    assert leaders.tolerations == [] and leaders.model is None
+
+
+def test_a_pool_for_one_group_of_gpu_workers_is_enough_when_the_leader_is_elsewhere():
+    simulation = simulate(cluster(KARPENTER, pool(16), group(size=3, leader=CPU_LEADER), scaler(1, 1)))
+    (plan,) = [p for p in simulation.plans if p.pool.name == "h100"]
+    assert (plan.gpus_at_min, plan.gpus_at_max) == (16, 16)
+    assert not [f for f in simulation.findings if f.check in ("group", "pool-min", "pool-max")]
+
+
+def test_a_leader_like_its_workers_keeps_the_group_one_workload():
+    (found,) = cluster(group(size=2, leader=GPU_POD), scaler(1, 1)).workloads
+    assert (found.min_replicas, found.group_size) == (2, 2)
