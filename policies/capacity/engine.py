@@ -36,7 +36,9 @@ from .kinds import (
     EKS_ADDON,
     EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
+    INFERENCE_SERVICE,
     JOB,
+    KSERVE_CONTAINER_FIELDS,
     LAUNCH_TEMPLATE,
     LEADER_WORKER_SET,
     NODEPOOL,
@@ -417,6 +419,31 @@ def wake_signal(triggers: list[Any], self_prefixes: tuple[str, ...] = SELF_METRI
     return False, "; ".join(seen)
 
 
+def _predictor(resource: Any) -> Workload | None:
+    """A KServe InferenceService's predictor as a workload: its pod spec is ``spec.predictor`` inline, the
+    model (or framework) field a container beside ``containers`` (kserve/kserve
+    pkg/apis/serving/v1beta1/predictor.go, component.go). Replicas: ``minReplicas`` (KServe's default is 1;
+    0 only with scale to zero) up to ``maxReplicas`` (0 or unset: no more than the minimum is assumed)."""
+    props = _props(resource)
+    predictor = _get(props, "spec", "predictor")
+    if not isinstance(predictor, dict):
+        return None
+    extra = [predictor[f] for f in KSERVE_CONTAINER_FIELDS if isinstance(predictor.get(f), dict)]
+    pod = {**predictor, "containers": [*(c for c in predictor.get("containers") or [] if isinstance(c, dict)), *extra]}
+    namespace = str(_get(props, "metadata", "namespace") or "default")
+    name = str(_get(props, "metadata", "name") or resource.name)
+    requests, limits = pod_requests(pod)
+    low = _int(predictor.get("minReplicas"), 1) or 0
+    high = max(_int(predictor.get("maxReplicas"), 0) or 0, low)
+    return Workload(
+        name=f"InferenceService {namespace}/{name}", kind="InferenceService", namespace=namespace,
+        requests=requests, limits=limits,
+        tolerations=[t for t in pod.get("tolerations") or [] if isinstance(t, dict)], selection=_selection(pod),
+        min_replicas=low, max_replicas=high, model=_model({}, pod), scale_to_zero=low == 0, key=resource.urn,
+        priority_class=pod.get("priorityClassName") if isinstance(pod.get("priorityClassName"), str) else None,
+    )
+
+
 def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Workload]:
     scalers: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in resources:
@@ -425,7 +452,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
             ref = _get(props, "spec", "scaleTargetRef") or {}
             key = (str(_get(props, "metadata", "namespace") or "default"), str(ref.get("kind") or "Deployment"), str(ref.get("name")))
             scalers[key] = props.get("spec") or {}
-    out = []
+    out = [w for r in resources if r.type == INFERENCE_SERVICE if (w := _predictor(r)) is not None]
     for r in [*resources, *_chart_workloads(resources)]:
         if r.type not in WORKLOADS:
             continue

@@ -54,6 +54,7 @@ CLUSTER_TYPES = frozenset({EKS_CLUSTER, AWS_EKS_CLUSTER})
 #: ``spec.pytorchReplicaSpecs.{Master,Worker}.template`` (kubeflow/training-operator
 #: pkg/apis/kubeflow.org/v1/pytorch_types.go).
 INLINE_POD_SPEC = "@"
+INFERENCE_SERVICE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 KSERVE_CONTAINER_FIELDS = ("model", "huggingface", "pytorch", "tensorflow", "triton", "onnx", "sklearn", "xgboost",
                            "lightgbm", "pmml", "paddle")
 _RAY = ("headGroupSpec.template", "workerGroupSpecs[].template")
@@ -74,7 +75,7 @@ POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:ray.io/v1:RayCluster": tuple(f"spec.{p}" for p in _RAY),
     "kubernetes:ray.io/v1:RayJob": (*(f"spec.rayClusterSpec.{p}" for p in _RAY), "spec.submitterPodTemplate"),
     "kubernetes:ray.io/v1:RayService": tuple(f"spec.rayClusterConfig.{p}" for p in _RAY),
-    "kubernetes:serving.kserve.io/v1beta1:InferenceService": tuple(
+    INFERENCE_SERVICE: tuple(
         f"spec.{component}{INLINE_POD_SPEC}" for component in ("predictor", "transformer", "explainer")),
     "kubernetes:kubeflow.org/v1:PyTorchJob": (
         "spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"),

@@ -15,6 +15,7 @@ from typing import Any
 
 from capacity import simulate
 from capacity.engine import SELF_METRIC_PREFIXES, WORKLOADS, cluster_from_resources, reservations_from_resources
+from capacity.kinds import INFERENCE_SERVICE
 from capacity.model import Cluster
 from capacity.simulate import Simulation, reserved_findings
 from lib.catalog import load_catalog
@@ -47,7 +48,7 @@ _DECISIVE: dict[str, tuple[tuple[str, ...], ...]] = {
     RESOURCE_QUOTA: (("spec",), ("metadata",)),
     DAEMONSET: (("spec", "template"),),
     **{t: (("chart",), ("version",), ("values",)) for t in HELM_TYPES},
-    **{t: (("spec",), ("metadata",)) for t in WORKLOADS},
+    **{t: (("spec",), ("metadata",)) for t in (*WORKLOADS, INFERENCE_SERVICE)},
 }
 
 

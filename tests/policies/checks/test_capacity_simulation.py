@@ -464,3 +464,36 @@ def test_a_priority_scoped_quota_counts_only_its_class(pack):
 
     one(pack.stack_messages(batch_stack(scoped("batch")), SIM), f"requests.{GPU} 2", "need 3 at max replicas")
     assert pack.stack_messages(batch_stack(scoped("interactive")), SIM) == []
+
+
+# --- KServe InferenceService: the predictor is a workload too ----------------------------------------
+
+
+def inference_service(min_replicas, max_replicas=None, gpus=1) -> dict:
+    """A KServe InferenceService whose predictor (an inline pod spec, its model a container) asks for
+    ``gpus`` GPUs on the pool's nodes, with the GPU toleration."""
+    predictor = {"minReplicas": min_replicas, "nodeSelector": SELECTOR,
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                 "model": {"modelFormat": {"name": "huggingface"}, "resources": {
+                     "requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "16Gi", GPU: str(gpus)}}}}
+    if max_replicas is not None:
+        predictor["maxReplicas"] = max_replicas
+    return resource("kubernetes:serving.kserve.io/v1beta1:InferenceService", "kserve-llm", {
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "kserve-llm", "namespace": "kserve"}, "spec": {"predictor": predictor}})
+
+
+def _kserve_stack(service: dict, max_size: int = 2) -> list[dict]:
+    owner, *groups = pool(("g5.2xlarge",), max_size=max_size)
+    return [owner, *groups, AUTOSCALER, *asg_tags(owner), service]
+
+
+def test_an_inference_service_whose_min_replicas_outgrow_its_pool_is_refused(pack):
+    """Two g5.2xlarge nodes (1 GPU each) at most; the predictor keeps 3 one-GPU replicas."""
+    one(pack.stack_messages(_kserve_stack(inference_service(3, 3)), SIM),
+        "InferenceService kserve/kserve-llm", "cannot hold the min replicas", "max 2")
+
+
+def test_an_inference_service_within_its_pool_passes(pack):
+    assert pack.stack_messages(_kserve_stack(inference_service(2, 2)), SIM) == []
+    assert pack.stack_messages(_kserve_stack(inference_service(None)), SIM) == []  # KServe's default: 1
