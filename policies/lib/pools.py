@@ -45,6 +45,12 @@ NVIDIA_AMI_MARKERS = ("NVIDIA", "GPU")
 DEFAULT_MNG_INSTANCE_TYPE = "t3.medium"
 
 
+#: GPUs of the catalog that Multi-Instance GPU can partition (NVIDIA MIG user guide, "Supported GPUs":
+#: A100, A30, H100, H200, H20, B200, B300 and RTX PRO 6000 Blackwell Server Edition). A10G, L4, L40S
+#: and T4 have no MIG: a pod asking for ``nvidia.com/mig-<profile>`` never finds one there.
+MIG_GPUS = frozenset({"a100", "a30", "h100", "h200", "h20", "b200", "b300", "rtx-pro-server-6000"})
+
+
 @dataclass
 class Pool:
     resource: Resource
@@ -72,6 +78,14 @@ class Pool:
         if not self.instance_types or self.uncatalogued:
             return None
         return max(t.gpus for t in self.instance_types)
+
+    @property
+    def mig_capable(self) -> bool | None:
+        """Whether any of the pool's types has GPUs that MIG can partition (:data:`MIG_GPUS`); ``None``
+        when a type is not in the catalog."""
+        if not self.instance_types or self.uncatalogued:
+            return None
+        return any(t.gpu_name in MIG_GPUS for t in self.instance_types)
 
     @property
     def bottlerocket(self) -> bool:

@@ -9,6 +9,7 @@ from tests.policies.builders import (
     NODE_GROUP_SHAPES,
     UNKNOWN,
     gpu_node_group,
+    helm_release,
     nodepool,
     patch,
     resource,
@@ -242,4 +243,60 @@ def test_a_time_sliced_workload_needs_a_gpu_pool(pack):
     pack.configure(ROOT / "policies" / "config" / "prod.json")
     one(pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "system"})], POLICY),
         "managed node group 'system': it has no GPUs")
-    assert pack.stack_messages([*pools(), _time_sliced({"node.kubernetes.io/purpose": "gpu-inference"})], POLICY) == []
+    # On the GPU pool it lands, once the device plugin's time-slicing advertises the shared GPU.
+    slicing = helm_release(values={"config": {"map": {"default": "version: v1\nsharing:\n  timeSlicing:\n"
+                                                                  "    renameByDefault: true\n"}}})
+    assert pack.stack_messages([*pools(), slicing, _time_sliced({"node.kubernetes.io/purpose": "gpu-inference"})],
+                               POLICY) == []
+
+
+# --- MIG slices and time-sliced GPUs: what the pool's GPUs and the stack's device plugin can offer -----
+
+MIG_SLICE, SHARED = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
+
+
+def _asking_for(resource_name: str) -> dict:
+    res = workload("Deployment", gpus=None)
+    return patch(res, {"spec.template.spec.containers.0.resources.limits": {resource_name: 1, "memory": "8Gi"}})
+
+
+def _pool_of(*types: str, accelerator: str, memory: str) -> list[dict]:
+    group = patch(gpu_node_group(), {"instanceTypes": list(types), ("labels", "llm-platform.io/accelerator"): accelerator,
+                                     ("labels", "llm-platform.io/gpu-memory-mib"): memory})
+    return [group, system_node_group()]
+
+
+def test_a_mig_slice_on_a_pool_whose_gpus_have_no_mig_is_refused(pack):
+    """A10G (g5) has no MIG: the mixed strategy never advertises nvidia.com/mig-* on those nodes."""
+    one(pack.stack_messages([*_pool_of("g5.xlarge", "g5.2xlarge", accelerator="a10g", memory="22888"),
+                             _asking_for(MIG_SLICE)], POLICY),
+        "fits no pool in the stack", "its GPUs (a10g) have no MIG, the pod asks for a MIG slice")
+
+
+def test_a_mig_slice_on_an_a100_pool_passes(pack):
+    assert pack.stack_messages([*_pool_of("p4d.24xlarge", accelerator="a100", memory="40960"),
+                                _asking_for(MIG_SLICE)], POLICY) == []
+
+
+def test_time_sliced_gpus_without_time_slicing_configured_are_refused(pack):
+    one(pack.stack_messages([*pools(), _asking_for(SHARED)], POLICY),
+        f"asks for {SHARED}, which only the NVIDIA device plugin's time-slicing with renameByDefault: true "
+        "advertises, and no chart or ConfigMap in the stack configures it")
+
+
+@pytest.mark.parametrize("values", [
+    {"config": {"map": {"default": "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+                                   "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"}}},
+    {"devicePlugin": {"config": {"create": True, "data": {"any": {"version": "v1", "sharing": {"timeSlicing": {
+        "renameByDefault": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}}}}},
+], ids=["device-plugin-config-map-text", "operator-config-as-data"])
+def test_time_sliced_gpus_with_renamed_time_slicing_pass(pack, values):
+    assert pack.stack_messages([*pools(), helm_release(values=values), _asking_for(SHARED)], POLICY) == []
+
+
+def test_time_slicing_without_rename_advertises_no_shared_gpus(pack):
+    """renameByDefault false (the default) advertises the replicas as nvidia.com/gpu itself."""
+    values = {"config": {"map": {"default": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                                            "    - name: nvidia.com/gpu\n      replicas: 4\n"}}}
+    one(pack.stack_messages([*pools(), helm_release(values=values), _asking_for(SHARED)], POLICY),
+        f"asks for {SHARED}")
