@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from policies.capacity.cost import Reservation
 from policies.capacity.instances import Resources, load_instances
-from policies.capacity.model import Cluster, Pool, Selection, Workload
+from policies.capacity.model import Cluster, ModelServing, Pool, Selection, Workload
 from policies.capacity.simulate import reserved_findings, simulate
 
 CATALOG = load_instances()
@@ -69,3 +69,49 @@ def test_the_wake_up_finding_names_what_the_triggers_read():
         assert f"idle may scale to zero but every trigger reads only what its own pods emit {quoted}, so once at " \
                "zero nothing wakes it." in finding.message
         assert finding.have == (detail or "only self-signals")
+
+
+# --- replica bounds, multi-GPU reservations, a context past the model's positions ------------------------
+
+
+def test_max_replicas_equal_to_min_add_no_nodes():
+    """g5.xlarge holds one 1-GPU pod: min = max = 2 plans 2 nodes at both ends; max 3 plans a third."""
+    fixed = simulate(Cluster(pools=[pool("gpu", "g5.xlarge")], workloads=[workload("fixed", 1, 2, 2000)]))
+    assert (fixed.plans[0].nodes_at_min, fixed.plans[0].nodes_at_max) == (2, 2)
+    growing = workload("growing", 1, 2, 2000)
+    growing.max_replicas = 3
+    grows = simulate(Cluster(pools=[pool("gpu", "g5.xlarge")], workloads=[growing]))
+    assert (grows.plans[0].nodes_at_min, grows.plans[0].nodes_at_max) == (2, 3)
+
+
+def _reserved_g5_12xlarge(min_replicas: int):
+    karpenter = {"kind": "Karpenter NodePool", "source": "Karpenter"}
+    reserved = pool("reserved", "g5.12xlarge", flexible={"karpenter.sh/capacity-type": frozenset({"reserved"})},
+                    **karpenter)
+    simulation = simulate(Cluster(pools=[reserved], workloads=[workload("llm", 1, min_replicas, 2000)]))
+    held = [("urn:reserved", Reservation("cr-0abc", "default", "g5.12xlarge", 2, "us-east-1a"),
+             CATALOG.instances["g5.12xlarge"])]
+    return [(f.check, f.need, f.have, f.blocking) for f in reserved_findings(simulation, held)]
+
+
+def test_a_reservation_of_multi_gpu_instances_holds_count_times_their_gpus():
+    """2 x g5.12xlarge (4 A10G each) hold 8 GPUs: 8 one-GPU replicas fit, a 9th does not."""
+    assert _reserved_g5_12xlarge(8) == []
+    assert _reserved_g5_12xlarge(9) == [("reserved", "9", "8", True)]
+
+
+def test_a_max_model_len_past_the_models_positions_is_a_finding():
+    """Llama 3.1 8B has 131072 positions (config.json max_position_embeddings): 131072 passes, 131073 does not."""
+    from policies.capacity.llm import model_catalog
+
+    arch = model_catalog()["llama-3.1-8b-instruct"]
+    assert arch.max_position_embeddings == 131072
+
+    def findings(length: int) -> list[tuple[str, str, str]]:
+        served = workload("llama", 1, 1, 2000, model=ModelServing(arch, length, 1, 0.9))
+        simulation = simulate(Cluster(pools=[pool("gpu", "p4d.24xlarge")], workloads=[served]))
+        return [(f.need, f.have, f.message) for f in simulation.findings if f.resource == "max-model-len"]
+
+    assert findings(131072) == []
+    assert findings(131073) == [("131073", "131072", "llama sets max-model-len 131073 above llama-3.1-8b-instruct's "
+                                                      "131072 positions; vLLM refuses to start. Lower maxModelLen.")]
