@@ -31,6 +31,7 @@ from typing import Any
 
 from capacity.cost import CAPACITY_BLOCK as CAPACITY_BLOCK_RESERVATION
 from capacity.cost import RESERVATION_KEY, Reservation, parse_reservations
+from lib.catalog import load_catalog
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.pools import node_group_template
 from lib.resources import AWS_NODE_GROUP, EC2NODECLASS, EKS_MANAGED_NODE_GROUP, NODEPOOL, Resource
@@ -183,6 +184,17 @@ def _nodepool_problems(stack: Stack, pool: Resource) -> Iterator[tuple[str, str 
                "reservations (id or tags) on the node class, or drop reserved.", pool.urn)
         return
     blocks = parse_reservations(classes[0].get("metadata", "annotations", RESERVATION_KEY))
+    if _reserved_only(pool) and blocks:
+        requirements = pool.get("spec", "template", "spec", "requirements", default=[])
+        admitted = None if requirements is UNKNOWN else load_catalog().selectable(as_list(requirements))
+        if admitted is not None:
+            names = {instance.name for instance in admitted}
+            if all(b.instance_type not in names for b in blocks):
+                yield (f"{pool.label} launches only reserved capacity, but its requirements admit none of the "
+                       f"instance types {classes[0].label}'s reservations hold "
+                       f"({', '.join(sorted({b.instance_type for b in blocks}))}): Karpenter never launches into them "
+                       "and the NodePool launches nothing. Admit the reserved type in its requirements.", pool.urn)
+                return
     if _reserved_only(pool) and blocks and all(_ended(b) for b in blocks):
         yield (f"{pool.label} launches only reserved capacity, and every reservation {classes[0].label} records "
                f"({', '.join(f'{b.id} ended {b.end}' for b in blocks)}) is a Capacity Block that has ended: it can "

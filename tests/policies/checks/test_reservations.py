@@ -212,8 +212,9 @@ def test_a_capacity_block_group_whose_block_ended_is_refused():
 def test_a_reserved_only_nodepool_whose_blocks_ended_is_refused():
     pool = patch(nodepool(), {"spec.template.spec.requirements.2.values": ["reserved"]})
     node_class = patch(ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}]), {"metadata": {
-        "name": "gpu", "annotations": {"llm-platform.io/capacity-reservations": BLOCK_TAG[
-            "llm-platform.io/capacity-reservations"]}}})
+        "name": "gpu", "annotations": {"llm-platform.io/capacity-reservations":
+                                       f"id={BLOCK} type=capacity-block instanceType=g5.2xlarge count=2 "
+                                       "zone=us-east-1a end=2026-12-20T11:30:00Z"}}})
     for pack in _pack_on("2026-12-21"):
         one(pack.stack_messages([pool, node_class], RESERVED),
             "NodePool 'gpu-inference' launches only reserved capacity, and every reservation EC2NodeClass 'gpu' "
@@ -263,3 +264,19 @@ def test_thirty_selector_terms_are_the_crds_most(pack):
     assert pack.messages(ec2nodeclass(capacityReservationSelectorTerms=terms), VALID) == []
     one(pack.messages(ec2nodeclass(capacityReservationSelectorTerms=[*terms, {"tags": {"team": "x"}}]), VALID),
         "spec.capacityReservationSelectorTerms has 31 terms; at most 30")
+
+
+def _reserved_only_on(reserved_type: str):
+    pool = patch(nodepool(), {"spec.template.spec.requirements.2.values": ["reserved"]})
+    node_class = patch(ec2nodeclass(capacityReservationSelectorTerms=[{"id": BLOCK}]), {"metadata": {
+        "name": "gpu", "annotations": {"llm-platform.io/capacity-reservations":
+                                       f"id={BLOCK} type=default instanceType={reserved_type} count=2 zone=us-east-1a"}}})
+    return [pool, node_class]
+
+
+def test_a_reserved_only_nodepool_whose_requirements_exclude_the_reserved_type_is_refused(pack):
+    """The NodePool admits g5 sizes only; an ODCR of p5.48xlarge is never launched into."""
+    one(pack.stack_messages(_reserved_only_on("p5.48xlarge"), RESERVED),
+        "NodePool 'gpu-inference' launches only reserved capacity, but its requirements admit none of the instance "
+        "types EC2NodeClass 'gpu''s reservations hold (p5.48xlarge)")
+    assert pack.stack_messages(_reserved_only_on("g5.2xlarge"), RESERVED) == []
