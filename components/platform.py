@@ -28,6 +28,7 @@ from components.managed_pools.node_groups import (
     SystemNodePoolArgs,
 )
 from components.observability.prometheus import Observability, ObservabilityArgs
+from components.observability.token_cost import bedrock_fallbacks, gpu_prices
 from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.serving.gateway import Gateway, GatewayArgs
 from components.serving.group_controller import GroupController, GroupControllerArgs
@@ -276,6 +277,12 @@ class Platform(pulumi.ComponentResource):
                 ),
                 gateway=settings.serving.enabled and settings.serving.gateway.enabled,
                 tier_scaling=tuple((t.name, t.scaling) for t in settings.serving.tiers),
+                gpu_prices=gpu_prices(settings.region),
+                bedrock_fallbacks=bedrock_fallbacks(
+                    [(m.name, m.kind) for t in settings.serving.tiers for m in t.models],
+                    settings.serving.gateway.fallbacks() if settings.serving.gateway.enabled else {},
+                    settings.serving.gateway.bedrock_region,
+                ),
                 settings=settings.observability,
                 cluster_name=settings.cluster_name,
                 tags=tags,

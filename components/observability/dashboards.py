@@ -27,12 +27,12 @@ from components.observability.metric_contract import (
     VLLM_NUM_REQUESTS_WAITING,
     VLLM_PREEMPTIONS,
     VLLM_TTFT_BUCKET,
-    ksm_node_label,
+    ksm_label,
 )
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.specs.observability import NODE_LABELS_EXPORTED
 
-_POOL = ksm_node_label(NODE_LABELS_EXPORTED[0])
+_POOL = ksm_label(NODE_LABELS_EXPORTED[0])
 _NODE_POOL = f'label_replace({KSM_NODE_LABELS}{{{_POOL}!=""}}, "Hostname", "$1", "node", "(.*)")'
 
 

@@ -103,6 +103,7 @@ VLLM_NUM_REQUESTS_RUNNING = "vllm:num_requests_running"
 VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
 VLLM_PREEMPTIONS = "vllm:num_preemptions_total"
 VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"
+VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"
 VLLM_TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
 VLLM_ITL_BUCKET = "vllm:inter_token_latency_seconds_bucket"
 
@@ -121,6 +122,8 @@ VLLM = ExporterContract(
         Metric(VLLM_KV_CACHE_USAGE, "gauge", RATIO, ("model_name",)),
         Metric(VLLM_PREEMPTIONS, "counter", COUNT, ("model_name",)),
         Metric(VLLM_GENERATION_TOKENS, "counter", TOKENS, ("model_name",)),
+        # Prefill tokens of every request, prefix-cache hits included ("Number of prefill tokens processed").
+        Metric(VLLM_PROMPT_TOKENS, "counter", TOKENS, ("model_name",)),
         Metric(VLLM_TTFT_BUCKET, "histogram", SECONDS, ("model_name", "le")),
         Metric(VLLM_ITL_BUCKET, "histogram", SECONDS, ("model_name", "le")),
     ),
@@ -168,14 +171,17 @@ KEDA = ExporterContract(
 # --- kube-state-metrics -----------------------------------------------------------------------------
 KSM_NODE_LABELS = "kube_node_labels"
 KSM_NODE_STATUS_ALLOCATABLE = "kube_node_status_allocatable"
+KSM_POD_LABELS = "kube_pod_labels"
+KSM_POD_PHASE = "kube_pod_status_phase"
+KSM_POD_RESOURCE_REQUESTS = "kube_pod_container_resource_requests"
 #: ``nvidia.com/gpu`` as a ``resource`` label value: kube-state-metrics replaces every character
 #: outside ``[a-zA-Z0-9_]`` with ``_`` (``internal/store/utils.go`` SanitizeLabelName).
 KSM_GPU_RESOURCE = "nvidia_com_gpu"
 
 
-def ksm_node_label(node_label: str) -> str:
-    """The ``label_*`` label kube-state-metrics gives an allow-listed node label (SanitizeLabelName)."""
-    return "label_" + "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in node_label)
+def ksm_label(label: str) -> str:
+    """The ``label_*`` label kube-state-metrics gives an allow-listed node or pod label (SanitizeLabelName)."""
+    return "label_" + "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in label)
 
 
 #: kube-prometheus-stack 88.5.3 depends on the kube-state-metrics chart 8.4.0 (its Chart.yaml), whose
@@ -189,11 +195,16 @@ KUBE_STATE_METRICS = ExporterContract(
     ),
     source=(
         "github.com/kubernetes/kube-state-metrics tag v2.20.0: docs/metrics/cluster/node-metrics.md, "
-        "internal/store/node.go (resource and unit labels), internal/store/utils.go (SanitizeLabelName)"
+        "docs/metrics/workload/pod-metrics.md, internal/store/node.go (resource and unit labels), "
+        "internal/store/utils.go (SanitizeLabelName)"
     ),
     metrics=(
         Metric(KSM_NODE_LABELS, "gauge", INFO, ("node", "label_*")),
         Metric(KSM_NODE_STATUS_ALLOCATABLE, "gauge", COUNT, ("node", "resource", "unit")),
+        Metric(KSM_POD_LABELS, "gauge", INFO, ("namespace", "pod", "label_*")),
+        Metric(KSM_POD_PHASE, "gauge", INFO, ("namespace", "pod", "phase")),
+        # ``node`` is the node the pod is bound to (empty until the scheduler binds it).
+        Metric(KSM_POD_RESOURCE_REQUESTS, "gauge", COUNT, ("namespace", "pod", "node", "resource", "unit")),
     ),
 )
 

@@ -35,6 +35,7 @@ from components.observability.metric_contract import (
     VLLM_PREEMPTIONS,
     VLLM_TTFT_BUCKET,
 )
+from components.observability.token_cost import BedrockFallback, GpuPrice, token_cost_groups
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.serving import INTERACTIVE_TIER, TierScaling
@@ -262,11 +263,13 @@ def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
 
 
 def rule_groups(
-    gpu_hours_budget: int | None, fb_free_min: float, gateway: bool, tiers: Sequence[tuple[str, TierScaling]] = ()
+    gpu_hours_budget: int | None, fb_free_min: float, gateway: bool, tiers: Sequence[tuple[str, TierScaling]] = (),
+    gpu_prices: Sequence[GpuPrice] = (), bedrock_fallbacks: Sequence[BedrockFallback] = (),
 ) -> list[dict[str, object]]:
     """Every rule group of the platform's PrometheusRule."""
     groups = [g for g in alert_rules(fb_free_min, tiers) if gateway or g["name"] != "gateway"]
-    return [*groups, cost_rules(gpu_hours_budget)]
+    kv_targets = [*((name, scaling.kv_cache_usage) for name, scaling in tiers), (None, TierScaling().kv_cache_usage)]
+    return [*groups, cost_rules(gpu_hours_budget), *token_cost_groups(gpu_prices, bedrock_fallbacks, kv_targets)]
 
 
 @dataclass(frozen=True)
@@ -275,13 +278,17 @@ class ObservabilityArgs:
     alert; ``gpu_memory_utilizations`` (of the served models) sets the framebuffer alert; ``gateway``
     adds the gateway-scrape alert; ``settings`` sizes Prometheus and routes alerts; ``tier_scaling``
     (tier name and its scaling settings, per serving tier) sets each tier's serving alert thresholds
-    (without it every tier gets the default targets' thresholds)."""
+    (without it every tier gets the default targets' thresholds); ``gpu_prices`` (per-GPU prices of the
+    catalog in the stack's region) and ``bedrock_fallbacks`` (each model's first Bedrock fallback with its
+    price) feed the token-cost rules (:mod:`components.observability.token_cost`)."""
 
     namespace: str = NAMESPACE
     gpu_hours_budget: int | None = None
     gpu_memory_utilizations: tuple[float, ...] = ()
     gateway: bool = False
     tier_scaling: tuple[tuple[str, TierScaling], ...] = ()
+    gpu_prices: tuple[GpuPrice, ...] = ()
+    bedrock_fallbacks: tuple[BedrockFallback, ...] = ()
     settings: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     cluster_name: str = ""
     tags: dict[str, str] = field(default_factory=dict)
@@ -368,6 +375,8 @@ class Observability(pulumi.ComponentResource):
                     framebuffer_free_min(list(args.gpu_memory_utilizations)),
                     args.gateway,
                     args.tier_scaling,
+                    args.gpu_prices,
+                    args.bedrock_fallbacks,
                 )
             },
             opts=after_stack,

@@ -24,8 +24,13 @@ EKS_HIDDEN_COMPONENTS = ("kubeScheduler", "kubeControllerManager", "kubeEtcd", "
 #: Alertmanager's volume: silences and the notification log are small; gp3's minimum cost applies anyway.
 ALERTMANAGER_VOLUME_GIB = 10
 DASHBOARD_LABEL = "grafana_dashboard"
-#: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``) for per-pool panels.
-NODE_LABELS_EXPORTED = (contract.POOL_LABEL, contract.ACCELERATOR_LABEL)
+#: kube-state-metrics exports these node labels (``label_llm_platform_io_pool``): the pool labels for
+#: per-pool panels; the instance type and capacity type (Karpenter's, and the contract's on managed
+#: groups) that price a node's GPUs in the token-cost rules.
+NODE_LABELS_EXPORTED = (contract.POOL_LABEL, contract.ACCELERATOR_LABEL, "node.kubernetes.io/instance-type",
+                        "karpenter.sh/capacity-type", contract.CAPACITY_TYPE_LABEL)
+#: ... and these pod labels: the serving pods' name, model and tier, which the token-cost rules join on.
+POD_LABELS_EXPORTED = ("app.kubernetes.io/name", "app.kubernetes.io/instance", contract.TIER_LABEL)
 
 
 def _stack_image(image: versions.Image) -> dict[str, str]:
@@ -125,7 +130,8 @@ def prometheus_stack_values(prometheus: PrometheusSettings) -> dict[str, object]
         "kube-state-metrics": {
             "image": _kube_state_metrics_image(versions.KUBE_STATE_METRICS_IMAGE),
             "nodeSelector": system,
-            "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_EXPORTED)}]"],
+            "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_EXPORTED)}]",
+                                      f"pods=[{','.join(POD_LABELS_EXPORTED)}]"],
         },
         # Every node, GPU nodes included. It needs the host's network, PIDs and /proc, /sys, / (a Pod
         # Security exception); everything else is locked down (the chart leaves seccomp, privilege

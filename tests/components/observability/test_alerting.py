@@ -78,6 +78,31 @@ def rendered(annotations: dict[str, str], alert_labels: dict[str, str], value: s
     return {k: one(v) for k, v in annotations.items()}
 
 
+def tier_cost_inputs(plan) -> tuple[list[dict], list[dict]]:
+    """The interactive model on a g5.12xlarge (4 GPUs, priced from the shipped catalog) for 26 hours:
+    idle (no tokens, KV cache empty), or busy (100,000 generated tokens a minute, which its Bedrock
+    fallback would bill at several dollars an hour, and the KV cache at 60%)."""
+    (model,) = [d.inputs["metadata"]["name"] for d in plan.of_type("kubernetes:apps/v1:Deployment")
+                if d.inputs["metadata"].get("namespace") == "serving-interactive"
+                and d.inputs["metadata"]["labels"].get("app.kubernetes.io/name") == "vllm"]
+    pod = {"namespace": "serving-interactive", "pod": f"{model}-0"}
+    placed = [
+        series("kube_node_labels", {"node": "gpu-a", "label_node_kubernetes_io_instance_type": "g5.12xlarge",
+                                    "label_karpenter_sh_capacity_type": "on-demand"}, "1x1560"),
+        series("kube_pod_container_resource_requests", {**pod, "container": "vllm", "node": "gpu-a",
+                                                        "resource": "nvidia_com_gpu", "unit": "integer"}, "4x1560"),
+        series("kube_pod_status_phase", {**pod, "phase": "Running"}, "1x1560"),
+        series("kube_pod_labels", {**pod, "label_app_kubernetes_io_name": "vllm", "label_app_kubernetes_io_instance": model,
+                                   "label_llm_platform_io_tier": "interactive"}, "1x1560"),
+    ]
+    vllm = {"namespace": "serving-interactive", "tier": "interactive", "pod": pod["pod"], "model_name": model}
+    idle = [*placed, series("vllm:prompt_tokens_total", vllm, "0x1560"), series("vllm:generation_tokens_total", vllm, "0x1560"),
+            series("vllm:kv_cache_usage_perc", vllm, "0x1560")]
+    busy = [*placed, series("vllm:prompt_tokens_total", vllm, "0+100000x1560"),
+            series("vllm:generation_tokens_total", vllm, "0+100000x1560"), series("vllm:kv_cache_usage_perc", vllm, "0.6x1560")]
+    return idle, busy
+
+
 def unit_tests(plan) -> tuple[list[dict], list[dict], set[str]]:
     """One failing and one healthy case per alert; returns the tests (1m evaluation), the GPU-hour
     budget tests (5m evaluation, as the 30-day rule samples) and the alert names covered."""
@@ -136,6 +161,8 @@ def unit_tests(plan) -> tuple[list[dict], list[dict], set[str]]:
             {"severity": "critical"},
         ),
     }
+    if "LlmTierCostAboveBedrock" in alerts:
+        cases["LlmTierCostAboveBedrock"] = (*tier_cost_inputs(plan), "26h", {"tier": "interactive", "severity": "warning"})
     tests: list[dict] = []
     for name, (failing, healthy, at, expected) in cases.items():
         if name not in alerts:

@@ -23,6 +23,8 @@ SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 #: Strings that look like PromQL over an exporter's series (used to prove no query is missed).
 EXPORTER_SERIES = re.compile(r"\b(?:DCGM_[A-Z_]+|vllm:[a-z_:]+|litellm_[a-z_]+|kube_[a-z_]+|keda_[a-z_]+)\b")
+#: A recording rule that writes a constant (a price generated from a catalog) reads no series by design.
+CONSTANT = re.compile(r"vector\([0-9.e+-]+\)")
 TEMPLATE_LABEL = re.compile(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)")
 
 
@@ -36,16 +38,29 @@ class Query:
     template_labels: tuple[str, ...] = ()
 
 
-def plan_queries(plan) -> tuple[list[Query], set[str]]:
-    """Every PromQL expression the plan emits, and the series its recording rules define."""
+def carried_labels(item: dict, recorded: dict[str, set[str]]) -> set[str]:
+    """Labels a recording rule's series may carry: its own ``labels``, the labels its expression makes
+    or groups by, and those of every series it reads (contract labels, target labels, and what earlier
+    rules record)."""
+    what = reads(item["expr"])
+    labels = set(item.get("labels") or {}) | what.made_labels | what.grouping_labels | set(mc.TARGET_LABELS)
+    for selector in what.selectors:
+        exporter = mc.exporter_of(selector.metric)
+        labels |= set(exporter.metric(selector.metric).labels) if exporter else recorded.get(selector.metric, set())
+    return labels
+
+
+def plan_queries(plan) -> tuple[list[Query], dict[str, set[str]]]:
+    """Every PromQL expression the plan emits, and the series its recording rules define with the labels
+    each carries."""
     queries: list[Query] = []
-    recorded: set[str] = set()
+    recorded: dict[str, set[str]] = {}
     for rule in plan.of_type(RULE):
         for group in rule.inputs["spec"]["groups"]:
             for item in group["rules"]:
                 name = item.get("alert") or item.get("record")
                 if "record" in item:
-                    recorded.add(item["record"])
+                    recorded[item["record"]] = recorded.get(item["record"], set()) | carried_labels(item, recorded)
                 templates = " ".join(str(v) for v in (item.get("annotations") or {}).values())
                 queries.append(
                     Query("PrometheusRule", f"{rule.name} {group['name']}/{name}", item["expr"], tuple(sorted(set(TEMPLATE_LABEL.findall(templates)))))
@@ -64,13 +79,13 @@ def plan_queries(plan) -> tuple[list[Query], set[str]]:
     return queries, recorded
 
 
-def violations(queries: list[Query], recorded: set[str]) -> list[str]:
+def violations(queries: list[Query], recorded: dict[str, set[str]]) -> list[str]:
     """What breaks the contract: series no contract holds, labels no contract gives. One line each,
     naming the series or label and where the query is."""
     found: list[str] = []
     for query in queries:
         what = reads(query.expr)
-        if not what.selectors:
+        if not what.selectors and not CONSTANT.fullmatch(query.expr):
             found.append(f"{query.where}: no series found in {query.expr!r}")
         labels: set[str] = set(mc.TARGET_LABELS) | what.made_labels
         for selector in what.selectors:
@@ -81,13 +96,13 @@ def violations(queries: list[Query], recorded: set[str]) -> list[str]:
                     "no recording rule of the program and not Prometheus's own"
                 )
                 continue
-            own = set(exporter.metric(selector.metric).labels) if exporter else set()
+            own = set(exporter.metric(selector.metric).labels) if exporter else recorded.get(selector.metric, set())
             labels |= own
             for label in selector.matcher_labels:
                 if not _allowed(label, own | set(mc.TARGET_LABELS)):
                     found.append(f"{query.where}: label {label!r} of {selector.metric!r} is not in its contract")
-        # Recording rules keep the labels of what they aggregate; the program's own series carry none
-        # of an exporter's labels, so grouping labels are checked against what the query reads.
+        # Recording rules keep the labels of what they read, make or group by (:func:`carried_labels`);
+        # grouping labels are checked against what the query reads.
         for label in sorted(what.grouping_labels | set(query.template_labels)):
             if not _allowed(label, labels):
                 found.append(f"{query.where}: label {label!r} is not given by any series the query reads")
@@ -107,7 +122,7 @@ def all_strings(value: Any) -> list[str]:
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
-def emitted(request) -> tuple[object, list[Query], set[str]]:
+def emitted(request) -> tuple[object, list[Query], dict[str, set[str]]]:
     plan = request.getfixturevalue(f"{request.param}_plan")
     queries, recorded = plan_queries(plan)
     return plan, queries, recorded
@@ -127,7 +142,7 @@ def test_the_queries_read_every_exporter_whose_series_they_use(emitted):
         for m in reads(q.expr).metrics
     }
     assert {"dcgm-exporter", "vllm", "litellm", "kube-state-metrics", "up"} <= by_exporter
-    assert recorded >= {"llm_platform:gpus_allocatable:sum", "llm_platform:gpu_hours:30d"}
+    assert set(recorded) >= {"llm_platform:gpus_allocatable:sum", "llm_platform:gpu_hours:30d"}
     assert {q.source for q in queries} == {"PrometheusRule", "dashboard", "ScaledObject"}
 
 
@@ -212,19 +227,31 @@ def test_the_tier_label_the_queries_use_is_made_by_the_vllm_pod_monitor(emitted)
     assert "tier" in targets
 
 
-def test_every_node_label_the_queries_use_is_allow_listed_for_kube_state_metrics(emitted):
-    """kube-state-metrics exports a node label only when ``--metric-labels-allowlist`` names it
-    (docs/developer/cli-arguments.md); ``label_llm_platform_io_pool`` must come from that list."""
+def test_every_node_and_pod_label_the_queries_use_is_allow_listed_for_kube_state_metrics(emitted):
+    """kube-state-metrics exports a node or pod label only when ``--metric-labels-allowlist`` names it
+    for that resource (docs/developer/cli-arguments.md): every ``label_*`` a query reads of
+    ``kube_node_labels`` or ``kube_pod_labels`` must come from that resource's list, including the
+    source labels ``label_replace`` copies from."""
     plan, queries, _ = emitted
-    used = set()
+    used: dict[str, set[str]] = {mc.KSM_NODE_LABELS: set(), mc.KSM_POD_LABELS: set()}
     for query in queries:
         what = reads(query.expr)
-        used |= {label for label in what.grouping_labels if label.startswith("label_")}
-        used |= {label for s in what.selectors for label in s.matcher_labels if label.startswith("label_")}
+        for selector in what.selectors:
+            if selector.metric in used:
+                used[selector.metric] |= {label for label in selector.matcher_labels if label.startswith("label_")}
+        for metric in used:
+            if metric in query.expr:
+                used[metric] |= {label for label in re.findall(r'"(label_[a-zA-Z0-9_]+)"', query.expr)}
     (stack,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "kube-prometheus-stack"]
-    (allow,) = stack.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"]
-    resource, names = allow.split("=", 1)
-    assert resource == "nodes"
-    exported = {mc.ksm_node_label(name) for name in names.strip("[]").split(",")}
-    assert used == {"label_llm_platform_io_pool"}
-    assert used <= exported
+    allow = stack.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"]
+    exported = {}
+    for entry in allow:
+        resource, names = entry.split("=", 1)
+        exported[resource] = {mc.ksm_label(name) for name in names.strip("[]").split(",")}
+    assert set(exported) == {"nodes", "pods"}
+    assert used[mc.KSM_NODE_LABELS] == {"label_llm_platform_io_pool", "label_node_kubernetes_io_instance_type",
+                                        "label_karpenter_sh_capacity_type", "label_llm_platform_io_capacity_type"}
+    assert used[mc.KSM_POD_LABELS] == {"label_app_kubernetes_io_name", "label_app_kubernetes_io_instance",
+                                       "label_llm_platform_io_tier"}
+    assert used[mc.KSM_NODE_LABELS] <= exported["nodes"]
+    assert used[mc.KSM_POD_LABELS] <= exported["pods"]

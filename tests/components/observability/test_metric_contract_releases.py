@@ -331,7 +331,8 @@ def test_every_kube_state_metrics_series_used_is_in_the_pinned_release():
     for metric in mc.KUBE_STATE_METRICS.metrics:
         assert metric.name in upstream, f"{metric.name} is not in kube-state-metrics {data['release']}"
         assert upstream[metric.name]["type"] == metric.kind, metric.name
-        labels = {"label_*" if label == "label_NODE_LABEL" else label for label in upstream[metric.name]["labels"]}
+        labels = {"label_*" if label in ("label_NODE_LABEL", "label_POD_LABEL") else label
+                  for label in upstream[metric.name]["labels"]}
         assert set(metric.labels) <= labels, metric.name
     assert data["extended_resource_unit"] == "integer"
 
@@ -339,4 +340,4 @@ def test_every_kube_state_metrics_series_used_is_in_the_pinned_release():
 def test_kube_state_metrics_label_spelling():
     """SanitizeLabelName: every character outside [a-zA-Z0-9_] becomes '_'."""
     assert mc.KSM_GPU_RESOURCE == "nvidia_com_gpu"
-    assert mc.ksm_node_label("llm-platform.io/pool") == "label_llm_platform_io_pool"
+    assert mc.ksm_label("llm-platform.io/pool") == "label_llm_platform_io_pool"

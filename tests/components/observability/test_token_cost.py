@@ -1,0 +1,234 @@
+"""Cost per token, judged by Prometheus's own tools on the rules the program generates.
+
+``promtool test rules`` on hand-written kube-state-metrics and vLLM series: two models on two instance
+types (one a Spot node priced at the catalog's Spot figure, one a Spot node of a type without one, priced
+on demand), a model that scales to zero (its cost ends, nothing divides by zero), a pod restart that
+resets a token counter, a pending pod and a finished pod that hold no GPU. Prices come from a catalog
+file written here with figures that are exact in binary, so promtool's exact comparison (Prometheus
+2.42 compares floats exactly) checks the arithmetic, not rounding. Then the shipped stacks' rules,
+priced from the shipped catalog, are loaded by a real Prometheus on 127.0.0.1 that scrapes the same
+kind of series and evaluates every rule without an error.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.observability.token_cost import BedrockFallback, gpu_prices, token_cost_groups
+from tests.support.prometheus_tools import require_binary
+
+RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+LLAMA = {"namespace": "serving-interactive", "tier": "interactive", "model": "llama-3-1-70b-instruct-awq"}
+QWEN = {"namespace": "serving-batch", "tier": "batch", "model": "qwen2-5-32b-instruct"}
+BGE = {"namespace": "serving-embedding", "tier": "embedding", "model": "bge-m3"}
+
+
+def catalog_file(tmp_path: Path) -> Path:
+    """Three GPU types and their prices: g5.12xlarge $5.5/h for 4 GPUs ($1.375 per GPU), g6e.xlarge $2/h
+    on demand and $0.75/h on Spot, g5.2xlarge $1.25/h with no Spot figure."""
+    def facts(gpus: int) -> dict:
+        return {"category": "g", "family": "g5", "vcpu": 8, "memoryMiB": 32768, "gpus": gpus, "gpuName": "a10g",
+                "gpuMemoryMiB": 22888, "maxPods": 58}
+
+    catalog = {
+        "hoursPerMonth": 730,
+        "instances": {"g5.12xlarge": facts(4), "g6e.xlarge": facts(1), "g5.2xlarge": facts(1), "m7i.xlarge": facts(0)},
+        "onDemandHourlyUsd": {"us-east-1": {"g5.12xlarge": 5.5, "g6e.xlarge": 2.0, "g5.2xlarge": 1.25, "m7i.xlarge": 0.2}},
+        "spotHourlyUsd": {"us-east-1": {"g6e.xlarge": 0.75}},
+    }
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    return path
+
+
+def labels(mapping: dict[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in mapping.items()) + "}"
+
+
+def node(name: str, instance_type: str, **capacity: str) -> dict[str, str]:
+    return {"series": "kube_node_labels" + labels({"node": name, "label_node_kubernetes_io_instance_type": instance_type,
+                                                   **capacity}), "values": "1x120"}
+
+
+def pod(model: dict[str, str], name: str, node_name: str, gpus: int, phase: str = "Running", values: str = "1x120") -> list[dict]:
+    where = {"namespace": model["namespace"], "pod": name}
+    out = [
+        {"series": "kube_pod_container_resource_requests" + labels({**where, "container": "vllm", "node": node_name,
+                                                                    "resource": "nvidia_com_gpu", "unit": "integer"}),
+         "values": values.replace("1x", f"{gpus}x")},
+        {"series": "kube_pod_labels" + labels({**where, "label_app_kubernetes_io_name": "vllm",
+                                               "label_app_kubernetes_io_instance": model["model"],
+                                               "label_llm_platform_io_tier": model["tier"]}), "values": values},
+    ]
+    for each in ("Pending", "Running", "Succeeded"):
+        out.append({"series": "kube_pod_status_phase" + labels({**where, "phase": each}),
+                    "values": values if each == phase else values.replace("1x", "0x")})
+    return out
+
+
+def tokens(model: dict[str, str], pod_name: str, prompt: str, generation: str) -> list[dict]:
+    where = {"namespace": model["namespace"], "tier": model["tier"], "pod": pod_name, "model_name": model["model"]}
+    return [{"series": "vllm:prompt_tokens_total" + labels(where), "values": prompt},
+            {"series": "vllm:generation_tokens_total" + labels(where), "values": generation},
+            {"series": "vllm:kv_cache_usage_perc" + labels(where), "values": "0.1x120"}]
+
+
+def input_series() -> list[dict]:
+    """Two hours at one sample a minute."""
+    return [
+        node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
+        node("gpu-b", "g6e.xlarge", label_karpenter_sh_capacity_type="spot"),
+        # A managed group's Spot node: the contract's label, and a type with no Spot figure.
+        node("gpu-c", "g5.2xlarge", label_llm_platform_io_capacity_type="spot"),
+        node("cpu-a", "m7i.xlarge", label_llm_platform_io_capacity_type="on-demand"),
+        *pod(LLAMA, "llama-0", "gpu-a", 4),
+        *pod(LLAMA, "llama-1", "gpu-a", 4),
+        # Not bound yet (no node) and finished: neither holds a GPU.
+        *pod(LLAMA, "llama-2", "", 4, phase="Pending"),
+        *pod(QWEN, "qwen-old", "gpu-b", 1, phase="Succeeded"),
+        *pod(QWEN, "qwen-0", "gpu-b", 1),
+        # Scales to zero after 40 minutes: kube-state-metrics stops exporting the pod.
+        *pod(BGE, "bge-0", "gpu-c", 1, values="1x40 stale"),
+        # llama-0 serves 3200 prompt and 800 generated tokens a minute; llama-1 is idle.
+        *tokens(LLAMA, "llama-0", "0+3200x120", "0+800x120"),
+        *tokens(LLAMA, "llama-1", "0x120", "0x120"),
+        # qwen-0 restarts at minute 61: its counters start again (at 800 and 200 after that minute).
+        *tokens(QWEN, "qwen-0", "0+800x60 800+800x59", "0+200x60 200+200x59"),
+        *tokens(BGE, "bge-0", "0+2000x40 stale", "0x40 stale"),
+    ]
+
+
+
+def expect(expr: str, at: str, *samples: tuple[dict[str, str], float]) -> dict:
+    return {"expr": expr, "eval_time": at, "exp_samples": [{"labels": labels(lbl), "value": value} for lbl, value in samples]}
+
+
+def rule_file(tmp_path: Path, groups: list[dict]) -> Path:
+    path = tmp_path / "token-cost.yaml"
+    path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+    return path
+
+
+def promtool_test(rules: Path, tests: list[dict], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    promtool = require_binary("promtool", "prometheus")
+    path = tmp_path / "token-cost-test.yaml"
+    path.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", "input_series": input_series(), "promql_expr_test": tests}]},
+                                   sort_keys=False))
+    return subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=300)
+
+
+FALLBACKS = (
+    BedrockFallback(LLAMA["model"], "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1", 3.0, 15.0),
+    BedrockFallback(QWEN["model"], "us.anthropic.claude-haiku-4-5-20251001-v1:0", "us-east-1", 1.0, 5.0),
+    BedrockFallback(BGE["model"], "cohere.embed-multilingual-v3", "us-east-1", None, None),
+)
+
+
+@pytest.fixture
+def rules(tmp_path) -> Path:
+    prices = gpu_prices("us-east-1", catalog_file(tmp_path))
+    return rule_file(tmp_path, token_cost_groups(prices, FALLBACKS, [("interactive", 0.75), ("batch", 0.9), (None, 0.8)]))
+
+
+def test_gpu_prices_are_the_catalogs_per_gpu_figures(tmp_path):
+    prices = {(p.instance_type, p.capacity_type): (p.usd_per_gpu_hour, p.basis) for p in gpu_prices("us-east-1", catalog_file(tmp_path))}
+    assert prices == {
+        ("g5.12xlarge", "on-demand"): (1.375, "on-demand"),
+        ("g5.2xlarge", "on-demand"): (1.25, "on-demand"),
+        ("g6e.xlarge", "on-demand"): (2.0, "on-demand"),
+        ("g6e.xlarge", "spot"): (0.75, "spot"),
+    }
+    assert gpu_prices("eu-west-1", catalog_file(tmp_path)) == (), "no prices in a region the catalog does not price"
+
+
+def test_each_node_is_priced_at_its_type_and_capacity_type(rules, tmp_path):
+    done = promtool_test(rules, [
+        expect("llm:node_gpu_price_usd_per_hour", "30m",
+               ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-a", "instance_type": "g5.12xlarge",
+                 "capacity_type": "on-demand", "price_basis": "on-demand"}, 1.375),
+               # Spot at the catalog's Spot figure.
+               ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-b", "instance_type": "g6e.xlarge",
+                 "capacity_type": "spot", "price_basis": "spot"}, 0.75),
+               # Spot without a Spot figure: the on-demand figure, and price_basis says so.
+               ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-c", "instance_type": "g5.2xlarge",
+                 "capacity_type": "spot", "price_basis": "on-demand"}, 1.25)),
+    ], tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_cost_per_hour_counts_the_gpus_of_bound_live_pods_and_ends_at_zero_replicas(rules, tmp_path):
+    cost = "llm:model_gpu_cost_usd_per_hour"
+    done = promtool_test(rules, [
+        # 2 pods x 4 GPUs x $1.375; 1 GPU x $0.75 (Spot); 1 GPU x $1.25 (Spot priced on demand).
+        expect(cost, "30m", ({"__name__": cost, **LLAMA}, 11.0), ({"__name__": cost, **QWEN}, 0.75),
+               ({"__name__": cost, **BGE}, 1.25)),
+        expect("llm:model_gpus", "30m", ({"__name__": "llm:model_gpus", **LLAMA}, 8), ({"__name__": "llm:model_gpus", **QWEN}, 1),
+               ({"__name__": "llm:model_gpus", **BGE}, 1)),
+        # bge-m3 at zero replicas: no cost series at all, not its last value.
+        expect(cost, "41m", ({"__name__": cost, **LLAMA}, 11.0), ({"__name__": cost, **QWEN}, 0.75)),
+        expect("llm:model_unpriced_gpus", "30m"),
+    ], tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_tokens_per_hour_and_cost_per_million_tokens_per_model_and_tier(rules, tmp_path):
+    at = "120m"
+    done = promtool_test(rules, [
+        expect("llm:model_prompt_tokens_per_hour", at,
+               ({"__name__": "llm:model_prompt_tokens_per_hour", **LLAMA}, 192000),
+               ({"__name__": "llm:model_prompt_tokens_per_hour", **QWEN}, 48000)),
+        expect("llm:model_generation_tokens_per_hour", at,
+               ({"__name__": "llm:model_generation_tokens_per_hour", **LLAMA}, 48000),
+               ({"__name__": "llm:model_generation_tokens_per_hour", **QWEN}, 12000)),
+        # The restart at minute 61 loses no tokens: 48,000 prompt tokens in the hour, not 47,200.
+        expect("llm:model_prompt_tokens:1h", at, ({"__name__": "llm:model_prompt_tokens:1h", **LLAMA}, 192000),
+               ({"__name__": "llm:model_prompt_tokens:1h", **QWEN}, 48000)),
+        # llama: $11 for 240,000 tokens; weighted 48,000 + 192,000 / 4 = 96,000 output tokens.
+        # qwen: $0.75 for 60,000 tokens; weighted 12,000 + 48,000 / 4 = 24,000.
+        expect("llm:model_cost_usd_per_million_tokens:1h", at,
+               ({"__name__": "llm:model_cost_usd_per_million_tokens:1h", **LLAMA}, 45.833333333333336),
+               ({"__name__": "llm:model_cost_usd_per_million_tokens:1h", **QWEN}, 12.5)),
+        expect("llm:model_cost_usd_per_million_output_tokens:1h", at,
+               ({"__name__": "llm:model_cost_usd_per_million_output_tokens:1h", **LLAMA}, 114.58333333333333),
+               ({"__name__": "llm:model_cost_usd_per_million_output_tokens:1h", **QWEN}, 31.25)),
+        expect("llm:model_cost_usd_per_million_input_tokens:1h", at,
+               ({"__name__": "llm:model_cost_usd_per_million_input_tokens:1h", **LLAMA}, 28.645833333333332),
+               ({"__name__": "llm:model_cost_usd_per_million_input_tokens:1h", **QWEN}, 7.8125)),
+        # Per tier; the embedding tier scaled to zero an hour and more ago and reports nothing.
+        expect("llm:tier_cost_usd_per_million_tokens:1h", at,
+               ({"__name__": "llm:tier_cost_usd_per_million_tokens:1h", "tier": "interactive"}, 45.833333333333336),
+               ({"__name__": "llm:tier_cost_usd_per_million_tokens:1h", "tier": "batch"}, 12.5)),
+        expect("llm:tier_gpu_cost_usd:1h", at, ({"__name__": "llm:tier_gpu_cost_usd:1h", "tier": "interactive"}, 11),
+               ({"__name__": "llm:tier_gpu_cost_usd:1h", "tier": "batch"}, 0.75)),
+    ], tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_an_idle_model_costs_but_has_no_cost_per_token(tmp_path):
+    """Pods that serve nothing: the cost per hour is there, the cost per token is absent (no division
+    by zero, no +Inf)."""
+    prices = gpu_prices("us-east-1", catalog_file(tmp_path))
+    rules = rule_file(tmp_path, token_cost_groups(prices, (), [(None, 0.8)]))
+    promtool = require_binary("promtool", "prometheus")
+    series = [
+        node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
+        *pod(LLAMA, "llama-0", "gpu-a", 4),
+        *tokens(LLAMA, "llama-0", "5000x120", "700x120"),
+    ]
+    path = tmp_path / "idle.yaml"
+    path.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series, "promql_expr_test": [
+            expect("llm:model_gpu_cost_usd:1h", "120m", ({"__name__": "llm:model_gpu_cost_usd:1h", **LLAMA}, 5.5)),
+            expect("llm:model_prompt_tokens:1h", "120m", ({"__name__": "llm:model_prompt_tokens:1h", **LLAMA}, 0)),
+            expect("llm:model_cost_usd_per_million_tokens:1h", "120m"),
+            expect("llm:model_cost_usd_per_million_output_tokens:1h", "120m"),
+            expect("llm:tier_cost_usd_per_million_tokens:1h", "120m"),
+        ]}]}, sort_keys=False))
+    done = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
