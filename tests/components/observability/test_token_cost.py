@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
 from components.observability.token_cost import BedrockFallback, gpu_prices, token_cost_groups
-from tests.support.prometheus_tools import require_binary
+from tests.support.prometheus_tools import PrometheusServer, require_binary
 
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 LLAMA = {"namespace": "serving-interactive", "tier": "interactive", "model": "llama-3-1-70b-instruct-awq"}
@@ -232,3 +236,73 @@ def test_an_idle_model_costs_but_has_no_cost_per_token(tmp_path):
         ]}]}, sort_keys=False))
     done = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+# --- The shipped rules on a real Prometheus -----------------------------------------------------------
+
+SCRAPED = """\
+# TYPE kube_node_labels gauge
+kube_node_labels{node="gpu-a",label_node_kubernetes_io_instance_type="g5.12xlarge",label_karpenter_sh_capacity_type="on-demand"} 1
+kube_node_labels{node="gpu-b",label_node_kubernetes_io_instance_type="g6e.xlarge",label_karpenter_sh_capacity_type="spot"} 1
+# TYPE kube_pod_container_resource_requests gauge
+kube_pod_container_resource_requests{namespace="serving-interactive",pod="llama-0",container="vllm",node="gpu-a",resource="nvidia_com_gpu",unit="integer"} 4
+kube_pod_container_resource_requests{namespace="serving-batch",pod="qwen-0",container="vllm",node="gpu-b",resource="nvidia_com_gpu",unit="integer"} 1
+# TYPE kube_pod_status_phase gauge
+kube_pod_status_phase{namespace="serving-interactive",pod="llama-0",phase="Running"} 1
+kube_pod_status_phase{namespace="serving-batch",pod="qwen-0",phase="Running"} 1
+# TYPE kube_pod_labels gauge
+kube_pod_labels{namespace="serving-interactive",pod="llama-0",label_app_kubernetes_io_name="vllm",label_app_kubernetes_io_instance="llama-3-1-70b-instruct-awq",label_llm_platform_io_tier="interactive"} 1
+kube_pod_labels{namespace="serving-batch",pod="qwen-0",label_app_kubernetes_io_name="vllm",label_app_kubernetes_io_instance="qwen2-5-32b-instruct",label_llm_platform_io_tier="batch"} 1
+"""
+
+
+class Exporter(ThreadingHTTPServer):
+    """kube-state-metrics' series for two serving pods, on 127.0.0.1."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                body = SCRAPED.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def test_the_prod_rules_run_on_a_real_prometheus_and_price_from_the_shipped_catalog(prod_plan, tmp_path):
+    """Every group of prod's PrometheusRule loads and evaluates without an error (a many-to-many join
+    only fails at evaluation), and the cost per hour is the shipped catalog's us-east-1 price: a
+    g5.12xlarge is $5.672 an hour for 4 GPUs; a g6e.xlarge on Spot, without a Spot figure, $1.861."""
+    (rule,) = [r.inputs for r in prod_plan.of_type(RULE)]
+    exporter = Exporter()
+    prometheus = PrometheusServer(tmp_path, {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "scrape_configs": [{"job_name": "kube-state-metrics", "honor_labels": True,
+                            "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}"]}]}],
+    }, rule_files={"rules.yaml": {"groups": rule["spec"]["groups"]}})
+    prometheus.start()
+    try:
+        cost: dict[str, float] = {}
+        deadline = time.monotonic() + 60
+        while len(cost) < 2 and time.monotonic() < deadline:
+            cost = {s.labels["model"]: s.value for s in prometheus.query("llm:model_gpu_cost_usd_per_hour")}
+            time.sleep(0.5)
+        assert cost == pytest.approx({"llama-3-1-70b-instruct-awq": 5.672, "qwen2-5-32b-instruct": 1.861})
+        basis = {s.labels["node"]: s.labels["price_basis"] for s in prometheus.query("llm:node_gpu_price_usd_per_hour")}
+        assert basis == {"gpu-a": "on-demand", "gpu-b": "on-demand"}
+        time.sleep(2)
+        with urllib.request.urlopen(f"{prometheus.url}/api/v1/rules", timeout=10) as response:
+            groups = json.load(response)["data"]["groups"]
+        assert {g["name"] for g in groups} >= {"llm-token-cost", "llm-token-cost-alerts", "gpu", "vllm", "gpu-cost"}
+        broken = [(r["name"], r.get("lastError")) for g in groups for r in g["rules"] if r["health"] != "ok"]
+        assert broken == []
+    finally:
+        prometheus.stop()
+        exporter.shutdown()
