@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.observability import token_cost as tc
 from components.observability.metric_contract import (
     DCGM_FB_FREE,
     DCGM_FB_USED,
@@ -52,8 +53,34 @@ def _per_pool(metric: str) -> str:
     return f"avg by ({_POOL}) ({metric} * on (Hostname) group_left({_POOL}) {_NODE_POOL})"
 
 
-def panels(gpu_hours_budget: int | None) -> dict[str, tuple[str, list[Panel]]]:
-    """Dashboards by uid: title and panels."""
+def token_cost_panels(bedrock: bool) -> list[Panel]:
+    """Cost per token per model and tier over time, self-hosted against Bedrock (where a model has a
+    priced fallback), and the GPU cost no serving pod uses."""
+    usd, model, tier = "currencyUSD", "{{model}}", "{{tier}}"
+    items = [
+        Panel("Cost per million tokens per model (last hour)", tc.MODEL_PER_MILLION, usd, model),
+        Panel("Cost per million input tokens per model", tc.MODEL_PER_MILLION_INPUT, usd, model),
+        Panel("Cost per million output tokens per model", tc.MODEL_PER_MILLION_OUTPUT, usd, model),
+        Panel("Cost per million tokens per tier (last hour)", tc.TIER_PER_MILLION, usd, tier),
+        Panel("GPU cost per hour per model", tc.MODEL_COST, usd, model),
+        Panel("Idle GPU cost per hour (GPUs no serving pod holds)", tc.IDLE_COST, usd),
+        Panel("Prompt tokens per hour per model", tc.MODEL_PROMPT_TOKENS, "short", model),
+        Panel("Generated tokens per hour per model", tc.MODEL_GENERATION_TOKENS, "short", model),
+        Panel("GPUs on types without a price in the catalog", f"sum({tc.MODEL_UNPRICED_GPUS}) or vector(0)"),
+    ]
+    if bedrock:
+        items += [
+            Panel("Self-hosted / Bedrock cost per model (above 1: Bedrock is cheaper)", tc.MODEL_RATIO, "short",
+                  "{{model}} vs {{bedrock_model}}"),
+            Panel("Self-hosted / Bedrock cost per tier", tc.TIER_RATIO, "short", tier),
+            Panel("Self-hosted GPU cost per tier, last hour (models with a fallback)", tc.TIER_FALLBACK_COST_1H, usd, tier),
+            Panel("What Bedrock would have charged per tier, last hour", tc.TIER_BEDROCK_1H, usd, tier),
+        ]
+    return items
+
+
+def panels(gpu_hours_budget: int | None, bedrock: bool = False) -> dict[str, tuple[str, list[Panel]]]:
+    """Dashboards by uid: title and panels. ``bedrock``: the token-cost dashboard compares with Bedrock."""
     days = GPU_HOURS_WINDOW_DAYS
     cost = [
         Panel("GPUs allocatable", "llm_platform:gpus_allocatable:sum"),
@@ -124,6 +151,7 @@ def panels(gpu_hours_budget: int | None) -> dict[str, tuple[str, list[Panel]]]:
             ],
         ),
         "llm-cost": ("LLM platform / GPU cost", cost),
+        "llm-token-cost": ("LLM platform / Token cost", token_cost_panels(bedrock)),
     }
 
 
@@ -152,5 +180,5 @@ def dashboard(uid: str, title: str, items: list[Panel]) -> dict[str, Any]:
     }
 
 
-def dashboards(gpu_hours_budget: int | None) -> list[dict[str, Any]]:
-    return [dashboard(uid, title, items) for uid, (title, items) in panels(gpu_hours_budget).items()]
+def dashboards(gpu_hours_budget: int | None, bedrock: bool = False) -> list[dict[str, Any]]:
+    return [dashboard(uid, title, items) for uid, (title, items) in panels(gpu_hours_budget, bedrock).items()]

@@ -381,7 +381,7 @@ class Observability(pulumi.ComponentResource):
             },
             opts=after_stack,
         )
-        for dashboard in dashboards(args.gpu_hours_budget):
+        for dashboard in dashboards(args.gpu_hours_budget, any(f.priced for f in args.bedrock_fallbacks)):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{dashboard['uid']}",
                 metadata={

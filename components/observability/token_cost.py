@@ -41,6 +41,7 @@ from components import contract
 from components.observability.metric_contract import (
     KSM_GPU_RESOURCE,
     KSM_NODE_LABELS,
+    KSM_NODE_STATUS_ALLOCATABLE,
     KSM_POD_LABELS,
     KSM_POD_PHASE,
     KSM_POD_RESOURCE_REQUESTS,
@@ -78,6 +79,8 @@ PRICE = "llm:instance_gpu_price_usd_per_hour"
 NODE_PRICE = "llm:node_gpu_price_usd_per_hour"
 NODE_INSTANCE = "llm:node_instance:info"
 POD_GPUS = "llm:pod_gpus"
+NODE_COST = "llm:node_gpu_cost_usd_per_hour"
+IDLE_COST = "llm:idle_gpu_cost_usd_per_hour"
 MODEL_GPUS = "llm:model_gpus"
 MODEL_UNPRICED_GPUS = "llm:model_unpriced_gpus"
 MODEL_COST = "llm:model_gpu_cost_usd_per_hour"
@@ -232,6 +235,11 @@ def gpu_cost_rules(prices: Sequence[GpuPrice]) -> list[dict[str, object]]:
         _record(MODEL_GPUS, f"sum by ({_MODEL}) ({POD_GPUS})"),
         _record(MODEL_COST, f"sum by ({_MODEL}) ({POD_GPUS} * on (node) group_left () {NODE_PRICE})"),
         _record(MODEL_UNPRICED_GPUS, f"sum by ({_MODEL}) ({POD_GPUS} unless on (node) {NODE_PRICE})"),
+        # Every GPU the nodes offer, at its price; what no serving pod holds is idle (empty or partly used
+        # nodes, non-serving work).
+        _record(NODE_COST, f"{NODE_PRICE} * on (node) group_left () "
+                           f'sum by (node) ({KSM_NODE_STATUS_ALLOCATABLE}{{resource="{KSM_GPU_RESOURCE}"}})'),
+        _record(IDLE_COST, f"clamp_min(sum({NODE_COST}) - (sum({MODEL_COST}) or vector(0)), 0)"),
     ]
 
 

@@ -54,9 +54,18 @@ def labels(mapping: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in mapping.items()) + "}"
 
 
-def node(name: str, instance_type: str, **capacity: str) -> dict[str, str]:
-    return {"series": "kube_node_labels" + labels({"node": name, "label_node_kubernetes_io_instance_type": instance_type,
-                                                   **capacity}), "values": "1x120"}
+GPUS = {"g5.12xlarge": 4, "g6e.xlarge": 1, "g5.2xlarge": 1, "m7i.xlarge": 0}
+
+
+def node(name: str, instance_type: str, **capacity: str) -> list[dict[str, str]]:
+    """The node's labels and its allocatable GPUs (a CPU node has no GPU resource)."""
+    out = [{"series": "kube_node_labels" + labels({"node": name, "label_node_kubernetes_io_instance_type": instance_type,
+                                                   **capacity}), "values": "1x120"}]
+    if GPUS[instance_type]:
+        out.append({"series": "kube_node_status_allocatable" + labels({"node": name, "resource": "nvidia_com_gpu",
+                                                                       "unit": "integer"}),
+                    "values": f"{GPUS[instance_type]}x120"})
+    return out
 
 
 def pod(model: dict[str, str], name: str, node_name: str, gpus: int, phase: str = "Running", values: str = "1x120") -> list[dict]:
@@ -85,13 +94,15 @@ def tokens(model: dict[str, str], pod_name: str, prompt: str, generation: str) -
 def input_series() -> list[dict]:
     """Two hours at one sample a minute."""
     return [
-        node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
-        node("gpu-b", "g6e.xlarge", label_karpenter_sh_capacity_type="spot"),
-        # A managed group's Spot node: the contract's label, and a type with no Spot figure.
-        node("gpu-c", "g5.2xlarge", label_llm_platform_io_capacity_type="spot"),
-        node("cpu-a", "m7i.xlarge", label_llm_platform_io_capacity_type="on-demand"),
+        *node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
+        *node("gpu-a2", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
+        *node("gpu-b", "g6e.xlarge", label_karpenter_sh_capacity_type="spot"),
+        # A managed group's Spot node: the contract's label, and a type with no Spot figure. It stays
+        # after bge-m3 scales to zero (until the autoscaler removes it): idle GPU cost.
+        *node("gpu-c", "g5.2xlarge", label_llm_platform_io_capacity_type="spot"),
+        *node("cpu-a", "m7i.xlarge", label_llm_platform_io_capacity_type="on-demand"),
         *pod(LLAMA, "llama-0", "gpu-a", 4),
-        *pod(LLAMA, "llama-1", "gpu-a", 4),
+        *pod(LLAMA, "llama-1", "gpu-a2", 4),
         # Not bound yet (no node) and finished: neither holds a GPU.
         *pod(LLAMA, "llama-2", "", 4, phase="Pending"),
         *pod(QWEN, "qwen-old", "gpu-b", 1, phase="Succeeded"),
@@ -156,6 +167,8 @@ def test_each_node_is_priced_at_its_type_and_capacity_type(rules, tmp_path):
         expect("llm:node_gpu_price_usd_per_hour", "30m",
                ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-a", "instance_type": "g5.12xlarge",
                  "capacity_type": "on-demand", "price_basis": "on-demand"}, 1.375),
+               ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-a2", "instance_type": "g5.12xlarge",
+                 "capacity_type": "on-demand", "price_basis": "on-demand"}, 1.375),
                # Spot at the catalog's Spot figure.
                ({"__name__": "llm:node_gpu_price_usd_per_hour", "node": "gpu-b", "instance_type": "g6e.xlarge",
                  "capacity_type": "spot", "price_basis": "spot"}, 0.75),
@@ -177,6 +190,9 @@ def test_cost_per_hour_counts_the_gpus_of_bound_live_pods_and_ends_at_zero_repli
         # bge-m3 at zero replicas: no cost series at all, not its last value.
         expect(cost, "41m", ({"__name__": cost, **LLAMA}, 11.0), ({"__name__": cost, **QWEN}, 0.75)),
         expect("llm:model_unpriced_gpus", "30m"),
+        # Every GPU is held at 30 minutes; after bge-m3 scales to zero its node's GPU ($1.25) is idle.
+        expect("llm:idle_gpu_cost_usd_per_hour", "30m", ({"__name__": "llm:idle_gpu_cost_usd_per_hour"}, 0)),
+        expect("llm:idle_gpu_cost_usd_per_hour", "41m", ({"__name__": "llm:idle_gpu_cost_usd_per_hour"}, 1.25)),
     ], tmp_path)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
@@ -221,7 +237,7 @@ def test_an_idle_model_costs_but_has_no_cost_per_token(tmp_path):
     rules = rule_file(tmp_path, token_cost_groups(prices, (), [(None, 0.8)]))
     promtool = require_binary("promtool", "prometheus")
     series = [
-        node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
+        *node("gpu-a", "g5.12xlarge", label_karpenter_sh_capacity_type="on-demand"),
         *pod(LLAMA, "llama-0", "gpu-a", 4),
         *tokens(LLAMA, "llama-0", "5000x120", "700x120"),
     ]
@@ -256,13 +272,38 @@ kube_pod_labels{namespace="serving-batch",pod="qwen-0",label_app_kubernetes_io_n
 """
 
 
+SCRAPED += """\
+# TYPE kube_node_status_allocatable gauge
+kube_node_status_allocatable{node="gpu-a",resource="nvidia_com_gpu",unit="integer"} 4
+kube_node_status_allocatable{node="gpu-b",resource="nvidia_com_gpu",unit="integer"} 1
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{namespace="serving-interactive",tier="interactive",pod="llama-0",model_name="llama-3-1-70b-instruct-awq"} 0.5
+vllm:kv_cache_usage_perc{namespace="serving-batch",tier="batch",pod="qwen-0",model_name="qwen2-5-32b-instruct"} 0.5
+"""
+#: vLLM's token counters, growing by this much at every scrape.
+TOKENS_PER_SCRAPE = 1000
+
+
 class Exporter(ThreadingHTTPServer):
-    """kube-state-metrics' series for two serving pods, on 127.0.0.1."""
+    """kube-state-metrics' series for two serving pods and their vLLM counters, on 127.0.0.1."""
 
     def __init__(self) -> None:
+        scrapes = [0]
+
+        def counters() -> str:
+            scrapes[0] += 1
+            lines = []
+            for name in ("vllm:prompt_tokens_total", "vllm:generation_tokens_total"):
+                lines.append(f"# TYPE {name.removesuffix('_total')} counter")
+                for ns, tier, pod_name, model in (("serving-interactive", "interactive", "llama-0", LLAMA["model"]),
+                                                  ("serving-batch", "batch", "qwen-0", QWEN["model"])):
+                    lines.append(f'{name}{{namespace="{ns}",tier="{tier}",pod="{pod_name}",model_name="{model}"}} '
+                                 f"{scrapes[0] * TOKENS_PER_SCRAPE}")
+            return "\n".join(lines) + "\n"
+
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                body = SCRAPED.encode()
+                body = (SCRAPED + counters()).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
@@ -278,8 +319,9 @@ class Exporter(ThreadingHTTPServer):
 
 def test_the_prod_rules_run_on_a_real_prometheus_and_price_from_the_shipped_catalog(prod_plan, tmp_path):
     """Every group of prod's PrometheusRule loads and evaluates without an error (a many-to-many join
-    only fails at evaluation), and the cost per hour is the shipped catalog's us-east-1 price: a
-    g5.12xlarge is $5.672 an hour for 4 GPUs; a g6e.xlarge on Spot, without a Spot figure, $1.861."""
+    only fails at evaluation), the cost per hour is the shipped catalog's us-east-1 price (a g5.12xlarge
+    is $5.672 an hour for 4 GPUs; a g6e.xlarge on Spot, without a Spot figure, $1.861), and every panel
+    of the token-cost dashboard answers."""
     (rule,) = [r.inputs for r in prod_plan.of_type(RULE)]
     exporter = Exporter()
     prometheus = PrometheusServer(tmp_path, {
@@ -303,6 +345,19 @@ def test_the_prod_rules_run_on_a_real_prometheus_and_price_from_the_shipped_cata
         assert {g["name"] for g in groups} >= {"llm-token-cost", "llm-token-cost-alerts", "gpu", "vllm", "gpu-cost"}
         broken = [(r["name"], r.get("lastError")) for g in groups for r in g["rules"] if r["health"] != "ok"]
         assert broken == []
+        (board,) = [json.loads(next(iter(r.inputs["data"].values()))) for r in prod_plan.of_type("kubernetes:core/v1:ConfigMap")
+                    if r.inputs["metadata"]["name"] == "dashboard-llm-token-cost"]
+        silent: list[str] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            silent = [p["title"] for p in board["panels"] for t in p["targets"] if not prometheus.query(t["expr"])]
+            if not silent:
+                break
+            time.sleep(1)
+        assert silent == []
+        ratio = {s.labels["model"]: s.labels["bedrock_model"] for s in prometheus.query("llm:model_cost_vs_bedrock:ratio_1h")}
+        assert ratio == {LLAMA["model"]: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                         QWEN["model"]: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
     finally:
         prometheus.stop()
         exporter.shutdown()
