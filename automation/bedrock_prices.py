@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from automation import exit_codes
 from automation.errors import DriverError
 from components import versions
+from components.observability.token_cost import BEDROCK_PRICES_PATH
 
+#: The table beside the instance catalog, where the token-cost rules read it.
+PRICES_PATH = BEDROCK_PRICES_PATH
 #: LiteLLM's cost map at the gateway's pinned release.
 COST_MAP_URL = (f"https://raw.githubusercontent.com/BerriAI/litellm/{versions.LITELLM_IMAGE.tag}/"
                 "model_prices_and_context_window.json")
@@ -120,3 +124,17 @@ def models_in(table: Mapping[str, Any] | None) -> list[str]:
 
 def render(table: Mapping[str, Any]) -> str:
     return json.dumps(table, indent=2) + "\n"
+
+
+def refreshed(path: Path, url: str, regions: Sequence[str], extra_models: Iterable[str], *, fetched_on: str) -> str:
+    """The Bedrock price table at ``path`` with ``regions`` priced again from the cost map at ``url``:
+    every model the table already prices, and ``extra_models``. Nothing is written here."""
+    try:
+        existing = json.loads(path.read_text())
+    except FileNotFoundError:
+        existing = None
+    except ValueError:
+        raise BedrockPriceError(f"{path} is not JSON; restore it from git or remove it") from None
+    cost_map = fetch_cost_map(url)
+    models = [*models_in(existing), *extra_models]
+    return render(merged(existing, cost_map, regions, models, source=f"LiteLLM cost map {url}, fetched {fetched_on}"))

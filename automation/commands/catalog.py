@@ -11,7 +11,7 @@ import datetime
 import re
 from pathlib import Path
 
-from automation import exit_codes
+from automation import bedrock_prices, exit_codes
 from automation.catalog import DEFAULT_FAMILIES, aws_runner, fetch, merged, read_catalog, render
 from automation.console import err
 from automation.errors import UsageError
@@ -44,6 +44,16 @@ def declare(verbs: argparse._SubParsersAction) -> None:
                          help=f"instance families, comma-separated (default: {','.join(DEFAULT_FAMILIES)})")
     refresh.add_argument("--out", type=Path, default=CATALOG_PATH, metavar="PATH",
                          help="the catalog file to update (default: policies/instance_catalog.json)")
+    # Bedrock fallback prices per region, beside the catalog (docs/cost-per-token.md).
+    refresh.add_argument("--bedrock-prices-url", default=bedrock_prices.COST_MAP_URL, metavar="URL",
+                         help="LiteLLM's cost map the Bedrock fallback prices are read from (default: the gateway's pinned "
+                         "release on GitHub)")
+    refresh.add_argument("--bedrock-model", action="append", default=[], metavar="ID",
+                         help="a Bedrock model id to price besides those policies/bedrock_prices.json has (repeatable)")
+    refresh.add_argument("--no-bedrock-prices", action="store_true",
+                         help="leave policies/bedrock_prices.json as it is")
+    refresh.add_argument("--bedrock-out", type=Path, default=bedrock_prices.PRICES_PATH, metavar="PATH",
+                         help="the Bedrock price table to update (default: policies/bedrock_prices.json)")
     refresh.set_defaults(run=_run_refresh)
 
 
@@ -70,17 +80,24 @@ def _run_refresh(args: argparse.Namespace) -> int:
     out: Path = args.out
     if not out.parent.is_dir():
         raise UsageError(f"--out: directory {out.parent} does not exist")
+    if not args.no_bedrock_prices and not args.bedrock_out.parent.is_dir():
+        raise UsageError(f"--bedrock-out: directory {args.bedrock_out.parent} does not exist")
     regions = list(dict.fromkeys(args.region))
     existing = read_catalog(out)
     fetched = fetch(aws_runner(), regions, args.families)
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     catalog = merged(existing, fetched, fetched_on=today)
-    if not out.exists():
-        out.touch(mode=0o644)  # write_atomically keeps the mode of the file it replaces
-    write_atomically(out, render(catalog).encode())
+    bedrock = None if args.no_bedrock_prices else bedrock_prices.refreshed(
+        args.bedrock_out, args.bedrock_prices_url, regions, args.bedrock_model, fetched_on=today)
+    for path, text in ((out, render(catalog)), (args.bedrock_out, bedrock)):
+        if text is None:
+            continue
+        if not path.exists():
+            path.touch(mode=0o644)  # write_atomically keeps the mode of the file it replaces
+        write_atomically(path, text.encode())
     for region in regions:
         unpriced = [n for n in fetched.offered[region] if n not in fetched.prices[region]]
         err.print(f"{region}: {len(fetched.offered[region])} type(s) offered, {len(fetched.prices[region])} priced"
                   + (f"; no on-demand Linux price for {', '.join(unpriced)}" if unpriced else ""))
-    err.print(f"wrote {out}")
+    err.print(f"wrote {out}" + ("" if bedrock is None else f" and {args.bedrock_out}"))
     return exit_codes.OK

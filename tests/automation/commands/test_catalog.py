@@ -5,6 +5,8 @@ prices are stand-in figures, not AWS's)."""
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -43,9 +45,9 @@ def catalog_file(rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def refresh(rig, out: Path, *extra: str):
+def refresh(rig, out: Path, *extra: str, bedrock: tuple[str, ...] = ("--no-bedrock-prices",)):
     return rig.run("catalog", "refresh", "--region", "us-east-1", "--region", "eu-west-1", "--families", "g5,p5,p5e",
-                   "--out", str(out), *extra)
+                   "--out", str(out), *bedrock, *extra)
 
 
 def test_refresh_builds_facts_and_regional_prices_from_the_recorded_answers(rig, catalog_file):
@@ -134,3 +136,109 @@ def test_a_missing_aws_cli_is_named(rig, catalog_file, monkeypatch, tmp_path):
     result = refresh(rig, catalog_file)
     assert result.code == exit_codes.PREFLIGHT
     assert "aws CLI is not on PATH" in result.err and len(result.err.strip().splitlines()) == 1
+
+
+# --- Bedrock fallback prices, refreshed with the catalog ----------------------------------------------
+
+#: LiteLLM's cost map as it spells Bedrock entries (per-token USD; a region's own entry under
+#: ``bedrock/<region>/<id>``), figures chosen for the test.
+COST_MAP = {
+    "us.anthropic.claude-haiku-4-5-20251001-v1:0": {"input_cost_per_token": 1.1e-06, "output_cost_per_token": 5.5e-06},
+    "eu.anthropic.claude-haiku-4-5-20251001-v1:0": {"input_cost_per_token": 1.2e-06, "output_cost_per_token": 6e-06},
+    "cohere.embed-multilingual-v3": {"input_cost_per_token": 1e-07, "output_cost_per_token": 0.0},
+    "bedrock/eu-west-1/cohere.embed-multilingual-v3": {"input_cost_per_token": 1.5e-07},
+}
+TABLE = {"description": "old", "sources": {"ap-south-1": "typed in by a test"},
+         "usdPerMillionTokens": {"ap-south-1": {"cohere.embed-multilingual-v3": {"input": 9.0, "output": 0.0}},
+                                 "us-east-1": {"us.anthropic.claude-haiku-4-5-20251001-v1:0": {"input": 9.0, "output": 9.0}}}}
+
+
+class CostMap(ThreadingHTTPServer):
+    """Serves ``body`` on 127.0.0.1, as raw.githubusercontent.com would serve the cost map."""
+
+    def __init__(self, body: bytes) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/model_prices_and_context_window.json"
+
+
+@pytest.fixture
+def bedrock_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bedrock_prices.json"
+    path.write_text(json.dumps(TABLE))
+    return path
+
+
+def test_refresh_prices_the_bedrock_fallbacks_of_the_named_regions(rig, catalog_file, bedrock_file):
+    server = CostMap(json.dumps(COST_MAP).encode())
+    try:
+        result = refresh(rig, catalog_file, bedrock=("--bedrock-prices-url", server.url, "--bedrock-out", str(bedrock_file),
+                                                     "--bedrock-model", "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+                                                     "--bedrock-model", "cohere.embed-multilingual-v3"))
+    finally:
+        server.shutdown()
+    assert result.code == exit_codes.OK, result.err
+    written = json.loads(bedrock_file.read_text())
+    # A us. profile is priced in US regions, an eu. one in EU regions; a plain id at its us-east-1 entry
+    # or a region's own entry; ap-south-1 was not asked: kept.
+    assert written["usdPerMillionTokens"] == {
+        "ap-south-1": {"cohere.embed-multilingual-v3": {"input": 9.0, "output": 0.0}},
+        "eu-west-1": {"cohere.embed-multilingual-v3": {"input": 0.15, "output": 0.0},
+                      "eu.anthropic.claude-haiku-4-5-20251001-v1:0": {"input": 1.2, "output": 6.0}},
+        "us-east-1": {"cohere.embed-multilingual-v3": {"input": 0.1, "output": 0.0},
+                      "us.anthropic.claude-haiku-4-5-20251001-v1:0": {"input": 1.1, "output": 5.5}},
+    }
+    assert written["sources"]["eu-west-1"].startswith(f"LiteLLM cost map {server.url}, fetched ")
+    assert written["sources"]["ap-south-1"] == "typed in by a test"
+
+
+@pytest.mark.parametrize("body, says", [(b"<html>rate limited</html>", "did not answer JSON"),
+                                        (b"[1, 2, 3]", "did not answer a JSON object of models")])
+def test_a_bad_cost_map_is_one_line_and_writes_nothing(rig, catalog_file, bedrock_file, body, says):
+    before = (catalog_file.read_text(), bedrock_file.read_text())
+    server = CostMap(body)
+    try:
+        result = refresh(rig, catalog_file, bedrock=("--bedrock-prices-url", server.url, "--bedrock-out", str(bedrock_file)))
+    finally:
+        server.shutdown()
+    assert result.code == exit_codes.FAILED
+    assert len(result.err.strip().splitlines()) == 1 and says in result.err and "Traceback" not in result.err
+    assert (catalog_file.read_text(), bedrock_file.read_text()) == before
+
+
+def test_an_unreachable_cost_map_is_named(rig, catalog_file, bedrock_file):
+    server = CostMap(b"{}")
+    url = server.url
+    server.shutdown()
+    server.server_close()
+    result = refresh(rig, catalog_file, bedrock=("--bedrock-prices-url", url, "--bedrock-out", str(bedrock_file)))
+    assert result.code == exit_codes.FAILED
+    assert "did not answer" in result.err and "127.0.0.1" in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_the_shipped_bedrock_table_is_what_the_pinned_gateway_prices():
+    """The shipped table equals what refresh builds from the cost map the pinned LiteLLM ships."""
+    from automation.bedrock_prices import merged
+    from tests.support.litellm_proxy import GATEWAY_VENV, require_litellm
+
+    require_litellm()
+    (cost_map_file,) = GATEWAY_VENV.glob("lib/python*/site-packages/litellm/model_prices_and_context_window_backup.json")
+    shipped = json.loads((Path(__file__).resolve().parents[3] / "policies" / "bedrock_prices.json").read_text())
+    (region,) = shipped["usdPerMillionTokens"]
+    rebuilt = merged(None, json.loads(cost_map_file.read_text()), [region], list(shipped["usdPerMillionTokens"][region]),
+                     source="")
+    assert rebuilt["usdPerMillionTokens"] == shipped["usdPerMillionTokens"]
+    assert shipped["usdPerMillionTokens"]["us-east-1"]["us.anthropic.claude-sonnet-4-5-20250929-v1:0"] == {"input": 3.3, "output": 16.5}
