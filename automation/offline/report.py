@@ -19,14 +19,16 @@ from rich.text import Text
 from automation.offline.pack.findings import PackReport
 from automation.offline.plan import Plan
 from components.contract import GPU_RESOURCE, POOL_LABEL, TIER_LABEL
+from components.specs.serving import KV_CACHE_TRIGGER
 from policies.capacity import kinds
 from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, image_prepulled, root_volume_mibps, start, weight_loading
 from policies.capacity.cost import per_gpu_hourly_usd, reserved_split
 from policies.capacity.engine import cluster_from_resources, reservations_from_resources
 from policies.capacity.instances import InstanceCatalog
-from policies.capacity.model import Cluster, Pool
-from policies.capacity.simulate import Simulation, simulate
+from policies.capacity.model import Cluster, Pool, Workload
+from policies.capacity.simulate import Shape, Simulation, simulate
 from policies.capacity.table import CapacityRow, capacity_rows, stack_worst_case, worst_case
+from policies.capacity.throughput import TokenCostEstimate, token_cost_estimate
 
 #: The node groups the summary lists (managed ones: the program makes no self-managed group).
 MANAGED_GROUP_TYPES = frozenset({kinds.EKS_MANAGED_NODE_GROUP, kinds.AWS_NODE_GROUP})
@@ -60,6 +62,12 @@ class ModelSummary:
     gpus_per_replica: int
     worst_case_gpus: int
     worst_case_monthly_usd: float
+    #: Estimate at the tier's KV-cache target on the pool's planning type (policies/capacity/throughput.py):
+    #: generated tokens per second of one replica and USD per million output and input tokens; ``None``
+    #: where no estimate is made (an embedding model, a GPU whose bandwidth is not known, an unpriced type).
+    tokens_per_second_at_target: float | None = None
+    usd_per_million_output_at_target: float | None = None
+    usd_per_million_input_at_target: float | None = None
 
 
 @dataclass
@@ -184,9 +192,39 @@ def _node_pool(resource_name: str, inputs: dict[str, Any], pool: Pool | None) ->
     ), pool)
 
 
-def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
+def _kv_cache_target(spec: dict[str, Any]) -> float | None:
+    """The KV-cache share a ScaledObject's ``kv-cache-usage`` trigger holds replicas at."""
+    for trigger in spec.get("triggers") or []:
+        threshold = (trigger.get("metadata") or {}).get("threshold")
+        if trigger.get("name") == KV_CACHE_TRIGGER and threshold is not None:
+            return float(threshold)
+    return None
+
+
+def _estimate(workload: Workload, gpus: int, pod: dict[str, Any], shape: Shape | None,
+              kv_target: float | None) -> TokenCostEstimate | None:
+    """Cost per token of one replica (``gpus`` GPUs, every node of a multi-node group) at its tier's
+    KV-cache target on the pool's planning type."""
+    serving = workload.model
+    containers = (pod.get("spec") or {}).get("containers") or []
+    pooling = any("pooling" in (c.get("args") or []) for c in containers if isinstance(c, dict))
+    hourly = shape.instance.hourly_usd if shape is not None else None
+    if serving is None or shape is None or kv_target is None or pooling or hourly is None or not shape.instance.gpus:
+        return None
+    instance = shape.instance
+    return token_cost_estimate(
+        serving.architecture, gpus=gpus, tensor_parallel=serving.tensor_parallel,
+        pipeline_parallel=serving.pipeline_parallel,
+        gpu_name=instance.gpu_name, gpu_memory_mib=instance.gpu_memory_mib,
+        usd_per_gpu_hour=hourly / instance.gpus, utilization=serving.gpu_memory_utilization,
+        max_model_len=serving.max_model_len, kv_cache_target=kv_target)
+
+
+def _models(plan: Plan, cluster: Cluster, hours: float, simulation: Simulation) -> list[ModelSummary]:
     """Each served model (a ScaledObject's target): replica bounds and GPUs per replica as the capacity
-    model reads them; worst case = max replicas x GPUs per replica x its pool's dearest GPU-hour."""
+    model reads them; worst case = max replicas x GPUs per replica x its pool's dearest GPU-hour; cost
+    per million tokens at its tier's KV-cache target on the type its pool plans with."""
+    shapes = {p.pool.name: p.planning for p in simulation.plans}
     price = {p.labels[POOL_LABEL]: per_gpu_hourly_usd(p.instances) for p in cluster.pools if POOL_LABEL in p.labels}
     workloads = {w.name: w for w in cluster.workloads}
     templates = _server_templates(plan)
@@ -203,6 +241,8 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
         # A LeaderWorkerSet's replica is a group: its GPUs are every pod's, its replicas the groups.
         size = max(workload.group_size, 1)
         gpus = int(workload.limits.gpus) * size
+        estimate = _estimate(workload, gpus, pod, shapes.get(simulation.placements.get(workload.name, "")),
+                             _kv_cache_target(spec))
         models.append(
             ModelSummary(
                 tier=pod.get("metadata", {}).get("labels", {}).get(TIER_LABEL, namespace or ""),
@@ -213,6 +253,9 @@ def _models(plan: Plan, cluster: Cluster, hours: float) -> list[ModelSummary]:
                 gpus_per_replica=gpus,
                 worst_case_gpus=workload.max_replicas // size * gpus,
                 worst_case_monthly_usd=round(workload.max_replicas // size * gpus * price.get(pool, 0.0) * hours, 2),
+                tokens_per_second_at_target=round(estimate.tokens_per_second) if estimate else None,
+                usd_per_million_output_at_target=round(estimate.usd_per_million_output, 3) if estimate else None,
+                usd_per_million_input_at_target=round(estimate.usd_per_million_input, 3) if estimate else None,
             )
         )
     return sorted(models, key=lambda m: (m.tier, m.model))
@@ -309,7 +352,7 @@ def summarize(plan: Plan, catalog: InstanceCatalog | None = None) -> Summary:
         resource_count=len(plan.resources),
         resources_by_type=dict(sorted(by_type.items())),
         pools=sorted(pools, key=lambda p: p.name),
-        models=_models(plan, cluster, hours),
+        models=_models(plan, cluster, hours, simulation),
         tier_gpu_quotas=quotas,
         worst_case_gpus=int(worst.gpus),
         worst_case_gpu_hourly_usd=round(worst.hourly_usd, 4),
@@ -369,13 +412,16 @@ def render(summary: Summary, console: Console) -> None:
     console.print(pools)
     if summary.models:
         tiers = Table(title="Serving tiers", title_justify="left")
-        for column in ("tier", "model", "pool", "replicas min/max", "GPUs/replica", "max GPUs", "tier GPU quota", "max $/month"):
+        for column in ("tier", "model", "pool", "replicas min/max", "GPUs/replica", "max GPUs", "tier GPU quota", "max $/month",
+                       "$/M tokens at target (out/in)"):
             tiers.add_column(column, overflow="fold")
         for m in summary.models:
             quota = summary.tier_gpu_quotas.get(f"serving-{m.tier}")
+            at_target = ("-" if m.usd_per_million_output_at_target is None or m.usd_per_million_input_at_target is None
+                         else f"{m.usd_per_million_output_at_target:,.2f} / {m.usd_per_million_input_at_target:,.2f}")
             tiers.add_row(
                 m.tier, m.model, m.pool, f"{m.min_replicas}/{m.max_replicas}", str(m.gpus_per_replica),
-                str(m.worst_case_gpus), "-" if quota is None else str(quota), f"{m.worst_case_monthly_usd:,.0f}",
+                str(m.worst_case_gpus), "-" if quota is None else str(quota), f"{m.worst_case_monthly_usd:,.0f}", at_target,
             )
         console.print(tiers)
     if summary.capacity:

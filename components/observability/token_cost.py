@@ -52,9 +52,8 @@ from components.observability.metric_contract import (
 )
 from components.specs.serving import POD_LABELS
 from policies.capacity.instances import CATALOG_PATH, load_instances
+from policies.capacity.throughput import OUTPUT_INPUT_COST_RATIO
 
-#: Output tokens cost this many input tokens' worth of GPU time (GKE Inference Quickstart's default).
-OUTPUT_INPUT_COST_RATIO = 4.0
 #: Pod phases in which a bound pod holds its GPUs (Pending: pulling the image or loading weights).
 GPU_HOLDING_PHASES = ("Pending", "Running")
 #: Node labels the rules read (and kube-state-metrics must export).

@@ -243,6 +243,10 @@ def metric_selector(namespace: str, model: str) -> str:
     return f'namespace="{namespace}",model_name="{model}"'
 
 
+#: The trigger that holds a model's replicas at its tier's KV-cache target (the check's cost estimate reads it).
+KV_CACHE_TRIGGER = "kv-cache-usage"
+
+
 def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
     """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
     replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
@@ -258,7 +262,7 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
         ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
         ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
         # Cache use and latency size a running model; they never keep an idle one from zero.
-        ("kv-cache-usage", f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
+        (KV_CACHE_TRIGGER, f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
         (
             "ttft-p95",
             f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m]))) >= 0",

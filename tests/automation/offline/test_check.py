@@ -18,8 +18,8 @@ from tests.support.processes import descendants, running
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (183, 16, "$24,292/month"),
-    "prod": (235, 55, "$88,971/month"),
+    "dev": (184, 16, "$24,292/month"),
+    "prod": (236, 55, "$88,971/month"),
 }
 
 
@@ -234,7 +234,7 @@ def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
     manifests = list((out / "manifests").glob("*.yaml"))
     if (out / "plan.json").exists():
         plan = json.loads((out / "plan.json").read_text())
-        assert len(plan["resources"]) == 1108
+        assert len(plan["resources"]) == 1109
     assert all(yaml.safe_load(path.read_text()) for path in manifests)
     assert not list(out.rglob("*.partial"))
 

@@ -48,3 +48,14 @@ def test_served_models_are_priced_at_their_pools_dearest_gpu_hour(dev_plan):
         assert model.worst_case_gpus == model.max_replicas * model.gpus_per_replica
         assert model.worst_case_monthly_usd == pytest.approx(
             model.worst_case_gpus * per_gpu[model.pool] * summary.hours_per_month, abs=0.01)
+
+
+def test_served_models_quote_their_cost_per_token_at_the_tier_target(prod_plan):
+    """Prod's interactive 70B on the gpu-interactive pool's planning type (g5.12xlarge) at the tier's 0.75
+    KV-cache target: the hand-worked figure of tests/policies/capacity/test_throughput_spec.py; the
+    embedding model gets none (no decode step)."""
+    models = {m.model: m for m in summarize(prod_plan).models}
+    llama = models["llama-3-1-70b-instruct-awq"]
+    assert (llama.tokens_per_second_at_target, llama.usd_per_million_output_at_target,
+            llama.usd_per_million_input_at_target) == (854, 1.845, 0.461)
+    assert models["bge-m3"].usd_per_million_output_at_target is None
