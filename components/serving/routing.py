@@ -53,6 +53,8 @@ class EndpointPickerArgs:
     model: str
     namespace: str
     replicas: int = 1
+    #: The model spans nodes: the pool selects its groups' leaders only (``routing.pool_selector``).
+    leaders_only: bool = False
 
 
 def restricted_picker_pods(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
@@ -77,7 +79,7 @@ class EndpointPicker(pulumi.ComponentResource):
             chart=chart.ref,
             version=chart.version,
             namespace=args.namespace,
-            values=routing.picker_values(args.model, replicas=args.replicas),
+            values=routing.picker_values(args.model, replicas=args.replicas, leaders_only=args.leaders_only),
             opts=pulumi.ResourceOptions(parent=self, transforms=[restricted_picker_pods]),
         )
         self.url = routing.routed_url(args.model, args.namespace)

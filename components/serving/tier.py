@@ -180,7 +180,8 @@ class ServingTier(pulumi.ComponentResource):
             if routed:
                 picker = EndpointPicker(
                     f"{name}-{model.name}-picker",
-                    EndpointPickerArgs(model=model.name, namespace=ns_name, replicas=args.picker_replicas),
+                    EndpointPickerArgs(model=model.name, namespace=ns_name, replicas=args.picker_replicas,
+                                       leaders_only=model.multi_node),
                     opts=pulumi.ResourceOptions(
                         parent=self, depends_on=[namespace, *([args.routing_crds] if args.routing_crds else [])]),
                 )

@@ -153,7 +153,8 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
                 chart = versions.LLM_D_ROUTER_STANDALONE
                 out.append(_resource(kinds.HELM_CHART_V4, f"{model.name}-picker", {
                     "name": model.name, "namespace": namespace, "chart": chart.ref, "version": chart.version,
-                    "values": routing.picker_values(model.name, replicas=routing.picker_replicas(settings.production)),
+                    "values": routing.picker_values(model.name, replicas=routing.picker_replicas(settings.production),
+                                                    leaders_only=model.multi_node),
                 }))
                 keys.workloads[f"Deployment {namespace}/{routing.picker_name(model.name)}"] = (
                     f"serving.tiers[{tier.name}].routing", tier)

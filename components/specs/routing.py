@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import contract, versions
-from components.specs import serving
+from components.specs import multi_node, serving
 
 #: The Envoy listener of the chart's Envoy preset (``vllm`` listener, port 8081), exposed by the picker
 #: Service as the port named ``http`` (``router.extraServicePorts``, which the chart requires by that name).
@@ -69,10 +69,12 @@ def proxy_config_name(model: str) -> str:
     return f"{model}-envoy"
 
 
-def pool_selector(model: str) -> dict[str, str]:
+def pool_selector(model: str, *, leaders_only: bool = False) -> dict[str, str]:
     """The InferencePool's pod selector: the model's vLLM pods and nothing else (the labels its Service
-    selects on, :func:`components.specs.serving.service_selector`)."""
-    return serving.service_selector(model)
+    selects on, :func:`components.specs.serving.service_selector`). ``leaders_only`` for a multi-node model:
+    only its groups' leaders serve the API (:func:`components.specs.multi_node.leader_selector`); its
+    workers carry the model's labels but listen on no port, and a picker choosing one would fail the request."""
+    return multi_node.leader_selector(model) if leaders_only else serving.service_selector(model)
 
 
 def routed_url(model: str, namespace: str) -> str:
@@ -97,7 +99,7 @@ def picker_replicas(production: bool) -> int:
     return 2 if production else 1
 
 
-def picker_values(model: str, *, replicas: int) -> dict[str, Any]:
+def picker_values(model: str, *, replicas: int, leaders_only: bool = False) -> dict[str, Any]:
     """The standalone chart's values for one model's picker.
 
     Standalone with the Envoy sidecar: no Gateway controller runs (docs/prefix-aware-routing.md says why);
@@ -110,7 +112,7 @@ def picker_values(model: str, *, replicas: int) -> dict[str, Any]:
                 "type": "vllm",
                 "protocol": "http",
                 "targetPorts": [{"number": serving.PORT}],
-                "matchLabels": pool_selector(model),
+                "matchLabels": pool_selector(model, leaders_only=leaders_only),
             },
             "inferencePool": {"create": True, "failureMode": "FailClose"},
             "epp": {

@@ -233,3 +233,21 @@ def test_the_offline_check_passes_the_405b_copy_and_refuses_half_a_group(capsys,
     assert code == exit_codes.USAGE == 2 and "Traceback" not in output
     assert f"llm-platform:serving.tiers[batch].models[{MODEL}].nodesPerReplica: got 2:" in output
     assert "Karpenter NodePool 'gpu-multinode' allows limit 8" in output
+
+
+def test_a_prefix_routed_multi_node_model_offers_its_picker_the_leaders_only():
+    """The picker sends each request to a pod of its InferencePool; a worker carries the model's labels but
+    serves no API. Selected by the model's labels alone (the single-node pool selector), half the pods the
+    picker may choose would fail every request."""
+    config = copies.karpenter_copy()
+    tiers = config["llm-platform:serving"]["tiers"]
+    next(t for t in tiers if t["name"] == "batch")["routing"] = contract.PREFIX_AWARE_ROUTING
+    overrides = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("llm-platform:")}
+    routed = plan_with("prod", **overrides)
+    (release,) = [r.inputs for r in routed.of_type("kubernetes:helm.sh/v4:Chart") if r.inputs.get("name") == MODEL]
+    assert release["values"]["router"]["modelServers"]["matchLabels"] == {
+        "app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": MODEL,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    (qwen,) = [r.inputs for r in routed.of_type("kubernetes:helm.sh/v4:Chart") if r.inputs.get("name") == "qwen2-5-32b-instruct"]
+    assert qwen["values"]["router"]["modelServers"]["matchLabels"] == {
+        "app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "qwen2-5-32b-instruct"}
