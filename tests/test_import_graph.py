@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.python_source import parse
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "policies", "automation")
 
@@ -67,7 +69,7 @@ def import_graph(*, runtime: bool) -> dict[str, dict[str, int]]:
         for path in sorted((ROOT / package).rglob("*.py")):
             source = _module_name(path)
             edges = graph.setdefault(source, {})
-            for module, line in _imports(ast.parse(path.read_text(), str(path)), type_only=not runtime):
+            for module, line in _imports(parse(path), type_only=not runtime):
                 if module.split(".")[0] not in PACKAGES or _module_file(module) is None:
                     continue
                 parts = module.split(".")

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 from policies.capacity import kinds
+from tests.support.python_source import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "policies" / "capacity" / "kinds.py"
@@ -24,7 +25,7 @@ def tokens() -> set[str]:
 
 
 def spelled(path: Path, known: set[str]) -> list[str]:
-    tree = ast.parse(path.read_text())
+    tree = parse(path)
     return [f"{node.lineno}: {node.value}" for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known]
 

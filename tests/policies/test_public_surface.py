@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.python_source import parse
+
 PACK = Path(__file__).resolve().parents[2] / "policies"
 OWN = {"policies"} | {p.stem if p.is_file() else p.name for p in PACK.iterdir()
                       if (p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py"}
@@ -130,7 +132,7 @@ class _Surface(ast.NodeVisitor):
 
 
 def surface_findings(source: str) -> list[str]:
-    tree = ast.parse(source)
+    tree = parse(source)
     surface = _Surface({node.name.lstrip("_") for node in ast.walk(tree) if isinstance(node, ast.ClassDef)})
     surface.visit(tree)
     return surface.findings

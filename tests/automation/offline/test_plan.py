@@ -24,6 +24,7 @@ from automation.stacks import read_stack_config
 from components.settings import config_strings
 from tests.automation.offline import plan_canon
 from tests.conftest import plan_with
+from tests.support.python_source import parse
 
 RECORDED = Path(__file__).parent / "recorded"
 #: The Pulumi property protocol's markers (pulumi/pulumi sdk/go/common/resource/sig/sig.go).
@@ -136,7 +137,7 @@ def forbidden_uses(directory: Path) -> list[str]:
     third-party module (or ``setattr`` on one) in the Python files under ``directory``."""
     problems = []
     for path in sorted(directory.rglob("*.py")):
-        tree = ast.parse(path.read_text())
+        tree = parse(path)
         aliases: dict[str, str] = {}  # local name -> third-party module it stands for
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

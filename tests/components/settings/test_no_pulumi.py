@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.python_source import parse
+
 ROOT = Path(__file__).resolve().parents[3]
 
 PARSE_BOTH_STACKS = """
@@ -51,7 +53,7 @@ def _imports(path: Path) -> list[tuple[str, str]]:
         for child in ast.iter_child_nodes(node):
             visit(child, function)
 
-    visit(ast.parse(path.read_text()), "")
+    visit(parse(path), "")
     return found
 
 

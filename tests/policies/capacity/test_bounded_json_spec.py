@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from policies.capacity.bounded_json import MAX_DEPTH, NestingError, loads, nesting_depth
+from tests.support.python_source import parse
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,7 +67,7 @@ def test_a_caller_given_bound_applies():
 
 def _handlers_naming_recursion_error(path: Path) -> list[int]:
     lines = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.ExceptHandler) and node.type is not None:
             names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
             names |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
