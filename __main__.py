@@ -11,3 +11,6 @@ pulumi.export("kubeconfig", platform.kubeconfig)
 pulumi.export("nodeRoleArns", platform.node_role_arns)
 if platform.gateway_role_arn is not None:  # the role preflight and verify simulate Bedrock calls as
     pulumi.export("gatewayRoleArn", platform.gateway_role_arn)
+if platform.hybrid_node_configs is not None:  # what on-prem servers join with (secret)
+    pulumi.export("hybridNodeConfigs", platform.hybrid_node_configs)
+    pulumi.export("hybridActivationId", platform.hybrid_activation_id)

@@ -21,8 +21,12 @@ def pinned_release(
     create_namespace: bool = True,
     skip_crds: bool = False,
     timeout: int = 600,
+    wait: bool = True,
 ) -> k8s.helm.v3.Release:
-    """An atomic Helm release of ``chart`` at its pinned version; OCI charts need no repository."""
+    """An atomic Helm release of ``chart`` at its pinned version; OCI charts need no repository.
+
+    ``wait`` False: neither Helm nor Pulumi waits for the release's pods (and so it is not atomic), for
+    a chart whose pods can only run on nodes that join after the release (Cilium on hybrid nodes)."""
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,
@@ -31,7 +35,8 @@ def pinned_release(
         repository_opts=None if chart.is_oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
         namespace=namespace,
         create_namespace=create_namespace,
-        atomic=True,
+        atomic=wait,
+        skip_await=None if wait else True,
         cleanup_on_fail=True,
         skip_crds=skip_crds,
         timeout=timeout,

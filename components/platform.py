@@ -37,6 +37,7 @@ from components.serving.routing import RoutingCrds
 from components.serving.tier import ServingTier, ServingTierArgs
 from components.settings import Settings, SettingsError, parse_settings, settings_warnings
 from components.settings.cluster import service_cidr
+from components.specs import hybrid_nodes as hybrid_specs
 from components.specs.capacity import model_pools
 from components.specs.gateway import Route
 from components.specs.gateway import api_key_env as gateway_api_key_env
@@ -99,7 +100,12 @@ class Platform(pulumi.ComponentResource):
     def _network_and_cluster(
         self, name: str, settings: Settings, tags: dict[str, str], on_aws: pulumi.ResourceOptions
     ) -> tuple[Network, Cluster]:
-        """The VPC, then the EKS control plane in its subnets (access entries, logs, KMS, add-ons)."""
+        """The VPC (with routes to the on-prem networks when hybrid nodes are on), then the EKS control
+        plane in its subnets (access entries, logs, KMS, add-ons, remote networks)."""
+        hybrid = settings.hybrid_nodes
+        remote_routes = (hybrid_specs.remote_routes(hybrid.remote_node_networks + hybrid.remote_pod_networks,
+                                                    hybrid.connectivity)
+                         if hybrid.enabled and hybrid.connectivity is not None else [])
         network = Network(
             f"{name}-network",
             NetworkArgs(
@@ -107,11 +113,11 @@ class Platform(pulumi.ComponentResource):
                 vpc_cidr=settings.network.vpc_cidr,
                 az_count=settings.network.az_count,
                 nat_gateways=settings.network.nat_gateways,
+                remote_routes=remote_routes,
                 tags=tags,
             ),
             opts=on_aws,
         )
-        hybrid = settings.hybrid_nodes
         cluster = Cluster(
             f"{name}-cluster",
             ClusterArgs(
@@ -255,11 +261,23 @@ class Platform(pulumi.ComponentResource):
                 ),
                 opts=on_cluster,
             )
-        if settings.hybrid_nodes.enabled:
-            HybridNodes(
+        self.hybrid_nodes: HybridNodes | None = None
+        hybrid = settings.hybrid_nodes
+        if hybrid.active_pools:
+            self.hybrid_nodes = HybridNodes(
                 "hybrid-nodes",
-                HybridNodesArgs(cluster_name=cluster_name, cluster_resource=cluster.eks, region=settings.region, tags=tags),
-                opts=on_aws,
+                HybridNodesArgs(
+                    cluster_name=cluster_name,
+                    cluster_resource=cluster.eks,
+                    cluster_security_group_id=cluster.node_security_group_id,
+                    region=settings.region,
+                    pools=hybrid.active_pools,
+                    software=software,
+                    node_cidrs=hybrid.remote_node_networks,
+                    pod_cidrs=hybrid.remote_pod_networks,
+                    tags=tags,
+                ),
+                opts=on_cluster,
             )
 
     def _observability(
@@ -323,8 +341,14 @@ class Platform(pulumi.ComponentResource):
         if self.karpenter is not None:
             roles["karpenter"] = self.karpenter.node_role_arn
         self.node_role_arns = pulumi.Output.all(**roles)
+        #: What on-prem operators join servers with: ``nodeadm`` configuration per hybrid pool (secret:
+        #: it carries the SSM activation code), and the activation's id.
+        self.hybrid_node_configs = self.hybrid_nodes.node_configs if self.hybrid_nodes else None
+        self.hybrid_activation_id = self.hybrid_nodes.activation_id if self.hybrid_nodes else None
         self.register_outputs(
             {
+                "hybrid_node_configs": self.hybrid_node_configs,
+                "hybrid_activation_id": self.hybrid_activation_id,
                 "cluster_name": self.cluster_name,
                 "kubeconfig": self.kubeconfig,
                 "node_role_arns": self.node_role_arns,
@@ -385,11 +409,13 @@ class Platform(pulumi.ComponentResource):
             self.endpoints.update(served.endpoints)
             api_keys[gateway_api_key_env(tier.name)] = served.api_key
         if serving.gateway.enabled:
+            chains = serving.fallback_chains()
             gateway = Gateway(
                 "gateway",
                 GatewayArgs(
                     routes=[
-                        Route(model.name, self.endpoints[model.name], model.kind, gateway_api_key_env(tier.name))
+                        Route(model.name, self.endpoints[model.name], model.kind, gateway_api_key_env(tier.name),
+                              fallbacks=tuple(chains[model.name]))
                         for tier in serving.tiers
                         for model in tier.models
                     ],

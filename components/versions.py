@@ -447,3 +447,11 @@ INFERENCE_POOL_CRDS = ReleaseManifest(
 LLM_D_ROUTER_CRDS = ReleaseManifest("llm-d-router-crds", "llm-d/llm-d-router", "v0.10.0", "manifests.yaml")
 #: In the order they are applied (all before any picker chart).
 ROUTING_CRDS = (GATEWAY_API_CRDS, INFERENCE_POOL_CRDS, LLM_D_ROUTER_CRDS)
+#: Cilium, the CNI of EKS Hybrid Nodes only (the VPC CNI cannot run on-prem): chart 1.18.12 from
+#: https://helm.cilium.io (EKS Hybrid Nodes supports Cilium v1.17.x and v1.18.x). The images are AWS's
+#: own Cilium build, which AWS supports on hybrid nodes (public.ecr.aws/eks/cilium, tags ``v<version>-<build>``),
+#: instead of the chart's quay.io defaults; tag only, digest unverified (no reachable registry here).
+CILIUM = HelmChart(chart="cilium", version="1.18.12", repository="https://helm.cilium.io")
+CILIUM_IMAGE = Image(repository="public.ecr.aws/eks/cilium/cilium", tag="v1.18.12-0")
+#: The chart appends ``-generic`` (the operator build for clusters outside a cloud IPAM) to the repository.
+CILIUM_OPERATOR_IMAGE = Image(repository="public.ecr.aws/eks/cilium/operator", tag="v1.18.12-0")

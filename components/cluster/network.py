@@ -27,6 +27,9 @@ class NetworkArgs:
     vpc_cidr: str
     az_count: int
     nat_gateways: Literal["single", "perAz"]
+    #: Extra routes of every private route table (``components.specs.hybrid_nodes.remote_routes``: the
+    #: on-prem networks through a Transit Gateway or virtual private gateway); default none.
+    remote_routes: list[dict[str, str]] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -140,7 +143,12 @@ class Network(pulumi.ComponentResource):
             route_table = aws.ec2.RouteTable(
                 f"{name}-private-{zone}",
                 vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                routes=[
+                    aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id),
+                    *(aws.ec2.RouteTableRouteArgs(
+                        cidr_block=route["cidrBlock"], transit_gateway_id=route.get("transitGatewayId"),
+                        gateway_id=route.get("gatewayId")) for route in args.remote_routes),
+                ],
                 tags={**args.tags, "Name": f"{args.cluster_name}-private-{zone}"},
                 opts=child,
             )

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from components import contract
-from components.settings._base import _Model
+from components.settings._base import _check_labels, _dns_name, _Model, keyed, repeated
 
 _BREAK_GLASS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 
@@ -100,18 +100,103 @@ def service_cidr(vpc_cidr: str) -> str:
     return "172.20.0.0/16" if in_ten else "10.100.0.0/16"
 
 
-class HybridNodes(_Model):
-    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster.
+_TGW_RE = re.compile(r"^tgw-[0-9a-f]{8,17}$")
+_VGW_RE = re.compile(r"^vgw-[0-9a-f]{8,17}$")
+_ACCELERATOR_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
-    Refused for now (``enabled: true`` is an error): a working setup also needs cluster security
-    group rules and VPC routes to the remote networks and a CNI for the on-prem nodes (Cilium or
-    Calico per the EKS docs), which this program does not create yet. The networks are still
-    validated (private IPv4, no overlap with each other, the VPC or the Service range).
+
+class HybridConnectivity(_Model):
+    """How the VPC reaches the on-prem networks: exactly one of ``transitGatewayId`` (``tgw-...``, a
+    Transit Gateway attached to this VPC) or ``virtualPrivateGatewayId`` (``vgw-...``, a Site-to-Site
+    VPN or Direct Connect gateway attached to it). The private route tables get a route to every
+    remote node and pod network through it. No default: hybrid nodes need one."""
+
+    transit_gateway_id: str | None = None
+    virtual_private_gateway_id: str | None = None
+
+    @field_validator("transit_gateway_id")
+    @classmethod
+    def _tgw(cls, value: str | None) -> str | None:
+        if value is not None and not _TGW_RE.match(value):
+            raise ValueError(f"{value[:40]!r} is not a Transit Gateway id such as tgw-0123456789abcdef0")
+        return value
+
+    @field_validator("virtual_private_gateway_id")
+    @classmethod
+    def _vgw(cls, value: str | None) -> str | None:
+        if value is not None and not _VGW_RE.match(value):
+            raise ValueError(f"{value[:40]!r} is not a virtual private gateway id such as vgw-0123456789abcdef0")
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> HybridConnectivity:
+        if (self.transit_gateway_id is None) == (self.virtual_private_gateway_id is None):
+            raise ValueError("set exactly one of transitGatewayId or virtualPrivateGatewayId")
+        return self
+
+    @property
+    def gateway_id(self) -> str:
+        return self.transit_gateway_id or self.virtual_private_gateway_id or ""
+
+
+class HybridPool(_Model):
+    """A set of identical on-prem GPU servers joined as hybrid nodes: fixed capacity (no autoscaler
+    adds any), ``nodes`` servers of ``gpusPerNode`` GPUs of ``gpuMemoryGib`` GiB each.
+
+    ``name`` is the pool label models select (unique across every GPU pool); ``purpose``
+    ``gpu-inference`` (default) or ``gpu-training``; ``accelerator`` the GPU model as the pool's
+    accelerator label carries it (e.g. ``nvidia-l40s``). ``cpu`` (vCPUs, default 32) and
+    ``memoryGib`` (default 256) are what one server offers the kubelet before its reserves; the
+    capacity check fits pods against them. ``maxPods`` (default 110, the kubelet's) bounds pods per
+    node. ``networkGbps`` (default 10) is the server's link for image and weight downloads, which the
+    cold-start prediction reads. ``costPerGpuHourUsd`` (optional, USD per GPU-hour) is an internal chargeback rate shown
+    beside cloud costs; it never enters the cloud GPU budget (the servers are already paid for).
+    """
+
+    name: str
+    purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
+    nodes: int = Field(ge=1, le=1000)
+    gpus_per_node: int = Field(ge=1, le=16)
+    accelerator: str
+    gpu_memory_gib: int = Field(ge=1, le=1024)
+    cpu: int = Field(default=32, ge=2, le=1024)
+    memory_gib: int = Field(default=256, ge=8, le=16384)
+    max_pods: int = Field(default=110, ge=10, le=1000)
+    network_gbps: int = Field(default=10, ge=1, le=800)
+    cost_per_gpu_hour_usd: float | None = Field(default=None, ge=0, le=1000)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    _name = field_validator("name")(lambda v: _dns_name(v))
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("accelerator")
+    @classmethod
+    def _accelerator(cls, value: str) -> str:
+        if not _ACCELERATOR_RE.match(value):
+            raise ValueError(f"{value[:70]!r} is not a label value such as nvidia-l40s (lowercase letters, digits, "
+                             "'-', up to 63)")
+        return value
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        return self.gpu_memory_gib * 1024
+
+
+class HybridNodes(_Model):
+    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster (docs/hybrid-nodes.md).
+
+    ``enabled`` (default false). ``remoteNodeNetworks`` and ``remotePodNetworks``: the on-prem node
+    and pod CIDRs (private IPv4, disjoint, outside the VPC and the Service range; both required when
+    enabled: Cilium's cluster-pool IPAM hands out pod addresses from the pod networks, and webhooks on
+    hybrid nodes are reached through them). ``connectivity``: the gateway the VPC routes them through
+    (required when enabled). ``pools``: the servers, each a fixed-capacity GPU pool.
     """
 
     enabled: bool = False
     remote_node_networks: list[str] = Field(default_factory=list)
     remote_pod_networks: list[str] = Field(default_factory=list)
+    connectivity: HybridConnectivity | None = None
+    pools: list[HybridPool] = Field(default_factory=list, max_length=10)
 
     @field_validator("remote_node_networks", "remote_pod_networks")
     @classmethod
@@ -135,13 +220,33 @@ class HybridNodes(_Model):
             for b in nets[i + 1:]:
                 if a.overlaps(b):
                     raise ValueError(f"remote networks {a} and {b} overlap; node and pod networks must be disjoint")
-        if self.enabled:
-            raise ValueError(
-                "enabled: true is not supported yet: hybrid nodes also need cluster security group rules and "
-                "routes for the remote networks and a CNI (Cilium or Calico) on the on-prem nodes, which this "
-                "program does not create; set hybridNodes.enabled to false"
-            )
         return self
+
+    @model_validator(mode="after")
+    def _what_enabled_needs(self) -> HybridNodes:
+        if not self.enabled:
+            return self
+        if self.connectivity is None:
+            raise keyed("required when hybridNodes.enabled is true: the VPC reaches the on-prem networks through "
+                        "a transitGatewayId (tgw-...) or a virtualPrivateGatewayId (vgw-...)", "connectivity")
+        for field_name, cidrs in (("remoteNodeNetworks", self.remote_node_networks),
+                                  ("remotePodNetworks", self.remote_pod_networks)):
+            if not cidrs:
+                raise keyed("required when hybridNodes.enabled is true: list the on-prem CIDRs (e.g. "
+                            "192.168.0.0/20)", field_name)
+        if not self.pools:
+            raise keyed("required when hybridNodes.enabled is true: describe the on-prem GPU servers (name, nodes, "
+                        "gpusPerNode, accelerator, gpuMemoryGib)", "pools")
+        names = [p.name for p in self.pools]
+        for name in repeated(names):
+            raise keyed(f"pool name {name!r} is repeated; pool names must be unique", "pools",
+                        len(names) - 1 - names[::-1].index(name), "name")
+        return self
+
+    @property
+    def active_pools(self) -> list[HybridPool]:
+        """The pools that join the cluster: none while hybrid nodes are off."""
+        return list(self.pools) if self.enabled else []
 
 
 class GpuSoftware(_Model):

@@ -170,7 +170,7 @@ class Settings(_Model):
         """Every GPU pool a workload can target, by name, with what it offers."""
         node_pools = (self.karpenter.node_pools if self.karpenter.enabled else []) + self.auto_mode.gpu_node_pools
         pools: list[GpuPool | KarpenterNodePool] = [*self.gpu_pools, *node_pools]
-        return {
+        facts = {
             pool.name: PoolFacts(
                 purpose=pool.purpose,
                 accelerator=pool.accelerator,
@@ -180,6 +180,11 @@ class Settings(_Model):
             )
             for pool in pools
         }
+        for hybrid in self.hybrid_nodes.active_pools:
+            facts[hybrid.name] = PoolFacts(purpose=hybrid.purpose, accelerator=hybrid.accelerator,
+                                           gpu_memory_mib=hybrid.gpu_memory_mib, max_gpus_per_node=hybrid.gpus_per_node,
+                                           hybrid=True)
+        return facts
 
     @property
     def cluster_deletion_protection(self) -> bool:
@@ -202,6 +207,8 @@ class PoolFacts:
     max_gpus_per_node: int
     #: ``(instance type, GPUs, EFA interfaces)`` of every type the pool may launch.
     shapes: tuple[tuple[str, int, int], ...] = ()
+    #: On-prem servers joined as EKS Hybrid Nodes (fixed capacity, no cloud price).
+    hybrid: bool = False
 
     def efa_interfaces(self, gpus: int) -> int:
         """EFA interfaces a pod of ``gpus`` GPUs requests on this pool: every interface of the smallest-EFA type

@@ -70,10 +70,11 @@ def _node_pools(s: Settings) -> list[tuple[str, Any]]:
     pools: list[tuple[str, Any]] = [(f"gpuPools[{i}]", p) for i, p in enumerate(s.gpu_pools)]
     pools += [(f"karpenter.nodePools[{i}]", p) for i, p in enumerate(s.karpenter.node_pools)]
     pools += [(f"autoMode.gpuNodePools[{i}]", p) for i, p in enumerate(s.auto_mode.gpu_node_pools)]
+    pools += [(f"hybridNodes.pools[{i}]", p) for i, p in enumerate(s.hybrid_nodes.active_pools)]
     return pools
 
 
-@_rule("gpuPools", "karpenter", "autoMode")
+@_rule("gpuPools", "karpenter", "autoMode", "hybridNodes")
 def _pool_names_across_kinds(s: Settings) -> Iterable[Problem]:
     """A pool name is the pool label models and the contract select on: one name, one pool."""
     first: dict[str, str] = {}
@@ -81,8 +82,8 @@ def _pool_names_across_kinds(s: Settings) -> Iterable[Problem]:
         if pool.name in first and first[pool.name].split("[")[0] != where.split("[")[0]:
             yield _p(f"{where}.name", pool.name,
                      f"pool name {pool.name!r} is repeated: {first[pool.name]}.name has it too; GPU pool names must "
-                     "be unique across gpuPools, karpenter.nodePools and autoMode.gpuNodePools (models target "
-                     "pools by name)")
+                     "be unique across gpuPools, karpenter.nodePools, autoMode.gpuNodePools and hybridNodes.pools "
+                     "(models target pools by name)")
         first.setdefault(pool.name, where)
 
 
@@ -93,9 +94,10 @@ def _gpu_capacity_and_software(s: Settings) -> Iterable[Problem]:
         yield _p("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
                  "or hybridNodes")
     provider = s.gpu_software.provider
-    if provider == contract.DEVICE_PLUGIN and s.hybrid_nodes.enabled:
-        yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) need the GPU Operator to install "
-                 "their driver; allowed here: gpu-operator")
+    if provider == contract.NO_GPU_SOFTWARE and s.hybrid_nodes.active_pools:
+        yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) get no device plugin from an AMI; "
+                 "allowed here: gpu-operator (installs the driver there) or device-plugin (driver and NVIDIA "
+                 "container toolkit already on the servers)")
     if provider == contract.DEVICE_PLUGIN and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
         yield _p("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
                  "a device plugin, a second one would fight it; allowed here: none")
@@ -122,7 +124,7 @@ def _models(s: Settings) -> Iterable[tuple[str, Any, Any]]:
             yield f"serving.tiers[{tier.name}].models[{model.name}]", tier, model
 
 
-@_rule("serving", "gpuPools", "karpenter", "autoMode", "production", "huggingFaceToken")
+@_rule("serving", "gpuPools", "karpenter", "autoMode", "hybridNodes", "production", "huggingFaceToken")
 def _models_fit_their_pools(s: Settings) -> Iterable[Problem]:
     pools = s.gpu_pool_facts()
     for where, _tier, model in _models(s):
@@ -155,7 +157,7 @@ def _models_fit_their_pools(s: Settings) -> Iterable[Problem]:
                  "such as us-east-1")
 
 
-@_rule("serving", "gpuPools", "karpenter", "autoMode", "production")
+@_rule("serving", "gpuPools", "karpenter", "autoMode", "hybridNodes", "production")
 def _production_interactive(s: Settings) -> Iterable[Problem]:
     """In production the interactive tier keeps 2+ replicas (its PDB then always leaves one
     serving) on capacity that is never reclaimed (on-demand only)."""

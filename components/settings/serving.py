@@ -170,6 +170,10 @@ class ServedModel(_Model):
     #: ``replicas.min >= 2`` so one keeps serving (or 0: a scale-to-zero model accepts going cold). The
     #: capacity simulation refuses either where it breaks.
     rollout: contract.Rollout = "surge"
+    #: Other served models of the same ``kind`` the gateway tries, in order, when this one fails (5xx,
+    #: timeout, overload), before the Bedrock models of that kind: an on-prem model names its cloud
+    #: twin here (docs/hybrid-nodes.md, the cascade). Default none: straight to Bedrock.
+    fallbacks: list[str] = Field(default_factory=list, max_length=5)
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
@@ -428,8 +432,74 @@ class Serving(_Model):
             i, j, _ = [m for m in models if m[2] == name][-1]
             raise keyed(f"model name {name!r} is repeated in another tier; model names must be unique across "
                         "tiers (the gateway routes by name)", "tiers", i, "models", j, "name")
+        self._fallbacks_are_served_models()
         priorities = [t.priority for t in self.tiers]
         for priority in repeated(priorities):
             raise keyed(f"priority {priority} is repeated; tier priorities must differ so preemption order is "
                         "defined", "tiers", len(priorities) - 1 - priorities[::-1].index(priority), "priority")
         return self
+
+    def fallback_chains(self) -> dict[str, list[str]]:
+        """Every served model's chain of self-hosted fallbacks (:func:`fallback_chain`), by name."""
+        models = {m.name: list(m.fallbacks) for t in self.tiers for m in t.models}
+        return {name: fallback_chain(models, name) for name in models}
+
+    def _fallbacks_are_served_models(self) -> None:
+        """Each ``fallbacks`` entry is another served model of the same kind, once, and following
+        fallbacks from any model never leads back to it (the gateway would try it again)."""
+        where = {m.name: (i, j, m) for i, t in enumerate(self.tiers) for j, m in enumerate(t.models)}
+        for i, j, model in where.values():
+            for k, name in enumerate(model.fallbacks):
+                path = ("tiers", i, "models", j, "fallbacks", k)
+                target = where.get(name)
+                if name == model.name:
+                    raise keyed(f"{name!r} names the model itself; list another served model", *path)
+                if target is None:
+                    raise keyed(f"{name[:64]!r} is not a served model; allowed: "
+                                f"{', '.join(sorted(n for n, v in where.items() if v[2].kind == model.kind and n != model.name)) or 'none'}",
+                                *path)
+                if target[2].kind != model.kind:
+                    article = {"chat": "a", "embedding": "an"}
+                    raise keyed(f"{name!r} is {article[target[2].kind]} {target[2].kind} model and {model.name!r} "
+                                f"{article[model.kind]} {model.kind} model; a fallback serves the same kind of request",
+                                *path)
+                if name in model.fallbacks[:k]:
+                    raise keyed(f"{name!r} is listed twice", *path)
+        for start in where:
+            cycle = _fallback_cycle(start, {n: v[2].fallbacks for n, v in where.items()})
+            if cycle:
+                i, j, _ = where[start]
+                raise keyed(f"fallbacks form a cycle {' -> '.join(cycle)}; the gateway would send a failed request "
+                            "back to a model it already tried: remove one link", "tiers", i, "models", j, "fallbacks")
+
+
+def fallback_chain(models: dict[str, list[str]], name: str) -> list[str]:
+    """The served models a request for ``name`` is tried on after it, in order: each of its
+    ``fallbacks`` followed by that model's own chain, each model once (``models`` maps a model to its
+    ``fallbacks``; settings refuse cycles)."""
+    chain: list[str] = []
+    for fallback in models.get(name, []):
+        for step in [fallback, *fallback_chain(models, fallback)]:
+            if step != name and step not in chain:
+                chain.append(step)
+    return chain
+
+
+def _fallback_cycle(start: str, fallbacks: dict[str, list[str]]) -> list[str]:
+    """The first cycle through ``start`` when following fallbacks (depth first), as names; [] if none."""
+    path: list[str] = [start]
+
+    def walk(name: str) -> list[str]:
+        for nxt in fallbacks.get(name, []):
+            if nxt == start:
+                return [*path, start]
+            if nxt in path:
+                continue
+            path.append(nxt)
+            found = walk(nxt)
+            if found:
+                return found
+            path.pop()
+        return []
+
+    return walk(start)

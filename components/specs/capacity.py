@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import policies.capacity.kinds as kinds
 from components import contract, versions
-from components.specs import gateway, multi_node, routing, serving
+from components.specs import gateway, hybrid_nodes, multi_node, routing, serving
 from components.specs.gpu_software import (
     dcgm_exporter_values,
     device_plugin_values,
@@ -107,6 +107,15 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
             pool, node_class_ref=AUTO_MODE_NODE_CLASS_REF, label_prefix=AUTO_MODE_LABELS,
             extra_labels=operator_node_labels(software, "auto-mode"))))
         keys.pools[pool.name] = f"autoMode.gpuNodePools[{index}]"
+
+    hybrid = settings.hybrid_nodes
+    for index, hybrid_pool in enumerate(hybrid.active_pools):
+        out.append(_resource(kinds.HYBRID_NODE_POOL, hybrid_pool.name, hybrid_nodes.pool_description(hybrid_pool, software)))
+        keys.pools[hybrid_pool.name] = f"hybridNodes.pools[{index}]"
+    if hybrid.active_pools:
+        out.append(_release(versions.CILIUM, hybrid_nodes.cilium_values(
+            hybrid.remote_pod_networks, max(p.max_pods for p in hybrid.active_pools),
+            sum(p.nodes for p in hybrid.active_pools))))
 
     if software == contract.DEVICE_PLUGIN:
         out.append(_release(versions.NVIDIA_DEVICE_PLUGIN, device_plugin_values()))
@@ -246,6 +255,8 @@ def problem_key(finding: Finding, settings: Settings) -> tuple[str, Any]:
     if finding.check in ("capacity-source", "scale-from-zero", "pool-min", "overcommit", "surge"):
         nodepool = finding.where_key.startswith(("karpenter", "autoMode"))
         field = "gpuLimit" if nodepool or finding.resource == contract.GPU_RESOURCE else "scaling.maxSize"
+        if finding.where_key.startswith("hybridNodes"):
+            field = "nodes"  # fixed capacity: more servers is the only way to more room
         path = f"{finding.where_key}.{field}"
         return path, _lookup(raw, path)
     base = finding.workload_key or finding.where_key

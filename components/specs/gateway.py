@@ -80,13 +80,15 @@ def api_key_env(tier: str) -> str:
 
 @dataclass(frozen=True)
 class Route:
-    """One model behind the gateway: its served name, OpenAI base URL, kind (chat or embedding) and
-    the environment variable holding the API key its server requires (None: no key)."""
+    """One model behind the gateway: its served name, OpenAI base URL, kind (chat or embedding), the
+    environment variable holding the API key its server requires (None: no key), and the other served
+    models it falls back to, in order, before Bedrock (an on-prem model's cloud twin)."""
 
     name: str
     url: str
     kind: str = "chat"
     api_key_env: str | None = None
+    fallbacks: tuple[str, ...] = ()
 
 
 def gateway_config(
@@ -96,9 +98,11 @@ def gateway_config(
     timeout: int,
     retries: int,
 ) -> dict[str, Any]:
-    """LiteLLM proxy config: one route per self-hosted model, each falling back, in order, to the
-    Bedrock models of the same kind (``bedrock`` maps kind to model ids): an embedding request never
-    reaches a chat model."""
+    """LiteLLM proxy config: one route per self-hosted model, each falling back, in order, to its own
+    ``fallbacks`` (other self-hosted models) and then to the Bedrock models of the same kind (``bedrock``
+    maps kind to model ids): an embedding request never reaches a chat model. The whole chain is one
+    list: LiteLLM tries a failed request's fallbacks in order and stops at the first that answers
+    (``Router.async_function_with_fallbacks``), on the same errors as any fallback."""
     model_list: list[dict[str, Any]] = [
         {
             "model_name": route.name,
@@ -123,9 +127,9 @@ def gateway_config(
         for kind, model_id in bedrock_ids
     ]
     fallbacks = [
-        {route.name: list(bedrock[route.kind])}
+        {route.name: [*route.fallbacks, *bedrock.get(route.kind, [])]}
         for route in sorted(routes, key=lambda r: r.name)
-        if bedrock.get(route.kind)
+        if route.fallbacks or bedrock.get(route.kind)
     ]
     return {
         "model_list": model_list,

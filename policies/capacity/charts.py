@@ -145,6 +145,14 @@ CHART_DAEMONSETS: dict[tuple[str, str], list[ChartDaemonSet]] = {
                    "nvidia.com/gpu.present=true",
         ),
     ],
+    ("cilium", "1.18.12"): [
+        ChartDaemonSet(
+            name="cilium", requests={}, tolerations=_EVERYTHING,
+            source="cilium/cilium v1.18.12 install/kubernetes/cilium/values.yaml: resources {}, tolerations "
+                   "[operator Exists], affinity: pod anti-affinity only (any node unless values give node affinity; "
+                   "the EKS Hybrid Nodes guide sets compute-type In hybrid)",
+        ),
+    ],
     ("nvidia-dra-driver-gpu", "25.12.0"): [
         ChartDaemonSet(
             name="nvidia-dra-driver-gpu-kubelet-plugin", requests={},

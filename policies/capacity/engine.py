@@ -9,7 +9,7 @@ Recognised capacity sources: Cluster Autoscaler (a Helm release of chart ``clust
 for managed node groups, with node-template tags from ``aws:autoscaling/tag:Tag`` resources parented
 by the component that owns the group; Karpenter (a release of chart ``karpenter``) for NodePools on
 an EC2NodeClass; EKS Auto Mode for NodePools on the ``eks.amazonaws.com`` NodeClass; fixed nodes
-(min = max, or a static NodePool).
+(min = max, a static NodePool, or on-prem servers joined as hybrid nodes: ``capacity.hybrid``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import Any
 from . import bounded_json
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets, release_deployments
 from .cost import RESERVATION_KEY, Reservation, parse_reservations
+from .hybrid import HYBRID_KIND
+from .hybrid import read as read_hybrid_pool
 from .instances import Instance, InstanceCatalog, load_instances
 from .kinds import (
     ASG_TAG,
@@ -36,6 +38,7 @@ from .kinds import (
     EKS_ADDON,
     EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
+    HYBRID_NODE_POOL,
     INFERENCE_SERVICE,
     JOB,
     KSERVE_CONTAINER_FIELDS,
@@ -284,6 +287,17 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
                 static_nodes=static, flexible=flexible, capacity_source=source,
                 max_pods=_int(_get(node_class, "spec", "kubelet", "maxPods")), karpenter=not auto_mode, key=r.urn,
                 disk_gib=_root_volume_gib(node_class),
+            ))
+        elif r.type == HYBRID_NODE_POOL:
+            hybrid = read_hybrid_pool(_props(r))
+            if hybrid is None:
+                continue
+            pools.append(Pool(
+                name=hybrid.name, kind=HYBRID_KIND, instances=[hybrid.instance], labels=dict(hybrid.labels),
+                taints=[Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in hybrid.taints],
+                min_nodes=hybrid.nodes, max_nodes=hybrid.nodes, static_nodes=hybrid.nodes,
+                capacity_source="fixed nodes", max_pods=hybrid.instance.max_pods,
+                flexible={"kubernetes.io/hostname": None}, key=r.urn,
             ))
     return pools
 

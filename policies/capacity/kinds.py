@@ -80,3 +80,6 @@ POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:kubeflow.org/v1:PyTorchJob": (
         "spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"),
 }
+#: A set of on-prem servers joined as EKS Hybrid Nodes, as the program describes it (its component's
+#: inputs and registered outputs carry the same description: ``capacity.hybrid``).
+HYBRID_NODE_POOL = "llm-platform:index:HybridNodePool"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cost import WorstCase, hourly_prices, launchable, node_group_worst_case, nodepool_worst_case
+from .hybrid import HYBRID_KIND
 from .model import Cluster, Pool
 from .simulate import PoolPlan, Simulation, _pack
 
@@ -45,9 +46,10 @@ def worst_case(pool: Pool) -> WorstCase | None:
 
 
 def stack_worst_case(pools: list[Pool]) -> WorstCase:
-    """The stack's worst case: the sum over its GPU pools (an unbounded pool adds nothing here; the
-    pack reports it apart)."""
-    cases = [c for c in (worst_case(p) for p in pools if p.is_gpu) if c is not None]
+    """The stack's worst case in the cloud: the sum over its GPU pools (an unbounded pool adds nothing
+    here; the pack reports it apart). On-prem hybrid pools are left out: their servers are bought, no
+    autoscaler adds any, and the GPU budget bounds what the cloud may bill."""
+    cases = [c for c in (worst_case(p) for p in pools if p.is_gpu and p.kind != HYBRID_KIND) if c is not None]
     return WorstCase(sum(c.gpus for c in cases), sum(c.hourly_usd for c in cases),
                      "; ".join(c.detail for c in cases if c.gpus))
 

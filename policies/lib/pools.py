@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.hybrid import HYBRID_KIND
+from capacity.hybrid import read as read_hybrid_pool
+
 from lib.catalog import (
     AUTO_MODE_PREFIX,
     GPU_INSTANCE_CATEGORIES,
@@ -35,6 +38,7 @@ from lib.resources import (
     AWS_NODE_GROUP,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
+    HYBRID_NODE_POOL,
     LAUNCH_TEMPLATE,
     NODEPOOL,
     Resource,
@@ -403,6 +407,28 @@ def _nodepool_pool(resource: Resource) -> Pool:
     )
 
 
+# --- on-prem servers joined as hybrid nodes ----------------------------------------------------
+
+
+def _hybrid_pool(resource: Resource) -> Pool | None:
+    """A hybrid node pool's description (``capacity.hybrid``): fixed labels and taints, one server shape."""
+    hybrid = read_hybrid_pool(resource.props)
+    if hybrid is None:
+        return None
+    labels = hybrid.labels
+
+    def constraint(key: str) -> Constraint | None:
+        if key in labels:
+            return Constraint.fixed(labels[key])
+        return Constraint.any_value() if key in ("kubernetes.io/hostname", "kubernetes.io/os") else Constraint.missing()
+
+    return Pool(
+        resource=resource, kind=HYBRID_KIND, is_gpu=hybrid.instance.gpus > 0,
+        taints=[Taint(t.get("key"), t.get("value"), t.get("effect")) for t in hybrid.taints],
+        constraint=constraint, instance_types=[hybrid.instance],
+    )
+
+
 # --- the stack's pools ------------------------------------------------------------------------
 
 
@@ -418,7 +444,8 @@ def stack_pools(stack: Stack) -> list[Pool]:
 
 
 #: The resource types a pool is read from (their ancestors are known by type and parent alone).
-POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, LAUNCH_TEMPLATE, *EKS_SELF_MANAGED_NODE_GROUPS})
+POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, LAUNCH_TEMPLATE, HYBRID_NODE_POOL,
+                        *EKS_SELF_MANAGED_NODE_GROUPS})
 
 
 def _stack_pools(stack: Stack) -> list[Pool]:
@@ -436,6 +463,10 @@ def _stack_pools(stack: Stack) -> list[Pool]:
             pools.append(_node_group_pool(resource, template_instance_type(stack, resource)))
         elif resource.type == NODEPOOL:
             pools.append(_nodepool_pool(resource))
+        elif resource.type == HYBRID_NODE_POOL:
+            hybrid = _hybrid_pool(resource)
+            if hybrid is not None:
+                pools.append(hybrid)
     return pools
 
 

@@ -19,6 +19,7 @@ from capacity.kinds import (  # noqa: F401  (re-exported: the pack's one table o
     HELM_CHART_V4,
     HELM_RELEASE,
     HELM_TYPES,
+    HYBRID_NODE_POOL,
     LAUNCH_TEMPLATE,
     LEGACY_KARPENTER_TYPES,
     NODE_GROUP_TYPES,

@@ -75,5 +75,6 @@ def test_main_exports(dev_plan):
 
     source = (Path(__file__).resolve().parents[2] / "__main__.py").read_text()
     exported = re.findall(r'pulumi\.export\("(\w+)"', source)
-    assert exported == ["clusterName", "kubeconfig", "nodeRoleArns", "gatewayRoleArn"]
+    assert exported == ["clusterName", "kubeconfig", "nodeRoleArns", "gatewayRoleArn", "hybridNodeConfigs",
+                        "hybridActivationId"]
     assert len([line for line in source.splitlines() if line.strip()]) <= 14

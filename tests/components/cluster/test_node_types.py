@@ -63,10 +63,9 @@ def problems_for(**overrides) -> str:
     return str(caught.value)
 
 
-def test_hybrid_nodes_are_refused_until_networking_exists():
+def test_hybrid_nodes_without_connectivity_are_refused_at_the_key():
     message = problems_for(hybridNodes={**HYBRID, "enabled": True}, gpuSoftware={"provider": "gpu-operator"})
-    assert "llm-platform:hybridNodes" in message
-    assert "not supported yet" in message and "CNI" in message and "set hybridNodes.enabled to false" in message
+    assert "llm-platform:hybridNodes.connectivity: got (missing): required when hybridNodes.enabled is true" in message
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,8 @@ def test_production_pins_its_amis():
 def test_a_pool_name_is_one_pool_across_kinds():
     assert problems_at(PROD, "karpenter.nodePools[0].name", gpuPools__0__name="gpu-inference") == [
         'llm-platform:karpenter.nodePools[0].name: got "gpu-inference": pool name \'gpu-inference\' is repeated: '
-        "gpuPools[0].name has it too; GPU pool names must be unique across gpuPools, karpenter.nodePools and "
-        "autoMode.gpuNodePools (models target pools by name)"]
+        "gpuPools[0].name has it too; GPU pool names must be unique across gpuPools, karpenter.nodePools, "
+        "autoMode.gpuNodePools and hybridNodes.pools (models target pools by name)"]
     assert problems_at(PROD, "karpenter.nodePools[0].name", gpuPools__0__name="inference-t4") == []
 
 
