@@ -403,6 +403,8 @@ class Platform(pulumi.ComponentResource):
                     routing_crds=crds,
                     picker_replicas=picker_replicas(settings.production),
                     api_server_ip=api_server_ip,
+                    fallback_targets=serving.fallback_targets(),
+                    vpc_cidr=settings.network.vpc_cidr,
                 ),
                 opts=after_platform,
             )

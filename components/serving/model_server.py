@@ -58,6 +58,8 @@ no key). ``priority_class`` is the tier's. ``prometheus_url`` feeds the ScaledOb
     pool: ModelPool | None = None
     #: The stack's region: a streamed model's S3 client addresses it (components.specs.serving.streamer_env).
     region: str | None = None
+    #: Another served model falls back to this one: its gateway trigger also counts those hops.
+    fallback_target: bool = False
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -78,7 +80,8 @@ class ModelServer(pulumi.ComponentResource):
         # admission: the pods come after the association (see components.iam.pod_identity_role).
         association = self._weights_reader(name, args, account) if model.source.s3 else None
         after_credentials = pulumi.ResourceOptions(parent=self, depends_on=[account, *([association] if association else [])])
-        scaler = scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url, args.pool)
+        scaler = scaled_object_spec(args.namespace_name, model, args.scaling, args.prometheus_url, args.pool,
+                                    fallback_target=args.fallback_target)
         if model.multi_node:
             self._group(name, args, after_credentials)
             scaler = {**scaler, "scaleTargetRef": multi_node.scale_target(model.name)}

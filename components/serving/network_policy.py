@@ -123,6 +123,33 @@ def serving_policies(
     }
 
 
+def hybrid_peer_policies(model_pods: dict[str, str], port: int, vpc_cidr: str) -> dict[str, dict[str, Any]]:
+    """Extra policies of a tier whose models may run on hybrid (on-prem) nodes.
+
+    There Cilium enforces NetworkPolicies, not the VPC CNI, and Cilium matches a pod or namespace
+    selector only against peers it has an identity for: pods with a Cilium endpoint, i.e. pods on
+    Cilium's own (hybrid) nodes. Pods on cloud nodes (the VPC CNI's) have none; their traffic arrives
+    with the ``world`` identity, which only CIDR rules select (Cilium docs, "Layer 3 Examples":
+    endpoints-based selectors select Cilium-managed endpoints, ``toCIDR``/``ipBlock`` the rest;
+    cilium/cilium pkg/policy/api ``EndpointSelector`` vs ``CIDRRule``). So the gateway and Prometheus
+    (cloud pods in the VPC) reach the vLLM port from the VPC's range, and the models reach CoreDNS on
+    the system pool (Cilium translates the kube-dns ClusterIP to a CoreDNS pod address before its
+    egress policy) in the VPC's range on port 53. The model port stays behind the tier's API key."""
+    return {
+        "allow-vpc-to-hybrid-models": {
+            "podSelector": {"matchLabels": model_pods},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _tcp(port)}],
+        },
+        "allow-hybrid-models-dns": {
+            "podSelector": {"matchLabels": model_pods},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": vpc_cidr}}],
+                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+        },
+    }
+
+
 def _has(key: str) -> dict[str, Any]:
     return {"matchExpressions": [{"key": key, "operator": "Exists"}]}
 

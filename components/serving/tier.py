@@ -14,7 +14,13 @@ import pulumi_kubernetes as k8s
 
 from components import contract
 from components.serving.model_server import ModelServer, ModelServerArgs
-from components.serving.network_policy import NetworkIsolation, NetworkIsolationArgs, picker_policies, serving_policies
+from components.serving.network_policy import (
+    NetworkIsolation,
+    NetworkIsolationArgs,
+    hybrid_peer_policies,
+    picker_policies,
+    serving_policies,
+)
 from components.serving.routing import EndpointPicker, EndpointPickerArgs
 from components.settings import PoolFacts
 from components.settings import ServingTier as TierSettings
@@ -52,6 +58,10 @@ class ServingTierArgs:
     routing_crds: pulumi.Resource | None = None
     picker_replicas: int = 1
     api_server_ip: str = ""
+    #: Served models another model falls back to (their gateway triggers count those hops too).
+    fallback_targets: frozenset[str] = frozenset()
+    #: The VPC's range: where cloud pods reach models on hybrid nodes from (see ``hybrid_peer_policies``).
+    vpc_cidr: str = ""
 
 
 class ServingTier(pulumi.ComponentResource):
@@ -134,6 +144,8 @@ class ServingTier(pulumi.ComponentResource):
                 routing.PICKER_SELECTOR_KEY, routing.PROXY_PORT, model_server.POD_LABELS, model_server.PORT,
                 gateway.NAMESPACE, gateway.POD_LABELS, args.api_server_ip,
             ))
+        if any(args.pools[m.pool].hybrid for m in tier.models if m.pool in args.pools):
+            policies.update(hybrid_peer_policies(model_server.POD_LABELS, model_server.PORT, args.vpc_cidr))
         NetworkIsolation(
             f"{name}-isolation",
             NetworkIsolationArgs(namespace=ns_name, policies=policies, labels=labels),
@@ -173,6 +185,7 @@ class ServingTier(pulumi.ComponentResource):
                     pool=args.model_pools.get(model.name),
                     partition=partition,
                     region=args.region,
+                    fallback_target=model.name in args.fallback_targets,
                 ),
                 opts=in_namespace,
             )

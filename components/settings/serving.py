@@ -439,6 +439,10 @@ class Serving(_Model):
                         "defined", "tiers", len(priorities) - 1 - priorities[::-1].index(priority), "priority")
         return self
 
+    def fallback_targets(self) -> frozenset[str]:
+        """Served models some other model falls back to."""
+        return frozenset(name for chain in self.fallback_chains().values() for name in chain)
+
     def fallback_chains(self) -> dict[str, list[str]]:
         """Every served model's chain of self-hosted fallbacks (:func:`fallback_chain`), by name."""
         models = {m.name: list(m.fallbacks) for t in self.tiers for m in t.models}

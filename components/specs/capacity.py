@@ -134,6 +134,7 @@ def emitted(settings: Settings) -> tuple[list[SimpleNamespace], Keyed]:
 def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
     out = []
     pools = settings.gpu_pool_facts()
+    targets = settings.serving.fallback_targets()
     for tier in settings.serving.tiers:
         namespace = serving.namespace_name(tier.name)
         out.append(_resource(kinds.RESOURCE_QUOTA, f"{tier.name}-quota", {
@@ -143,7 +144,8 @@ def _serving(settings: Settings, keys: Keyed) -> list[SimpleNamespace]:
         for model in tier.models:
             facts = pools.get(model.pool)
             purpose = facts.purpose if facts else contract.GPU_INFERENCE_PURPOSE
-            scaler = serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL)
+            scaler = serving.scaled_object_spec(namespace, model, tier.scaling, PROMETHEUS_URL,
+                                                fallback_target=model.name in targets)
             if model.multi_node:
                 out.append(_resource(kinds.LEADER_WORKER_SET, model.name, multi_node.leader_worker_set(
                     model, namespace=namespace, tier=tier.name, pool_purpose=purpose,

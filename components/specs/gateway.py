@@ -33,7 +33,25 @@ METRICS_SECRET = f"{NAME}-metrics"
 DEMAND_WINDOW_SECONDS = 120
 
 
-def demand_query(model: str, window_seconds: int = DEMAND_WINDOW_SECONDS) -> str:
+#: Fallback hops LiteLLM counts by the model group it fell back to (``fallback_model``), successful or
+#: not (litellm/integrations/prometheus.py ``log_success_fallback_event``/``log_failure_fallback_event``),
+#: with their ``_created`` children as for the demand counter.
+FALLBACK_METRICS = (
+    ("litellm_deployment_successful_fallbacks_total", "litellm_deployment_successful_fallbacks_created"),
+    ("litellm_deployment_failed_fallbacks_total", "litellm_deployment_failed_fallbacks_created"),
+)
+
+
+def _arrivals(metric: str, created: str, match: str, window_seconds: int) -> list[str]:
+    """The rate of a counter's increments over the window, and the counts its series held at their
+    first sample when they were created within the window (see :func:`demand_query`)."""
+    window = f"{window_seconds}s"
+    first_counts = f"min_over_time({metric}{match}[{window}]) and (time() - {created}{match} < {window_seconds})"
+    return [f"(sum(rate({metric}{match}[{window}])) or on() vector(0))",
+            f"(sum({first_counts}) / {window_seconds} or on() vector(0))"]
+
+
+def demand_query(model: str, window_seconds: int = DEMAND_WINDOW_SECONDS, *, fallback_target: bool = False) -> str:
     """Requests per second the gateway received for ``model`` over the window, fallbacks included.
 
     ``rate()`` needs two samples of a series, and the gateway's counter for a model appears only
@@ -43,21 +61,20 @@ def demand_query(model: str, window_seconds: int = DEMAND_WINDOW_SECONDS) -> str
     it (``_created``), beside the rate of what came after: one request wakes the model at the first
     scrape after it, and a Prometheus restart does not read every old count as a burst.
 
+    ``fallback_target``: another served model falls back to this one (an on-prem model's cloud twin).
+    LiteLLM counts a request that fell back only under the model asked for (measured with the real
+    proxy: the twin gets no series of the demand counter), so the hops into this model
+    (:data:`FALLBACK_METRICS`, by ``fallback_model``) are added: overflow from on-prem wakes the twin.
+
     Reads 0 while the gateway is scraped but the model had no request, and returns nothing when no
     gateway target is up (a broken scrape): KEDA then reports an error and its ``fallback`` holds
     replicas instead of reading a silent 0 as "no demand".
     """
-    match = f'{{requested_model="{model}"}}'
-    window = f"{window_seconds}s"
-    first_counts = (
-        f"min_over_time({DEMAND_METRIC}{match}[{window}])"
-        f" and (time() - {DEMAND_CREATED}{match} < {window_seconds})"
-    )
-    return (
-        f"((sum(rate({DEMAND_METRIC}{match}[{window}])) or on() vector(0))"
-        f" + (sum({first_counts}) / {window_seconds} or on() vector(0)))"
-        f" and on() (count(up{{{SCRAPE_SELECTOR}}} == 1) > 0)"
-    )
+    terms = _arrivals(DEMAND_METRIC, DEMAND_CREATED, f'{{requested_model="{model}"}}', window_seconds)
+    if fallback_target:
+        for metric, created in FALLBACK_METRICS:
+            terms += _arrivals(metric, created, f'{{fallback_model="{model}"}}', window_seconds)
+    return f"({' + '.join(terms)}) and on() (count(up{{{SCRAPE_SELECTOR}}} == 1) > 0)"
 
 
 #: The LiteLLM proxy is I/O-bound: half a core per replica; memory limit at twice the request.

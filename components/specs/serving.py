@@ -247,7 +247,8 @@ def metric_selector(namespace: str, model: str) -> str:
 KV_CACHE_TRIGGER = "kv-cache-usage"
 
 
-def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str) -> list[dict[str, Any]]:
+def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str, *,
+                     fallback_target: bool = False) -> list[dict[str, Any]]:
     """KEDA Prometheus triggers: the gateway's request rate for the model (present even at zero
     replicas, so it wakes the model) and current vLLM metric names (colon names, as PromQL takes them).
 
@@ -255,11 +256,13 @@ def scaling_triggers(namespace: str, model: ServedModel, scaling: TierScaling, p
     scraped, and KEDA's ``fallback`` then holds replicas. vLLM series vanish legitimately at zero
     replicas, so those triggers read an empty answer as 0. The p95 is filtered to numbers (an idle
     model's histogram_quantile is NaN). Only demand (gateway requests, waiting requests) activates a
-    model from zero or keeps it from returning there.
+    model from zero or keeps it from returning there. A ``fallback_target`` (another model's fallback)
+    also counts the requests that fell back to it (``gateway.demand_query``).
     """
     sel = metric_selector(namespace, model.name)
     triggers = [
-        ("gateway-demand", demand_query(model.name), scaling.gateway_requests_per_second, "AverageValue", False, scaling.activation_requests),
+        ("gateway-demand", demand_query(model.name, fallback_target=fallback_target), scaling.gateway_requests_per_second,
+         "AverageValue", False, scaling.activation_requests),
         ("waiting-requests", f"sum(vllm:num_requests_waiting{{{sel}}})", scaling.waiting_requests, "AverageValue", True, 0),
         # Cache use and latency size a running model; they never keep an idle one from zero.
         (KV_CACHE_TRIGGER, f"avg(vllm:kv_cache_usage_perc{{{sel}}})", scaling.kv_cache_usage, "Value", True, scaling.kv_cache_usage),
@@ -306,7 +309,7 @@ def keep_awake_cooldown(model: ServedModel, scaling: TierScaling, pool: ModelPoo
 
 
 def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling, prometheus_url: str,
-                       pool: ModelPool | None = None) -> dict[str, Any]:
+                       pool: ModelPool | None = None, *, fallback_target: bool = False) -> dict[str, Any]:
     """ScaledObject spec: bounds from the model, pace from the tier, and the cooldown that keeps a woken
     model until it has served (:func:`keep_awake_cooldown`; ``pool`` is where it starts).
 
@@ -340,7 +343,7 @@ def scaled_object_spec(namespace: str, model: ServedModel, scaling: TierScaling,
                 }
             }
         },
-        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url),
+        "triggers": scaling_triggers(namespace, model, scaling, prometheus_url, fallback_target=fallback_target),
     }
 
 

@@ -11,6 +11,13 @@ Hosts outside the cluster (``Endpoint`` with no namespace) are not subject to po
 
 Connections to a Service's ClusterIP follow the engine EKS runs, not the textbook: see
 :meth:`Cluster.can_connect_to_service` (the textbook answer is :meth:`Cluster.textbook_can_connect_to_service`).
+
+Pods on EKS Hybrid Nodes (``cilium_pods``, their addresses) have their policies enforced by Cilium,
+which matches pod and namespace selectors only against peers it holds an identity for, i.e. other
+Cilium-managed pods; a pod on a cloud node (VPC CNI, no Cilium endpoint) arrives as the ``world``
+identity and is matched by ``ipBlock`` alone (Cilium docs, "Layer 3 Examples"; cilium/cilium
+pkg/policy/api ``EndpointSelector`` selects endpoints' identities, ``CIDRRule`` addresses). The textbook
+matches the selector by the peer's labels, whoever enforces.
 """
 
 from __future__ import annotations
@@ -86,12 +93,14 @@ class Cluster:
         *,
         services: Sequence[Service] = (),
         pods: Sequence[Endpoint] = (),
+        cilium_pods: frozenset[str] = frozenset(),
     ):
         self.namespaces = {name: {**labels, "kubernetes.io/metadata.name": name} for name, labels in namespaces.items()}
         self.policies = policies
         #: Services and the cluster's pods (the engine resolves a Service's ports against its pods).
         self.services = list(services)
         self.pods = list(pods)
+        self.cilium_pods = cilium_pods
 
     def _selecting(self, pod: Endpoint, policy_type: str) -> list[dict[str, Any]]:
         found = []
@@ -140,6 +149,8 @@ class Cluster:
         policies = self._selecting(pod, direction)
         if not policies:
             return True
+        if pod.ip in self.cilium_pods and other.namespace is not None and other.ip not in self.cilium_pods:
+            other = Endpoint(other.ip)  # Cilium knows a cloud pod by its address only
         rules_key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
         for policy in policies:
             for rule in policy["spec"].get(rules_key) or []:
