@@ -26,9 +26,10 @@ from automation.errors import DriverError
 from policies.capacity import bounded_json
 from policies.capacity.instances import CATALOG_PATH, max_pods_for
 
-#: Every current NVIDIA GPU family on x86_64 that schedules whole GPUs (docs/catalog.md says what is
-#: left out: g6f/gr6f hand out GPU fractions, p6e-gb200 is arm64 Grace and sold as UltraServers).
-GPU_FAMILIES = ("g4dn", "g5", "g6", "gr6", "g6e", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
+#: Every NVIDIA GPU family EC2 sells on x86_64 that schedules whole GPUs (docs/catalog.md says what is
+#: left out: g5g is arm64, g6f/gr6f hand out GPU fractions, p6e-gb200 is arm64 Grace sold as UltraServers).
+GPU_FAMILIES = ("g4dn", "g5", "g6", "gr6", "g6e", "g7", "g7e", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200",
+                "p6-b300")
 #: CPU types the platform's system pools use, refreshed with the GPU families.
 SYSTEM_FAMILIES = ("m7i",)
 DEFAULT_FAMILIES = SYSTEM_FAMILIES + GPU_FAMILIES

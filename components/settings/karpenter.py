@@ -124,6 +124,12 @@ def cron_fires_at(schedule: str, when: datetime) -> bool:
     return day_ok and weekday_ok
 
 
+def _size_order(size: str) -> float:
+    """xlarge < 2xlarge < ... < 48xlarge < metal, as AWS lists sizes."""
+    number = re.match(r"(\d*)xlarge$", size)
+    return {"medium": 0.25, "large": 0.5}.get(size, float(number.group(1) or 1) if number else 10_000.0)
+
+
 def _gpu_families() -> dict[str, str]:
     """GPU instance family -> GPU model, from the catalog."""
     return {t.family: t.gpu_name or "" for t in load_instances().gpu_types()}
@@ -322,6 +328,13 @@ class KarpenterNodePool(_Model):
     node_class: str | None = None
     purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
     instance_families: list[str] = Field(min_length=1)
+    instance_sizes: list[str] | None = Field(
+        default=None, min_length=1,
+        description="Sizes the pool may launch (Karpenter's instance-size label: xlarge, 2xlarge, 12xlarge, ...), "
+        "each sold in at least one of instanceFamilies. Default: every size of the families, which Karpenter will "
+        "launch when it fits pending pods best, so the budget counts them all. Restrict the sizes here, not by "
+        "leaving types out of the catalog.",
+    )
     capacity_types: list[contract.KarpenterCapacityType] = Field(
         default_factory=lambda: [contract.KARPENTER_ON_DEMAND], min_length=1
     )
@@ -364,6 +377,19 @@ class KarpenterNodePool(_Model):
         if value != "Never" and not (_DURATION_RE.match(value) and _duration_fits(value)):
             raise ValueError(f"{value!r} is not a duration like '720h', or 'Never'")
         return value
+
+    @model_validator(mode="after")
+    def _sizes_are_sold(self) -> KarpenterNodePool:
+        if self.instance_sizes is None:
+            return self
+        sold = [t.name.split(".", 1)[1] for t in load_instances().gpu_types() if t.family in self.instance_families]
+        unknown = [size for size in self.instance_sizes if size not in sold]
+        if unknown:
+            raise keyed(f"{', '.join(repr(u[:20]) for u in unknown)} not sold in {', '.join(self.instance_families)}; "
+                        f"sizes: {', '.join(dict.fromkeys(sorted(sold, key=_size_order)))}", "instanceSizes")
+        for size in repeated(self.instance_sizes):
+            raise keyed(f"{size!r} is repeated", "instanceSizes")
+        return self
 
     @model_validator(mode="after")
     def _expiry_keeps_out_of_protected_windows(self) -> KarpenterNodePool:
@@ -410,8 +436,10 @@ class KarpenterNodePool(_Model):
 
     @property
     def instances(self) -> list[Instance]:
-        """The catalog's GPU types in ``instance_families``: what the pool may launch."""
-        return [t for t in load_instances().gpu_types() if t.family in self.instance_families]
+        """The catalog's GPU types in ``instance_families`` (of ``instance_sizes`` when set): what the pool
+        may launch, so what its worst case is priced on."""
+        return [t for t in load_instances().gpu_types() if t.family in self.instance_families
+                and (self.instance_sizes is None or t.name.split(".", 1)[1] in self.instance_sizes)]
 
 
 class Karpenter(_Model):

@@ -244,6 +244,8 @@ def node_pool_manifest(
                     "requirements": [
                         {"key": f"{label_prefix}/instance-family", "operator": "In", "values": list(pool.instance_families)},
                         {"key": f"{label_prefix}/instance-gpu-count", "operator": "Gt", "values": ["0"]},
+                        *([{"key": f"{label_prefix}/instance-size", "operator": "In", "values": list(pool.instance_sizes)}]
+                          if pool.instance_sizes else []),
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
                         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},

@@ -18,8 +18,8 @@ from tests.support.processes import descendants, running
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (184, 16, "$24,292/month"),
-    "prod": (236, 55, "$88,971/month"),
+    "dev": (184, 16, "$21,886/month"),
+    "prod": (236, 55, "$86,565/month"),
 }
 
 
@@ -95,8 +95,9 @@ def test_a_second_check_leaves_only_its_own_manifests(tmp_path, dev_plan):
 def test_json_output_for_scripts(dev_check):
     summary = dev_check.json["summary"]
     assert summary["worst_case_gpus"] == 4 + 8 + 4
-    # managed pool: 4 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour (g5.48xlarge, g6e.12xlarge)
-    assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(4 * 1.624 + 8 * 16.288 / 8 + 4 * 10.49264 / 4, abs=5e-5)  # the report rounds to 4 places
+    # managed pool: 4 x g5.4xlarge; NodePools: GPU limit x dearest $/GPU-hour of the sizes they admit
+    # (g5.4xlarge, g6e.12xlarge)
+    assert summary["worst_case_gpu_hourly_usd"] == pytest.approx(4 * 1.624 + 8 * 1.624 + 4 * 10.49264 / 4, abs=5e-5)  # the report rounds to 4 places
     assert {p["name"] for p in summary["pools"]} == {"system", "inference", "gpu-inference", "gpu-training"}
     capacity = {row["pool"]: row for row in summary["capacity"]}
     assert capacity["gpu-inference"]["source"] == "Karpenter"
@@ -243,7 +244,7 @@ def test_a_configuration_too_long_for_the_engines_environment_is_refused(tmp_pat
     """The textbook answer: the program runs under mocks in this process whatever the size of its
     configuration. The engine's: it hands the configuration to the program and to the policy pack
     in one environment variable, and Linux refuses an exec with a variable over 131,072 bytes
-    ("argument list too long", pulumi/pulumi#20402). 600 generated models make 145,156 bytes of
+    ("argument list too long", pulumi/pulumi#20402). 600 generated models make 145,292 bytes of
     PULUMI_CONFIG; the check refuses the stack before anything runs, naming the largest key."""
     from benchmarks.generated_stack import write_stack
 
@@ -252,7 +253,7 @@ def test_a_configuration_too_long_for_the_engines_environment_is_refused(tmp_pat
                      "--out", str(tmp_path / "out"))
     assert done.returncode == exit_codes.USAGE, done.stderr[-2000:]
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("error: stack 'bench600': its configuration is 145,156 bytes as PULUMI_CONFIG "
+    assert line.startswith("error: stack 'bench600': its configuration is 145,292 bytes as PULUMI_CONFIG "
                            "(largest key llm-platform:serving, ")
     assert "above the 131,072 bytes Linux allows one environment variable" in line and "pulumi/pulumi#20402" in line
     assert not (tmp_path / "out").exists()

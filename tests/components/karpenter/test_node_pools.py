@@ -107,3 +107,13 @@ def test_crd_validation_catches_what_the_api_server_would(dev_plan, mutate, expe
     outcome = crd_schema.validate(document)
     assert not outcome.ok
     assert any(expected in e for e in outcome.schema_errors + outcome.rule_failures), outcome
+
+
+def test_sizes_are_restricted_in_the_nodepool_not_the_catalog(dev_plan):
+    """The catalog lists every g5 and g6e size; dev's pools admit only the sizes their budget was made for,
+    through Karpenter's instance-size requirement (the label every node it launches carries)."""
+    requirements = {name: {r["key"]: r for r in spec["spec"]["template"]["spec"]["requirements"]}
+                    for name, spec in pools(dev_plan).items()}
+    assert requirements["gpu-inference"]["karpenter.k8s.aws/instance-size"] == {
+        "key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["xlarge", "2xlarge", "4xlarge", "12xlarge"]}
+    assert requirements["gpu-training"]["karpenter.k8s.aws/instance-size"]["values"] == ["xlarge", "2xlarge", "12xlarge"]

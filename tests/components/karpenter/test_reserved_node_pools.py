@@ -84,7 +84,7 @@ def test_the_capacity_block_copy_checks_clean_and_counts_the_block(tmp_path):
     assert "no violations" in out
     assert ("Reserved GPU capacity (committed, paid whether used or not): 8 GPUs, $40,179/month "
             "(cr-0123456789abcdef0: 1 x p5.48xlarge (8 GPUs) at $55.040/h (Capacity Block, on-demand rate as "
-            "stand-in)); on-demand spend beyond the reservations at the pools' ceilings: $24,292/month") in out
+            "stand-in)); on-demand spend beyond the reservations at the pools' ceilings: $21,886/month") in out
 
 
 @pytest.mark.parametrize(

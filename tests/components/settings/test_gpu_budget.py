@@ -72,8 +72,9 @@ def test_a_stack_whose_worst_case_exceeds_its_budget_is_refused_at_the_key():
         parse_settings(_with_budget("prod", monthlyBudgetUsd=80000))
     (problem,) = caught.value.problems
     assert problem.key == "llm-platform:gpuBudget.monthlyBudgetUsd"
-    # $81,389 before the surge room: + 1 g6e.xlarge x $2.242/h x 730 h + 4 GPUs x $2.036/GPU-h x 730 h
-    assert "worst-case GPU spend is $88,971/month" in problem.reason
+    # $81,389 before the surge room: + 1 g6e.xlarge x $2.242/h x 730 h + 4 GPUs x $2.036/GPU-h x 730 h;
+    # then gpu-inference's instanceSizes (xlarge-12xlarge): 8 GPUs x ($2.036 - $1.624)/GPU-h x 730 h less
+    assert "worst-case GPU spend is $86,565/month" in problem.reason
 
 
 @pytest.mark.parametrize("budget", [{"maxGpus": -1}, {"monthlyBudgetUsd": -5}, {"maxGpus": "many"}])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -144,3 +145,22 @@ def test_an_unknown_support_type_names_the_key():
         "llm-platform:upgradePolicy.supportType: got \"standard\": Input should be 'STANDARD' or 'EXTENDED'"]
     assert problems_at(PROD, "deletionProtection", deletionProtection="yes please") == [
         'llm-platform:deletionProtection: got "yes please": Input should be a valid boolean, unable to interpret input']
+
+
+def test_a_nodepool_without_size_restrictions_is_budgeted_on_every_size():
+    """dev's g5 and g6e NodePools without instanceSizes admit g5.16xlarge ($4.096/GPU-h) and g6e.16xlarge
+    ($7.577/GPU-h): the worst case passes the $25,000 budget."""
+    base = copy.deepcopy(DEV)
+    for pool in base["llm-platform:karpenter"]["nodePools"]:
+        pool.pop("instanceSizes")
+    (problem,) = problems_at(base, "gpuBudget.monthlyBudgetUsd")
+    assert "$50,788/month" in problem and "'gpu-inference': limit 8 GPUs at up to $4.096/GPU-h" in problem
+    assert "'gpu-training': limit 4 GPUs at up to $7.577/GPU-h" in problem
+
+
+def test_a_size_the_families_do_not_sell_names_the_sizes_they_do():
+    base = copy.deepcopy(DEV)
+    base["llm-platform:karpenter"]["nodePools"][1]["instanceSizes"] = ["xlarge", "3xlarge"]
+    assert problems_at(base, "karpenter.nodePools[1].instanceSizes") == [
+        "llm-platform:karpenter.nodePools[1].instanceSizes: got [\"xlarge\", \"3xlarge\"]: '3xlarge' not sold "
+        "in g6e; sizes: xlarge, 2xlarge, 4xlarge, 8xlarge, 12xlarge, 16xlarge, 24xlarge, 48xlarge"]

@@ -59,10 +59,10 @@ DEV_SHAPES = {
     ("system", "m7i.xlarge"): (4000 - 80 - 125, 16384 * 0.925 - (11 * 58 + 255) - 100, 0, 58 - 4, SYSTEM_DAEMONSETS),
 }
 
-#: Karpenter's NodePools offer every catalog size of their families (gpu-inference: g5; gpu-training: g6e).
+#: Karpenter's NodePools offer the sizes of their families their instanceSizes admit (gpu-inference: g5; gpu-training: g6e).
 DEV_POOL_TYPES = {
     "inference": ["g5.2xlarge", "g5.4xlarge"],
-    "gpu-inference": ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.24xlarge", "g5.48xlarge"],
+    "gpu-inference": ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge"],
     "gpu-training": ["g6e.xlarge", "g6e.2xlarge", "g6e.12xlarge"],
     "system": ["m7i.xlarge"],
 }

@@ -90,3 +90,25 @@ def test_catalog_lookups():
     assert CATALOG.names() == sorted(CATALOG.names()) and CATALOG.gpu_names() == sorted(CATALOG.gpu_names())
     assert CATALOG.hours_per_month == 730
     assert CATALOG.instances["g6e.xlarge"].hourly_usd == pytest.approx(1.861)
+
+
+#: Every NVIDIA instance type Karpenter's reference lists on x86_64 with whole GPUs (aws/karpenter-provider-aws
+#: website/content/en/docs/reference/instance-types.md at 1d927085dd81): none is left out of the catalog.
+SOLD_NVIDIA_X86 = (
+    "g4dn.xlarge g4dn.2xlarge g4dn.4xlarge g4dn.8xlarge g4dn.12xlarge g4dn.16xlarge g4dn.metal "
+    "g5.xlarge g5.2xlarge g5.4xlarge g5.8xlarge g5.12xlarge g5.16xlarge g5.24xlarge g5.48xlarge "
+    "g6.xlarge g6.2xlarge g6.4xlarge g6.8xlarge g6.12xlarge g6.16xlarge g6.24xlarge g6.48xlarge "
+    "g6e.xlarge g6e.2xlarge g6e.4xlarge g6e.8xlarge g6e.12xlarge g6e.16xlarge g6e.24xlarge g6e.48xlarge "
+    "g7.2xlarge g7.4xlarge g7.8xlarge g7.12xlarge g7.24xlarge g7.48xlarge "
+    "g7e.2xlarge g7e.4xlarge g7e.8xlarge g7e.12xlarge g7e.24xlarge g7e.48xlarge gr6.4xlarge gr6.8xlarge "
+    "p3dn.24xlarge p4d.24xlarge p4de.24xlarge p5.4xlarge p5.48xlarge p5e.48xlarge p5en.48xlarge "
+    "p6-b200.48xlarge p6-b300.48xlarge"
+).split()
+
+
+def test_the_catalog_hides_no_nvidia_type():
+    assert set(SOLD_NVIDIA_X86) <= set(CATALOG.gpu_names())
+    big = CATALOG.instances["g5.16xlarge"]
+    assert (big.gpus, big.vcpu, big.gpu_name, big.hourly_usd, big.max_pods) == (1, 64, "a10g", 4.096, 234)
+    assert CATALOG.instances["g6e.48xlarge"].hourly_usd == 30.13118
+    assert (CATALOG.instances["p5en.48xlarge"].gpus, CATALOG.instances["p5en.48xlarge"].hourly_usd) == (8, 63.296)

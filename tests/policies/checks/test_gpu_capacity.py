@@ -233,8 +233,10 @@ def test_pack_and_report_agree_on_the_recorded_plans(pack, stack_plan):
     assert figures == report_worst_case(stack_plan)
     # Pool ceilings hold each model's rollout surge pod (issue 28, item 7): dev's 'inference' group
     # 3 -> 4 nodes (+1 x $1.624/h x 730 h), prod's 'inference-l40s' 4 -> 5 nodes (+1 x $2.242/h x 730 h)
-    # and 'gpu-interactive' 16 -> 20 GPUs (+4 x $2.036/GPU-h x 730 h).
-    assert figures == {"dev": (16, 24292), "prod": (55, 88971)}[stack_plan.stack]
+    # and 'gpu-interactive' 16 -> 20 GPUs (+4 x $2.036/GPU-h x 730 h). Both stacks' 'gpu-inference' NodePool
+    # then took instanceSizes xlarge-12xlarge: its dearest GPU-hour is g5.4xlarge's $1.624, not the
+    # 24xlarge/48xlarge's $2.036 (-8 x $0.412 x 730 h = -$2,406).
+    assert figures == {"dev": (16, 21886), "prod": (55, 86565)}[stack_plan.stack]
 
 
 def test_pack_and_report_agree_where_node_limits_and_static_replicas_bound_a_pool(pack):
@@ -284,3 +286,15 @@ def test_time_sliced_gpus_need_their_own_quota(pack):
                                          {"memory": "16Gi", "nvidia.com/gpu.shared": "1"}})
     one(pack.stack_messages([shared, resource_quota()], QUOTA), "it has no ResourceQuota with requests.nvidia.com/gpu.shared")
     assert pack.stack_messages([shared, resource_quota(hard={"requests.nvidia.com/gpu.shared": "8"})], QUOTA) == []
+
+
+def test_a_family_pool_is_priced_at_its_big_sizes_unless_its_sizes_are_restricted(pack):
+    """g5 admits g5.16xlarge (1 A10G, 64 vCPU, $4.096/h): Karpenter launches it when it fits pending pods
+    best, so 8 GPUs cost up to 8 x 4.096 x 730 = $23,921/month. Restricted to xlarge-12xlarge, the dearest
+    GPU-hour is g5.4xlarge's $1.624: $9,484/month, under the $20,000 budget."""
+    one(pack.stack_messages([family_pool(["g5"], 8)], BUDGET), "$23,921/month", "limit 8 GPUs at up to $4.096/GPU-h")
+    restricted = patch(family_pool(["g5"], 8), {REQS: [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]},
+        {"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["xlarge", "2xlarge", "4xlarge", "12xlarge"]},
+    ]})
+    assert pack.stack_messages([restricted], BUDGET) == []
