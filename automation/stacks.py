@@ -144,31 +144,37 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
-class WrittenFloat(float):
-    """A float scalar that keeps the text it was written as.
+class _WrittenFloat(float):
+    """A float scalar with the text it was written as, while a stack file is read.
 
     The Pulumi CLI hands a top-level config value to the program as its text: pulumi's ``config.Value``
     decodes a YAML scalar into a string first (``UnmarshalYAML``), and go-yaml gives a float scalar's
-    string as written. ``kubernetesVersion: 1.360`` reaches the program as "1.360" (refused) and
-    ``1.30`` as "1.30", never as 1.36 or 1.3. Inside an object the value is JSON-encoded from the decoded
-    number, which ``json.dumps`` of this float reproduces."""
+    string as written. ``kubernetesVersion: 1.360`` reaches the program as "1.360" (refused) and ``1.30``
+    as "1.30", never as 1.36 or 1.3. Inside an object the value is JSON-encoded from the decoded number.
+    So :func:`read_stack_config` keeps a top-level float's text and every nested one as a plain float;
+    no instance of this class leaves this module (YAML dumpers and copies see plain values)."""
 
     text: str
 
-    def __new__(cls, value: float, text: str) -> WrittenFloat:
+    def __new__(cls, value: float, text: str) -> _WrittenFloat:
         number = super().__new__(cls, value)
         number.text = text
         return number
 
-    def __str__(self) -> str:
-        return self.text
 
-    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]  # copy and pickle keep the text
-        return float(self), self.text
+def _plain(node: Any) -> Any:
+    """``node`` with every written float a plain float (nesting is bounded by :data:`MAX_DEPTH`)."""
+    if isinstance(node, _WrittenFloat):
+        return float(node)
+    if isinstance(node, dict):
+        return {key: _plain(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_plain(value) for value in node]
+    return node
 
 
 def _float_as_written(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
-    return WrittenFloat(loader.construct_yaml_float(node), str(node.value))
+    return _WrittenFloat(loader.construct_yaml_float(node), str(node.value))
 
 
 for _loader in {_StackFileLoader, _FastStackFileLoader}:
@@ -190,6 +196,11 @@ def load_yaml(text: str):
     """YAML as the Pulumi CLI reads it: safe types, merge keys, a repeated mapping key is an error
     (_DuplicateKey), and nesting or alias expansion past the limits is refused (YamlLimitError)
     before anything is expanded."""
+    return _plain(_load_written(text))
+
+
+def _load_written(text: str) -> Any:
+    """:func:`load_yaml` with each float still carrying its written text (:class:`_WrittenFloat`)."""
     try:
         _check_depth(text)
     except YamlLimitError:
@@ -227,7 +238,7 @@ def read_stack_config(stack: str, root: Path = ROOT, path: Path | None = None) -
     except OSError as exc:
         raise StackFileError(f"cannot read {path.name}: {exc.strerror}") from None
     try:
-        document = load_yaml(text) or {}
+        document = _load_written(text) or {}
     except (_DuplicateKey, YamlLimitError) as exc:
         raise StackFileError(f"{path.name} {exc}") from None
     except yaml.YAMLError as exc:
@@ -238,7 +249,8 @@ def read_stack_config(stack: str, root: Path = ROOT, path: Path | None = None) -
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         raise StackFileError(f"{path.name} has no 'config:' mapping")
-    return config
+    # A top-level float reaches the program as the text it was written as; nested ones as numbers.
+    return {key: value.text if isinstance(value, _WrittenFloat) else _plain(value) for key, value in config.items()}
 
 
 def load_stack(stack: str, root: Path = ROOT, path: Path | None = None) -> tuple[dict[str, Any], Settings]:

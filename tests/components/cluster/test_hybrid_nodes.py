@@ -237,7 +237,7 @@ def test_a_fallback_cycle_is_refused():
 
 
 def test_the_dev_copy_with_an_on_prem_tier_passes_the_offline_check(tmp_path):
-    stack = {"config": json.loads(json.dumps(hybrid_config()))}  # plain floats: safe_dump refuses WrittenFloat
+    stack = {"config": hybrid_config()}
     stack_file = tmp_path / "Pulumi.dev-hybrid.yaml"
     stack_file.write_text(yaml.safe_dump(stack, sort_keys=False))
     done = subprocess.run(
