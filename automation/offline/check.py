@@ -32,7 +32,6 @@ from automation.offline.plan import PROJECT, ROOT, Plan, record_plan
 from automation.offline.report import Summary, summarize
 from automation.stacks import StackFileError, load_stack
 from components.settings import config_strings, pack_config_disagreements
-from components.settings.stack import parsed_once
 from policies.capacity import bounded_json
 from policies.capacity.instances import UnpricedInstanceError, load_instances
 
@@ -114,8 +113,8 @@ OLD_PASS_EVERY = 1_000
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """Fewer, larger collections for one large recording, restored afterwards (by the outermost of
-    nested blocks).
+    """Fewer, larger collections for one large recording; the thresholds it found are restored afterwards
+    (a nested block finds and restores the raised ones).
 
     The SDK's modules and every registered resource's outputs and futures stay alive until the
     check ends, and with the default thresholds the collector rescans them over and over. Within
@@ -123,26 +122,18 @@ def fewer_collections() -> Iterator[None]:
     the thresholds are raised (``gc.set_threshold``): the program's temporaries in cycles still die
     young, each object is scanned about once, and the long-lived heap is not rescanned.
     """
-    global _collections_tuned
-    if _collections_tuned:  # nested: the outermost block restores
-        yield
-        return
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(YOUNG_OBJECTS, MIDDLE_PASS_EVERY, OLD_PASS_EVERY)
-    _collections_tuned = True
     try:
         yield
     finally:
-        _collections_tuned = False
         gc.set_threshold(*thresholds)
         # Everything made meanwhile is young; moved with the rest to the oldest generation, so
         # the first collection after the block is not a pass over the whole check.
         gc.freeze()
         gc.unfreeze()
 
-
-_collections_tuned = False
 
 
 def default_out_dir(stack: str) -> Path:
@@ -180,8 +171,7 @@ def run_check(
     Raises StackFileError (ConfigTooLargeForEngine included), SettingsError, PolicyConfigMissing or
     PolicyConfigError before any resource is registered, CheckOutputError when the files cannot be written.
     """
-    # The program parses the same settings again; that parse is this one.
-    with parsed_once(), fewer_collections():
+    with fewer_collections():
         return _check(stack, out_dir, stack_file, policy_config)
 
 
