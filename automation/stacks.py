@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from automation.paths import ROOT
-from components.settings import Settings, SettingsError, config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import Settings, SettingsError, config_strings
 from policies.capacity import bounded_json
 
 
@@ -257,8 +258,8 @@ def load_stack(stack: str, root: Path = ROOT, path: Path | None = None) -> tuple
     """Config and validated settings; raises StackFileError or SettingsError.
 
     The settings are parsed from the strings the language host passes the program
-    (``config_strings``), as the program itself parses them: the program's parse of the same text
-    is then the one already made (``parse_settings`` keeps it). Where those strings do not parse,
+    (``config_strings``), as the program itself parses them, so the check refuses what the program
+    would. Where those strings do not parse,
     the problems are reported from the stack file's typed values, whose messages show values as
     written (``got 3`` rather than ``got "3"``), if those fail too.
     """

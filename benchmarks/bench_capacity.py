@@ -2,7 +2,7 @@
 
 Each size is the stack of ``benchmarks/generated_stack.py`` (prod with N one-GPU 8B models spread
 over its tiers and A10G pools), a configuration the simulation passes. Three figures per size
-(median of N runs): the settings adapter plus simulation (what ``parse_settings`` adds), the engine
+(median of N runs): the blueprint plus simulation (what the capacity verdict adds), the engine
 adapter plus simulation over the same objects in engine form (what the pack's policy does), and the
 simulation alone; "findings" counts blocking findings (0: the generated stacks are valid). The last
 line compares with one offline check of dev. Prints figures; asserts nothing.
@@ -46,8 +46,8 @@ def offline_check_seconds() -> float:
 
 
 def main() -> None:
-    from components.settings import config_strings, parse_settings
-    from components.specs.capacity import emitted, settings_cluster, settings_simulation
+    from components.capacity_check import CheckedStack, parse_settings
+    from components.settings import config_strings
     from policies.capacity.engine import cluster_from_resources
     from policies.capacity.simulate import simulate
 
@@ -60,10 +60,10 @@ def main() -> None:
     largest = 0.0
     for size in args.sizes:
         settings = parse_settings(config_strings(generated_config(size)))
-        resources, _ = emitted(settings)
-        cluster = settings_cluster(settings)[0]
+        resources = CheckedStack.of(settings).blueprint.objects
+        cluster = CheckedStack.of(settings).cluster
         findings = [f for f in simulate(cluster).findings if f.blocking]
-        through_settings = median_seconds(lambda settings=settings: settings_simulation(settings), args.runs)
+        through_settings = median_seconds(lambda settings=settings: CheckedStack.of(settings).simulation, args.runs)
         through_engine = median_seconds(lambda resources=resources: simulate(cluster_from_resources(resources)), args.runs)
         alone = median_seconds(lambda cluster=cluster: simulate(cluster), args.runs)
         largest = max(largest, through_settings, through_engine)

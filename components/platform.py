@@ -7,7 +7,8 @@ import ipaddress
 import pulumi
 import pulumi_aws as aws
 
-from components import contract, versions
+from components import versions
+from components.capacity_check import CheckedStack, check_stack
 from components.cluster.control_plane import Cluster, ClusterArgs
 from components.cluster.hybrid_nodes import HybridNodes, HybridNodesArgs
 from components.cluster.network import Network, NetworkArgs
@@ -35,15 +36,24 @@ from components.serving.group_controller import GroupController, GroupController
 from components.serving.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.serving.routing import RoutingCrds
 from components.serving.tier import ServingTier, ServingTierArgs
-from components.settings import Settings, SettingsError, parse_settings, settings_warnings
+from components.settings import Settings, SettingsError, settings_warnings
 from components.settings.cluster import service_cidr
 from components.specs import hybrid_nodes as hybrid_specs
-from components.specs.capacity import model_pools
+from components.specs.blueprint import (
+    cluster_autoscaler_groups,
+    efa_interfaces_by_pool,
+    gpu_software_charts,
+    hybrid_pools,
+    installs_prometheus,
+    karpenter_node_pools,
+    prefix_routed_tiers,
+    prepull_hosts,
+    spans_nodes,
+)
 from components.specs.gateway import Route
 from components.specs.gateway import api_key_env as gateway_api_key_env
 from components.specs.node_pools import SYSTEM_POOL, gpu_group_labels, system_group_labels
 from components.specs.routing import PICKER_SELECTOR_KEY, PROXY_PORT, picker_replicas
-from components.specs.serving import prepull_pools
 
 TYPE = "llm-platform:index:Platform"
 
@@ -56,7 +66,9 @@ class Platform(pulumi.ComponentResource):
     """Network, cluster, node pools of every configured type, and the GPU software for one environment.
 
     Every AWS resource goes through one explicit provider for ``settings.region``; Kubernetes
-    objects go through the cluster's provider, so nothing depends on ambient defaults.
+    objects go through the cluster's provider, so nothing depends on ambient defaults. What exists is
+    the blueprint's decision (``components.specs.blueprint``); each model's pool is the one the capacity
+    verdict placed it on.
     """
 
     cluster_name: pulumi.Output[str]
@@ -68,8 +80,9 @@ class Platform(pulumi.ComponentResource):
     gpu_pools: list[GpuNodePool]
     karpenter: Karpenter | None
 
-    def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, stack: CheckedStack, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
+        settings = stack.settings
         tags = {
             "llm-platform/environment": settings.environment,
             "llm-platform/stack": pulumi.get_stack(),
@@ -94,7 +107,7 @@ class Platform(pulumi.ComponentResource):
         self.gateway_role_arn: pulumi.Output[str] | None = None
         if settings.serving.enabled:
             assert observability is not None  # _observability installs Prometheus whenever serving is enabled
-            self._serving(settings, settings.cluster_name, on_cluster, observability, tags, cluster.node_security_group_id)
+            self._serving(stack, on_cluster, observability, tags, cluster.node_security_group_id)
         self._outputs(settings, cluster)
 
     def _network_and_cluster(
@@ -225,7 +238,7 @@ class Platform(pulumi.ComponentResource):
                 KarpenterNodePoolsArgs(
                     cluster_name=cluster_name,
                     node_type="karpenter",
-                    node_pools=settings.karpenter.node_pools,
+                    node_pools=karpenter_node_pools(settings),
                     node_classes=settings.karpenter.node_classes,
                     node_role=self.karpenter.node_role_name,
                     gpu_software=software,
@@ -245,8 +258,9 @@ class Platform(pulumi.ComponentResource):
                 ),
                 opts=on_cluster,
             )
-        managed_groups = [self.system_pool, *self.gpu_pools]
-        if any(group.scaling.max_size > group.scaling.min_size for group in managed_groups):
+        owned = cluster_autoscaler_groups(settings)
+        if owned:
+            groups = {SYSTEM_POOL: self.system_pool, **dict(zip([p.name for p in settings.gpu_pools], self.gpu_pools))}
             ClusterAutoscaler(
                 "cluster-autoscaler",
                 ClusterAutoscalerArgs(
@@ -254,7 +268,7 @@ class Platform(pulumi.ComponentResource):
                     cluster_resource=cluster.eks,
                     region=settings.region,
                     kubernetes_version=settings.kubernetes_version,
-                    autoscaling_group_names=[group.autoscaling_group_name for group in managed_groups],
+                    autoscaling_group_names=[groups[name].autoscaling_group_name for name in owned],
                     pod_identity_agent=cluster.pod_identity_agent,
                     replicas=2 if settings.production else 1,
                     tags=tags,
@@ -263,7 +277,7 @@ class Platform(pulumi.ComponentResource):
             )
         self.hybrid_nodes: HybridNodes | None = None
         hybrid = settings.hybrid_nodes
-        if hybrid.active_pools:
+        if hybrid_pools(settings):
             self.hybrid_nodes = HybridNodes(
                 "hybrid-nodes",
                 HybridNodesArgs(
@@ -271,7 +285,7 @@ class Platform(pulumi.ComponentResource):
                     cluster_resource=cluster.eks,
                     cluster_security_group_id=cluster.node_security_group_id,
                     region=settings.region,
-                    pools=hybrid.active_pools,
+                    pools=hybrid_pools(settings),
                     software=software,
                     node_cidrs=hybrid.remote_node_networks,
                     pod_cidrs=hybrid.remote_pod_networks,
@@ -284,7 +298,7 @@ class Platform(pulumi.ComponentResource):
         self, settings: Settings, tags: dict[str, str], on_cluster: pulumi.ResourceOptions
     ) -> Observability | None:
         """Prometheus, alerts and Alertmanager, when something serves models or exports GPU metrics."""
-        if not (settings.serving.enabled or settings.gpu_software.dcgm_exporter):
+        if not installs_prometheus(settings):
             return None
         return Observability(
             "observability",
@@ -313,15 +327,15 @@ class Platform(pulumi.ComponentResource):
     ) -> None:
         """The NVIDIA stack the settings chose (device plugin + DCGM exporter, or the GPU Operator), and
         the DRA driver when a pool is for DRA. Exporters wait for Prometheus' CRDs."""
-        software = settings.gpu_software.provider
+        charts = gpu_software_charts(settings)
         with_monitoring = pulumi.ResourceOptions.merge(
             on_cluster, pulumi.ResourceOptions(depends_on=[observability] if observability else [])
         )
-        if software == "device-plugin":
+        if versions.NVIDIA_DEVICE_PLUGIN in charts:
             GpuDevicePlugin("nvidia-device-plugin", GpuDevicePluginArgs(), opts=on_cluster)
-            if settings.gpu_software.dcgm_exporter:
-                DcgmExporter("dcgm-exporter", DcgmExporterArgs(), opts=with_monitoring)
-        elif software == "gpu-operator":
+        if versions.DCGM_EXPORTER in charts:
+            DcgmExporter("dcgm-exporter", DcgmExporterArgs(), opts=with_monitoring)
+        if versions.NVIDIA_GPU_OPERATOR in charts:
             GpuOperator(
                 "gpu-operator",
                 GpuOperatorArgs(
@@ -329,7 +343,7 @@ class Platform(pulumi.ComponentResource):
                 ),
                 opts=with_monitoring,
             )
-        if any(pool.purpose == contract.GPU_DRA_PURPOSE for pool in settings.gpu_pools):
+        if versions.NVIDIA_DRA_DRIVER in charts:
             GpuDraDriver("nvidia-dra-driver", GpuDraDriverArgs(), opts=on_cluster)
 
     def _outputs(self, settings: Settings, cluster: Cluster) -> None:
@@ -360,19 +374,20 @@ class Platform(pulumi.ComponentResource):
 
     def _serving(
         self,
-        settings: Settings,
-        cluster_name: str,
+        stack: CheckedStack,
         on_cluster: pulumi.ResourceOptions,
         observability: Observability,
         tags: dict[str, str],
         node_security_group_id: pulumi.Input[str],
     ) -> None:
         """Prometheus and KEDA first (their CRDs), then the tiers, then the gateway in front of them."""
+        settings = stack.settings
+        cluster_name = settings.cluster_name
         serving = settings.serving
         autoscaler = EventAutoscaler("keda", EventAutoscalerArgs(), opts=on_cluster)
         # LeaderWorkerSet's controller and CRDs, and EFA, only where a model spans nodes.
         groups: list[pulumi.Resource] = []
-        if any(m.multi_node for t in serving.tiers for m in t.models):
+        if spans_nodes(settings):
             groups = [GroupController("lws", GroupControllerArgs(), opts=on_cluster),
                       EfaFabric("efa", EfaFabricArgs(node_security_group_id=node_security_group_id), opts=on_cluster)]
         after_platform = pulumi.ResourceOptions.merge(
@@ -380,12 +395,12 @@ class Platform(pulumi.ComponentResource):
         )
         token = settings.hugging_face_token
         pools = settings.gpu_pool_facts()
-        starts = model_pools(settings)  # where each model starts: its await bound
+        starts = stack.model_pools()  # where each model starts: its await bound
         api_keys: dict[str, pulumi.Input[str]] = {}
-        hosting = prepull_pools(serving.tiers, {name: facts.purpose for name, facts in pools.items()})
+        hosting = prepull_hosts(settings)
         if hosting:
             ImagePrepull("image-prepull", ImagePrepullArgs(image=str(versions.VLLM_IMAGE), pools=hosting), opts=on_cluster)
-        routed = any(tier.routing == contract.PREFIX_AWARE_ROUTING for tier in serving.tiers)
+        routed = bool(prefix_routed_tiers(settings))
         crds = RoutingCrds("routing-crds", opts=on_cluster) if routed else None
         api_server_ip = str(ipaddress.ip_network(service_cidr(settings.network.vpc_cidr))[1])
         for tier in serving.tiers:
@@ -438,28 +453,16 @@ class Platform(pulumi.ComponentResource):
             self.gateway_role_arn = gateway.bedrock_role_arn
 
 
-def efa_interfaces_by_pool(settings: Settings) -> dict[str, int]:
-    """The GPU pools that host a multi-node model, with the EFA interfaces their nodes get (the model's
-    request: every interface of the pool's type that holds its GPUs)."""
-    facts = settings.gpu_pool_facts()
-    found: dict[str, int] = {}
-    for tier in settings.serving.tiers if settings.serving.enabled else []:
-        for model in tier.models:
-            if model.multi_node and model.pool in facts:
-                found[model.pool] = max(found.get(model.pool, 0), facts[model.pool].efa_interfaces(model.gpus_per_replica))
-    return found
-
-
-def stack_settings() -> Settings:
-    """Settings of the running stack, from the config the language host passes to the program.
+def stack_settings() -> CheckedStack:
+    """The running stack's settings, checked, from the config the language host passes to the program.
 
     Credentials set with ``--secret`` arrive decrypted and are used only inside ``Output.secret``;
     one set in plain text is accepted with a warning naming the key."""
     config = pulumi.runtime.get_config_env()
     try:
-        settings = parse_settings(config)
+        stack = check_stack(config)
     except SettingsError as exc:
         raise pulumi.RunError(str(exc)) from None
-    for line in settings_warnings(config, settings, pulumi.runtime.get_config_secret_keys_env()):
+    for line in settings_warnings(config, stack.settings, pulumi.runtime.get_config_secret_keys_env()):
         pulumi.log.warn(line.removeprefix("warning: "))  # the engine labels it a warning
-    return settings
+    return stack

@@ -15,7 +15,8 @@ import pytest
 
 from automation.offline.plan import Plan, PlannedResource, record_plan
 from automation.stacks import read_stack_config
-from components.settings import config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import config_strings
 
 #: For variants that add GPU pools to test something else; the gpuBudget rule has its own tests.
 ROOMY_GPU_BUDGET = {"maxGpus": 1000, "monthlyBudgetUsd": 10_000_000}

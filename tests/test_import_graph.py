@@ -137,8 +137,8 @@ def test_the_graph_sees_function_local_and_type_only_imports():
     assert "components.settings.serving" in read["components.specs.serving"]
     assert "components.settings.serving" not in runtime["components.specs.serving"]
     # importing a submodule runs its packages' __init__ files
-    assert "policies.capacity" in runtime["components.specs.capacity"]
-    assert "policies.capacity" not in read["components.specs.capacity"]
+    assert "policies.capacity" in runtime["components.specs.blueprint"]
+    assert "policies.capacity" not in read["components.specs.blueprint"]
 
 
 def test_a_cycle_is_reported_with_its_files_and_lines():

@@ -14,7 +14,8 @@ from typing import Any
 from automation import exit_codes
 from automation.console import err
 from automation.errors import DriverError, InvalidStackSettings
-from components.settings import Settings, SettingsError, parse_settings, settings_warnings
+from components.capacity_check import parse_settings
+from components.settings import Settings, SettingsError, settings_warnings
 
 
 def validate(stack: str, config: Mapping[str, Any]) -> Settings:

@@ -456,10 +456,10 @@ def plan_checks(settings: Any, wait_for: GpuTarget | None = None) -> CheckPlan:
 def wake_bounds(settings: Any) -> dict[str, int]:
     """Each served model's cold-start bound (seconds) on the pool it lands on: the await budget the model
     server's Deployment also gets (``components.specs.serving.cold_start_bound``)."""
-    from components.specs.capacity import model_pools
+    from components.capacity_check import CheckedStack
     from components.specs.serving import cold_start_bound
 
-    pools = {model.name: pool for model, pool in model_pools(settings).values()}
+    pools = {model.name: pool for model, pool in CheckedStack.of(settings).model_pools().values()}
     return {model.name: cold_start_bound(model, pools.get(model.name)).total
             for tier in settings.serving.tiers for model in tier.models}
 

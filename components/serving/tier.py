@@ -49,7 +49,7 @@ class ServingTierArgs:
     cluster_name: str
     hf_token: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
-    #: Each model's pool as its start sees it, by model name (``components.specs.capacity.model_pools``).
+    #: Each model's pool as its start sees it, by model name (``components.capacity_check.CheckedStack.model_pools``).
     model_pools: dict[str, ModelPool] = field(default_factory=dict)
     #: The stack's region (streamed models' S3 clients address it).
     region: str | None = None

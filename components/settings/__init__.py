@@ -48,9 +48,10 @@ from components.settings.serving import (
     TierScaling,
 )
 from components.settings.stack import (
+    SettingsRead,
     config_strings,
     kubernetes_warnings,
-    parse_settings,
+    read_settings,
     settings_warnings,
 )
 
@@ -94,7 +95,8 @@ __all__ = [
     "config_strings",
     "decode_config_value",
     "is_secret_path",
-    "parse_settings",
+    "read_settings",
+    "SettingsRead",
     "secret_warnings",
     "kubernetes_warnings",
     "settings_warnings",

@@ -17,16 +17,6 @@ from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.problems import MISSING, Problem
 from components.settings.reservation_rules import reservation_problems
 from components.settings.serving import INTERACTIVE_TIER, MIN_INTERACTIVE_REPLICAS
-from components.specs import serving as serving_specs
-from components.specs.capacity import (
-    model_pools,
-    problem_key,
-    settings_cluster,
-    settings_reserved_findings,
-    settings_simulation,
-)
-from policies.capacity.instances import UnpricedInstanceError
-from policies.capacity.table import stack_worst_case
 
 if TYPE_CHECKING:
     from components.settings.root import Settings
@@ -43,7 +33,8 @@ def _rule(*keys: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def _p(key: str, value: Any, reason: str) -> Problem:
+def keyed(key: str, value: Any, reason: str) -> Problem:
+    """A problem at ``llm-platform:<key>`` with the value found there."""
     return Problem(f"{NAMESPACE}:{key}", value, reason)
 
 
@@ -59,10 +50,10 @@ _rule("region", "gpuPools", "karpenter")(reservation_problems)
 @_rule("production", "endpoint", "karpenter")
 def _production_safety(s: Settings) -> Iterable[Problem]:
     if s.production and s.endpoint.open_to_world:
-        yield _p("endpoint.publicAccessCidrs", s.endpoint.public_access_cidrs,
+        yield keyed("endpoint.publicAccessCidrs", s.endpoint.public_access_cidrs,
                  "contains 0.0.0.0/0 in a production stack; list your own CIDRs or set endpoint.publicAccess to false")
     if s.production and s.karpenter.allow_latest_ami:
-        yield _p("karpenter.allowLatestAmi", True, "true in a production stack; pin dated AMI aliases")
+        yield keyed("karpenter.allowLatestAmi", True, "true in a production stack; pin dated AMI aliases")
 
 
 def _node_pools(s: Settings) -> list[tuple[str, Any]]:
@@ -80,7 +71,7 @@ def _pool_names_across_kinds(s: Settings) -> Iterable[Problem]:
     first: dict[str, str] = {}
     for where, pool in _node_pools(s):
         if pool.name in first and first[pool.name].split("[")[0] != where.split("[")[0]:
-            yield _p(f"{where}.name", pool.name,
+            yield keyed(f"{where}.name", pool.name,
                      f"pool name {pool.name!r} is repeated: {first[pool.name]}.name has it too; GPU pool names must "
                      "be unique across gpuPools, karpenter.nodePools, autoMode.gpuNodePools and hybridNodes.pools "
                      "(models target pools by name)")
@@ -91,15 +82,15 @@ def _pool_names_across_kinds(s: Settings) -> Iterable[Problem]:
 def _gpu_capacity_and_software(s: Settings) -> Iterable[Problem]:
     karpenter_pools = s.karpenter.node_pools if s.karpenter.enabled else []
     if not (s.gpu_pools or karpenter_pools or s.auto_mode.gpu_node_pools or s.hybrid_nodes.enabled):
-        yield _p("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
+        yield keyed("gpuPools", [], "no GPU capacity: define gpuPools, karpenter.nodePools, autoMode.gpuNodePools "
                  "or hybridNodes")
     provider = s.gpu_software.provider
     if provider == contract.NO_GPU_SOFTWARE and s.hybrid_nodes.active_pools:
-        yield _p("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) get no device plugin from an AMI; "
-                 "allowed here: gpu-operator (installs the driver there) or device-plugin (driver and NVIDIA "
-                 "container toolkit already on the servers)")
+        yield keyed("gpuSoftware.provider", provider, "on-prem GPU nodes (hybridNodes) get no device plugin from an AMI; "
+                    "allowed here: gpu-operator (installs the driver there) or device-plugin (driver and NVIDIA "
+                    "container toolkit already on the servers)")
     if provider == contract.DEVICE_PLUGIN and s.auto_mode.gpu_node_pools and not (s.gpu_pools or karpenter_pools):
-        yield _p("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
+        yield keyed("gpuSoftware.provider", provider, "with only Auto Mode GPU capacity: Auto Mode nodes already run "
                  "a device plugin, a second one would fight it; allowed here: none")
 
 
@@ -112,10 +103,10 @@ def _hybrid_networks(s: Settings) -> Iterable[Problem]:
         for i, cidr in enumerate(cidrs):
             net = ipaddress.ip_network(cidr)
             if net.overlaps(vpc):
-                yield _p(f"hybridNodes.{field}[{i}]", cidr, f"overlaps network.vpcCidr {s.network.vpc_cidr}; "
+                yield keyed(f"hybridNodes.{field}[{i}]", cidr, f"overlaps network.vpcCidr {s.network.vpc_cidr}; "
                          "remote networks must be outside the VPC")
             if net.overlaps(ipaddress.ip_network(services)):
-                yield _p(f"hybridNodes.{field}[{i}]", cidr, f"overlaps the cluster's Service range {services}")
+                yield keyed(f"hybridNodes.{field}[{i}]", cidr, f"overlaps the cluster's Service range {services}")
 
 
 def _models(s: Settings) -> Iterable[tuple[str, Any, Any]]:
@@ -130,30 +121,30 @@ def _models_fit_their_pools(s: Settings) -> Iterable[Problem]:
     for where, _tier, model in _models(s):
         pool = pools.get(model.pool)
         if pool is None:
-            yield _p(f"{where}.pool", model.pool, f"not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}")
+            yield keyed(f"{where}.pool", model.pool, f"not a GPU pool; allowed: {', '.join(sorted(pools)) or 'none'}")
             continue
         if pool.purpose != contract.GPU_INFERENCE_PURPOSE:
-            yield _p(f"{where}.pool", model.pool, f"a {pool.purpose} pool; serve from gpu-inference pools")
+            yield keyed(f"{where}.pool", model.pool, f"a {pool.purpose} pool; serve from gpu-inference pools")
         if model.gpus_per_replica > pool.max_gpus_per_node:
-            yield _p(f"{where}.gpusPerReplica", model.gpus_per_replica,
+            yield keyed(f"{where}.gpusPerReplica", model.gpus_per_replica,
                      f"{model.pool!r} nodes have at most {pool.max_gpus_per_node} GPUs; tensor parallelism stays "
                      "within one node")
         if model.multi_node and not pool.efa_interfaces(model.gpus_per_replica):
             types = ", ".join(name for name, count, _ in pool.shapes if count >= model.gpus_per_replica) or "none"
-            yield _p(f"{where}.nodesPerReplica", model.nodes_per_replica,
+            yield keyed(f"{where}.nodesPerReplica", model.nodes_per_replica,
                      f"a replica spans {model.nodes_per_replica} nodes, which exchange activations every token, but "
                      f"pool {model.pool!r} has no EFA-capable instance type with {model.gpus_per_replica} GPUs "
                      f"(it offers {types}); serve it from a pool of EFA types such as p5.48xlarge or p4d.24xlarge "
                      "(docs/multi-node.md)")
         if s.production and model.replicas.min == 0:
-            yield _p(f"{where}.replicas.min", 0, "0 in a production stack; keep at least 1 warm replica")
+            yield keyed(f"{where}.replicas.min", 0, "0 in a production stack; keep at least 1 warm replica")
         if model.source.hugging_face and s.hugging_face_token is None:
-            yield _p("huggingFaceToken", MISSING, f"{where} loads from Hugging Face; set the token with "
+            yield keyed("huggingFaceToken", MISSING, f"{where} loads from Hugging Face; set the token with "
                      "`pulumi config set --secret llm-platform:huggingFaceToken`")
     gateway = s.serving.gateway
     if (s.serving.enabled and gateway.enabled and (gateway.bedrock_models or gateway.bedrock_embedding_models)
             and not gateway.bedrock_region):
-        yield _p("serving.gateway.bedrockRegion", MISSING, "required when bedrockModels are listed; an AWS region "
+        yield keyed("serving.gateway.bedrockRegion", MISSING, "required when bedrockModels are listed; an AWS region "
                  "such as us-east-1")
 
 
@@ -170,11 +161,11 @@ def _production_interactive(s: Settings) -> Iterable[Problem]:
         if tier.name != INTERACTIVE_TIER:
             continue
         if model.replicas.min < MIN_INTERACTIVE_REPLICAS:
-            yield _p(f"{where}.replicas.min", model.replicas.min,
+            yield keyed(f"{where}.replicas.min", model.replicas.min,
                      f"in a production stack the interactive tier keeps at least {MIN_INTERACTIVE_REPLICAS} so one "
                      "node loss or drain never takes the model down")
         if model.pool in spot_pools:
-            yield _p(f"{where}.pool", model.pool, "allows Spot capacity; in production the interactive tier runs on "
+            yield keyed(f"{where}.pool", model.pool, "allows Spot capacity; in production the interactive tier runs on "
                      "an on-demand-only pool (a Spot reclaim would take replicas away under load)")
 
 
@@ -182,88 +173,18 @@ def _production_interactive(s: Settings) -> Iterable[Problem]:
 def _observability(s: Settings) -> Iterable[Problem]:
     prometheus = s.observability.prometheus
     if s.gpu_hours_monthly_budget is not None and prometheus.retention_days < GPU_HOURS_WINDOW_DAYS:
-        yield _p("observability.prometheus.retentionDays", prometheus.retention_days,
+        yield keyed("observability.prometheus.retentionDays", prometheus.retention_days,
                  f"shorter than the {GPU_HOURS_WINDOW_DAYS}-day window of the GPU-hour budget rule; keep at least "
                  f"{GPU_HOURS_WINDOW_DAYS}")
     if s.production and prometheus.replicas < 2:
-        yield _p("observability.prometheus.replicas", prometheus.replicas,
+        yield keyed("observability.prometheus.replicas", prometheus.replicas,
                  "in a production stack run 2 so alerts and KEDA's queries survive a Prometheus restart")
     if s.production and s.serving.enabled and not s.observability.alerting.receivers:
-        yield _p("observability.alerting.receivers", [], "empty in a production stack: alerts would reach no one; "
+        yield keyed("observability.alerting.receivers", [], "empty in a production stack: alerts would reach no one; "
                  "add a slack, pagerDuty, sns or webhook receiver")
     tiers = {t.name for t in s.serving.tiers}
     for i, route in enumerate(s.observability.alerting.routes if s.serving.enabled else []):
         unknown = [t for t in route.tiers if t not in tiers]
         if unknown:
-            yield _p(f"observability.alerting.routes[{i}].tiers", route.tiers,
+            yield keyed(f"observability.alerting.routes[{i}].tiers", route.tiers,
                      f"names unknown tier(s) {', '.join(unknown)}; tiers: {', '.join(sorted(tiers)) or 'none'}")
-
-
-@_rule("serving", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "observability", "hybridNodes",
-       "region", "environment")
-def _cold_starts_within_budget(s: Settings) -> Iterable[Problem]:
-    """Each model's predicted cold start (a new node of its pool's planning type, the image pulled, the
-    weights fetched and loaded; policies/capacity/cold_start.py, the model the pack's cold-start-budget
-    also uses) within its tier's ``coldStartBudgetSeconds``, reported at the model with the step to shorten."""
-    budgets = {t.name: t.cold_start_budget_seconds for t in s.serving.tiers if t.cold_start_budget_seconds}
-    if not (s.serving.enabled and budgets):
-        return
-    pools = model_pools(s)
-    for where, tier, model in _models(s):
-        budget = budgets.get(tier.name)
-        if budget is None or where not in pools:
-            continue  # a model that lands nowhere is the capacity rules' finding
-        cold = serving_specs.model_start(model, pools[where][1])
-        if cold.seconds <= budget:
-            continue
-        dominant = cold.dominant
-        yield _p(where, round(cold.seconds),
-                 f"predicted cold start {cold.seconds:.0f} s on a new {cold.instance} of {cold.pool} is above "
-                 f"serving.tiers[{tier.name}].coldStartBudgetSeconds {budget}; the {dominant.name} step dominates "
-                 f"with {dominant.seconds:.0f} s ({dominant.detail}); steps: "
-                 + ", ".join(f"{step.name} {step.seconds:.0f} s" for step in cold.steps)
-                 + ". Shorten that step (docs/cold-start.md) or raise the budget")
-
-
-@_rule("gpuBudget", "gpuPools", "karpenter", "autoMode", "systemPool", "gpuSoftware", "serving", "observability",
-       "hybridNodes", "environment")
-def _within_gpu_budget(s: Settings) -> Iterable[Problem]:
-    """The stack's own worst case (the capacity model's, as the pack computes it) within ``gpuBudget``,
-    priced in the stack's region; a type the catalog has no price for there is a problem at
-    ``region`` (refresh the catalog for it), never a price borrowed from another region."""
-    try:
-        problems = list(over_budget(s))
-    except UnpricedInstanceError as exc:
-        yield _p("region", s.region, str(exc))
-        return
-    for key, value, reason in problems:
-        yield _p(key, value, reason)
-
-
-def over_budget(settings: Settings) -> Iterable[tuple[str, float, str]]:
-    """``(key, value, reason)`` for each ceiling the stack's own worst case exceeds."""
-    budget = settings.gpu_budget
-    if budget is None:
-        return
-    cluster, _ = settings_cluster(settings)
-    worst = stack_worst_case(cluster.pools)
-    if worst.gpus > budget.max_gpus:
-        yield ("gpuBudget.maxGpus", budget.max_gpus,
-               f"the stack's worst-case GPU count is {worst.gpus:g} ({worst.detail}); lower node group maxSize or "
-               "NodePool gpuLimit, or raise gpuBudget.maxGpus")
-    monthly = worst.hourly_usd * cluster.hours_per_month
-    if monthly > budget.monthly_budget_usd:
-        yield ("gpuBudget.monthlyBudgetUsd", budget.monthly_budget_usd,
-               f"the stack's worst-case GPU spend is ${monthly:,.0f}/month at on-demand prices ({worst.detail}); "
-               "lower maxSize or gpuLimit, choose cheaper instance types, or raise gpuBudget.monthlyBudgetUsd")
-
-
-def capacity_problems(settings: Settings) -> list[Problem]:
-    """The capacity simulation's blocking findings, each named by the setting to edit and its value."""
-    problems = []
-    simulation = settings_simulation(settings)
-    reserved = [f for f in settings_reserved_findings(settings, simulation) if f.blocking]
-    for finding in [*simulation.blocking, *reserved]:
-        key, value = problem_key(finding, settings)
-        problems.append(Problem(f"{NAMESPACE}:{key}", value, finding.message))
-    return problems

@@ -360,7 +360,7 @@ class ServingTier(_Model):
                             f"{PULUMI_NAME_SUFFIX}-character suffix, {len(role) + PULUMI_NAME_SUFFIX} characters; "
                             f"IAM allows {IAM_ROLE_NAME_MAX}: shorten the tier or model name", "models", index, "name")
         # Quota against max replicas plus rollout surge (GPUs, CPU, memory) is judged by the capacity
-        # simulation (components/specs/capacity.py), with the other capacity rules.
+        # verdict (components/capacity_check.py), with the other capacity rules.
         return self
 
 

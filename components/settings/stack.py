@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,7 +17,6 @@ from components import versions
 from components.settings._base import NAMESPACE
 from components.settings.problems import (
     Problem,
-    SettingsError,
     decode_config_value,
     field_problem,
     masked,
@@ -25,7 +24,7 @@ from components.settings.problems import (
 )
 from components.settings.reservation_rules import reservation_warnings
 from components.settings.root import Settings, support_date
-from components.settings.rules import capacity_problems, cross_field_problems
+from components.settings.rules import cross_field_problems
 
 #: Stand-ins for required top-level keys that failed, so the cross-field rules that do not read them
 #: still run in the same round (rules that read a failed key are skipped: their finding would be noise).
@@ -36,63 +35,29 @@ _STAND_INS: dict[str, Any] = {
 }
 
 
-def parse_settings(config: Mapping[str, Any]) -> Settings:
-    """Parse a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored).
+@dataclass(frozen=True)
+class SettingsRead:
+    """A stack's config read into settings, with what is wrong with it so far.
 
-    Every problem is reported in one round: field errors, then the cross-field rules whose keys are
-    valid, then (when everything else passed) the capacity simulation's blocking findings."""
+    ``problems`` are the field errors and the cross-field rules' findings; ``misspelled`` the keys of
+    a namespace that nearly spells this project's; ``failed`` the top-level keys whose own value
+    failed (a later rule reading one of them is skipped: its finding would be noise). ``settings`` is
+    None only when the field errors leave nothing to run the rules on; with field errors it holds
+    stand-ins for the failed required keys."""
+
+    settings: Settings | None
+    problems: list[Problem]
+    misspelled: list[Problem]
+    failed: frozenset[str]
+
+
+def read_settings(config: Mapping[str, Any]) -> SettingsRead:
+    """Read a stack's config map (keys ``llm-platform:<key>``; other namespaces are ignored): field
+    errors, then the cross-field rules whose keys are valid, in one round. The capacity verdict on the
+    objects these settings describe is ``components.capacity_check``'s."""
     prefix = f"{NAMESPACE}:"
     misspelled = _misspelled_namespaces(config)
     raw = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    try:
-        if _parsed is None:
-            settings = _parse(raw)
-        else:
-            key = repr(raw)  # equal text: equal values and types
-            if key not in _parsed:
-                _parsed[key] = _parse(raw)
-            settings = _parsed[key]
-    except SettingsError as exc:
-        raise SettingsError(misspelled + exc.problems) from None
-    if misspelled:
-        raise SettingsError(misspelled)
-    return settings
-
-
-def _misspelled_namespaces(config: Mapping[str, Any]) -> list[Problem]:
-    """Keys whose namespace nearly spells this project's (``llm-platfrom:gpuPools``): the Pulumi
-    CLI accepts any namespace, so such a setting would be silently ignored."""
-    problems = []
-    for key, value in config.items():
-        namespace, colon, name = str(key).partition(":")
-        if colon and namespace != NAMESPACE and difflib.SequenceMatcher(None, namespace, NAMESPACE).ratio() >= 0.8:
-            problems.append(Problem(str(key)[:120], masked(decode_config_value(value), name),
-                                    f"namespace {namespace[:40]!r} is not {NAMESPACE!r}, so this setting would be "
-                                    f"ignored; write {NAMESPACE}:{name[:60]}"))
-    return problems
-
-
-#: Settings parsed within :func:`parsed_once`, by the decoded config's text.
-_parsed: dict[str, Settings] | None = None
-
-
-@contextmanager
-def parsed_once() -> Iterator[None]:
-    """Within, a config already parsed gives the same (frozen) Settings again without parsing.
-
-    The offline check parses a stack before it records the program, and the program parses the
-    same strings again (at 500 models, validation and the capacity simulation were 0.3 s). Only
-    within this block: elsewhere every call parses, so nothing depends on what was parsed before.
-    """
-    global _parsed
-    outer, _parsed = _parsed, {} if _parsed is None else _parsed
-    try:
-        yield
-    finally:
-        _parsed = outer
-
-
-def _parse(raw: dict[str, Any]) -> Settings:
     problems: list[Problem] = []
     failed: set[str] = set()
     try:
@@ -109,12 +74,20 @@ def _parse(raw: dict[str, Any]) -> Settings:
             settings = None
     if settings is not None:
         problems += cross_field_problems(settings, failed)
-        if not problems:
-            problems += capacity_problems(settings)
-    if problems:
-        raise SettingsError(problems)
-    assert settings is not None
-    return settings
+    return SettingsRead(settings, problems, misspelled, frozenset(failed))
+
+
+def _misspelled_namespaces(config: Mapping[str, Any]) -> list[Problem]:
+    """Keys whose namespace nearly spells this project's (``llm-platfrom:gpuPools``): the Pulumi
+    CLI accepts any namespace, so such a setting would be silently ignored."""
+    problems = []
+    for key, value in config.items():
+        namespace, colon, name = str(key).partition(":")
+        if colon and namespace != NAMESPACE and difflib.SequenceMatcher(None, namespace, NAMESPACE).ratio() >= 0.8:
+            problems.append(Problem(str(key)[:120], masked(decode_config_value(value), name),
+                                    f"namespace {namespace[:40]!r} is not {NAMESPACE!r}, so this setting would be "
+                                    f"ignored; write {NAMESPACE}:{name[:60]}"))
+    return problems
 
 
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:

@@ -52,7 +52,7 @@ PICKER_USER = 65532
 # overhead. Per request it hashes at most maxModelLen / 16 blocks and scores a handful of pods, and it
 # scrapes each pod's /metrics: a fraction of a core. Half a core and 512 MiB (limit 1 GiB) for the picker,
 # a quarter core and 256 MiB (limit 512 MiB) for Envoy; neither sets a CPU limit (the chart's choice:
-# bursts are allowed). The system pool's capacity (components/specs/capacity.py) counts both.
+# bursts are allowed). The system pool's capacity (components/specs/blueprint.py) counts both.
 PICKER_RESOURCES = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
 PROXY_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
 

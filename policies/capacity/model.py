@@ -1,7 +1,7 @@
 """The neutral description of a cluster the simulation judges, whoever built it.
 
 Two adapters fill it: :mod:`capacity.engine` from the resources a stack emits (the pack) and the
-program's settings adapter (``components/specs/capacity.py``). Nothing here knows about Pulumi,
+program's blueprint of a stack (``components/specs/blueprint.py``, read by ``components/capacity_check.py``). Nothing here knows about Pulumi,
 Helm or settings; labels, taints and tolerations use Kubernetes spelling.
 """
 

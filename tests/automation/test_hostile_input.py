@@ -14,7 +14,8 @@ import pytest
 from automation import exit_codes
 from automation.offline.plan import ROOT
 from automation.stacks import StackFileError, load_yaml, read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 from components.settings._base import AWS_REGIONS, partition_of
 from tests.automation.conftest import Rig
 

@@ -12,7 +12,8 @@ import yaml
 
 from automation import exit_codes
 from automation.stacks import load_yaml, read_stack_config
-from components.settings import config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import config_strings
 from tests.fixtures.reserved_copies import ROOT, capacity_block_copy
 
 

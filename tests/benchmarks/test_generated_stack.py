@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.generated_stack import stack_config, write_stack
-from components.settings import parse_settings
+from components.capacity_check import parse_settings
 from tests.automation.offline.test_check import run_check
 
 

@@ -20,8 +20,8 @@ import pytest
 
 from automation.cli import main
 from components import versions
+from components.capacity_check import parse_settings
 from components.serving.event_autoscaler import keda_values
-from components.settings import parse_settings
 from components.specs.gpu_software import gpu_operator_values
 from components.specs.observability import prometheus_stack_values
 from tests.components.test_helm_render import RENDERED, kube_version, release_of

@@ -12,7 +12,8 @@ from automation import exit_codes
 from automation.offline.plan import ROOT
 from automation.stacks import read_stack_config
 from components import versions
-from components.settings import SettingsError, parse_settings, settings_warnings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError, settings_warnings
 from tests.conftest import plan_with
 
 

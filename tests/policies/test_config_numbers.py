@@ -15,7 +15,8 @@ import pytest
 
 from automation.offline.pack.runner import PolicyPackRunner
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError, config_strings
 from tests.policies.builders import gpu_node_group, patch, system_node_group
 from tests.policies.conftest import Pack, engine_config, one
 

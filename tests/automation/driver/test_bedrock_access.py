@@ -16,7 +16,7 @@ from automation.driver.preflight import (
     run_preflight,
 )
 from automation.stacks import read_stack_config
-from components.settings import parse_settings
+from components.capacity_check import parse_settings
 
 PROD_FALLBACKS = (
     ("chat", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),

@@ -10,7 +10,7 @@ import pytest
 from automation.driver import environments as envs
 from automation.driver.environments import EnvMetadata, EnvRequestError
 from automation.stacks import read_stack_config
-from components.settings import parse_settings
+from components.capacity_check import parse_settings
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 #: Pulumi's stack tag name rule (apitype.ValidateStackTags): at most 40 of these characters.

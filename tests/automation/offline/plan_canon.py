@@ -66,7 +66,8 @@ def record(folder: Path) -> None:
     change to the program or the stack files that is meant to change the plans, and review the diff."""
     from automation.offline.plan import record_plan
     from automation.stacks import read_stack_config
-    from components.settings import config_strings, parse_settings
+    from components.capacity_check import parse_settings
+    from components.settings import config_strings
 
     for stack in ("dev", "prod"):
         config = read_stack_config(stack)

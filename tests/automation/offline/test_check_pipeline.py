@@ -269,7 +269,8 @@ def test_sdk_modules_follow_the_settings():
 import copy, sys
 from automation.offline.plan import record_plan
 from automation.stacks import read_stack_config
-from components.settings import config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import config_strings
 config = copy.deepcopy(read_stack_config("dev"))
 config["llm-platform:serving"]["enabled"] = {enabled}
 settings = parse_settings(config)

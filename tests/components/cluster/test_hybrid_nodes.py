@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
-from components.specs.capacity import settings_cluster, settings_simulation
+from components.capacity_check import CheckedStack, parse_settings
+from components.settings import SettingsError
 from policies.capacity.table import stack_worst_case
 from tests.conftest import plan_with
 
@@ -145,15 +145,15 @@ def test_cilium_is_installed_for_the_hybrid_nodes_without_waiting_for_them(plan)
 
 
 def test_the_hybrid_pool_is_fixed_capacity_without_a_cloud_price():
-    settings = parse_settings(hybrid_config())
-    cluster, _ = settings_cluster(settings)
+    checked = CheckedStack.of(parse_settings(hybrid_config()))
+    cluster = checked.cluster
     (pool,) = [p for p in cluster.pools if p.name == "onprem-l40s"]
     assert (pool.kind, pool.capacity_source, pool.min_nodes, pool.max_nodes) == ("hybrid node pool", "fixed nodes", 2, 2)
     assert pool.key == "hybridNodes.pools[0]"
     # dev's cloud worst case alone is 16 GPUs and $33.28/h: the 8 on-prem GPUs add neither.
     worst = stack_worst_case(cluster.pools)
     assert (worst.gpus, round(worst.hourly_usd, 2)) == (16, 33.28)
-    plan_ = next(p for p in settings_simulation(settings).plans if p.pool.name == "onprem-l40s")
+    plan_ = next(p for p in checked.simulation.plans if p.pool.name == "onprem-l40s")
     assert [w.name for w in plan_.workloads] == ["Deployment serving-onprem/llama-onprem"]
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from components.capacity_check import parse_settings
 from components.cluster.hybrid_nodes import remote_network_transform
-from components.settings import SettingsError, parse_settings
+from components.settings import SettingsError
 from tests.conftest import ROOMY_GPU_BUDGET, gpu_node_groups, plan_with, read_stack_config
 
 AUTO_POOL = {

@@ -15,7 +15,8 @@ import textwrap
 import pytest
 
 from automation.offline.plan import record_plan
-from components.settings import config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import config_strings
 from tests.fixtures.reserved_copies import BLOCK_ID, ODCR, capacity_block_copy
 from tests.support.config_changes import with_changes
 
@@ -23,7 +24,7 @@ PROGRAM = textwrap.dedent('''
     import json, os
     import pulumi_eks as eks
     from components.managed_pools.node_groups import GpuNodePool, GpuNodePoolArgs, LaunchSettings, Scaling
-    from components.settings import parse_settings
+    from components.capacity_check import parse_settings
     from components.specs.gpu_software import Provider
 
     settings = parse_settings(json.loads(os.environ["PULUMI_CONFIG"]))

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from components.capacity_check import parse_settings
 from components.observability.prometheus import alert_rules
-from components.settings import parse_settings
 from tests.components.observability.test_alerting import (
     NODE,
     rendered,

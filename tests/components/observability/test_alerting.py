@@ -350,7 +350,8 @@ def test_every_receiver_kind_passes_amtool_and_routes_by_severity_and_tier(all_r
 
 def test_receiver_secrets_stay_secret_in_the_plan_and_in_errors(all_receivers_plan, tmp_path):
     from automation.offline.manifests import redact_secrets
-    from components.settings import SettingsError, parse_settings
+    from components.capacity_check import parse_settings
+    from components.settings import SettingsError
 
     plan_text = yaml.safe_dump(redact_secrets(all_receivers_plan.to_json()))
     for secret in ("XXXXSECRETXXXX", "0123456789abcdef0123456789abcdef", "SECRETTOKEN"):

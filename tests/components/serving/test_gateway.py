@@ -49,7 +49,8 @@ def test_gateway_is_scraped_with_a_token_from_a_secret(dev_plan):
 
 
 def test_bedrock_models_are_listed_by_kind(stack_config):
-    from components.settings import SettingsError, parse_settings
+    from components.capacity_check import parse_settings
+    from components.settings import SettingsError
 
     config = stack_config("prod")
     config["llm-platform:serving"]["gateway"]["bedrockModels"].append("amazon.titan-embed-text-v2:0")

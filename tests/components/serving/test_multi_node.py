@@ -15,9 +15,9 @@ import yaml
 from automation import exit_codes
 from automation.cli import main
 from components import contract, versions
+from components.capacity_check import parse_settings
 from components.serving.group_controller import lws_values
 from components.settings import SettingsError
-from components.settings.stack import parse_settings
 from tests.conftest import plan_with
 from tests.fixtures import multi_node_copies as copies
 from tests.support import helm_render

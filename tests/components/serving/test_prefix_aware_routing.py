@@ -20,8 +20,8 @@ from automation.offline.check import run_check
 from automation.paths import ROOT
 from automation.stacks import read_stack_config
 from components import versions
+from components.capacity_check import parse_settings
 from components.serving.routing import restricted_picker_pods
-from components.settings import parse_settings
 from components.specs import routing
 from policies.capacity.charts import release_deployments
 from policies.capacity.kinds import DEPLOYMENT

@@ -218,7 +218,8 @@ def test_prod_interactive_model_keeps_two_on_demand_replicas_behind_a_pdb(prod_p
     ],
 )
 def test_prod_settings_refuse_a_fragile_interactive_model(stack_config, change, message):
-    from components.settings import SettingsError, parse_settings
+    from components.capacity_check import parse_settings
+    from components.settings import SettingsError
 
     config = stack_config("prod")
     (interactive,) = [t for t in config["llm-platform:serving"]["tiers"] if t["name"] == "interactive"]

@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 from components.settings.cluster import HybridNodes, Network
 from components.settings.observability import Alerting
 from tests.support.config_changes import with_changes

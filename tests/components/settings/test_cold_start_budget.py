@@ -14,7 +14,8 @@ import copy
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 
 PROD_70B = "llm-platform:serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"
 

@@ -10,8 +10,8 @@ import pytest
 from automation.offline.plan import ROOT
 from automation.offline.report import summarize
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, pack_config_disagreements, parse_settings
-from components.specs.capacity import settings_cluster
+from components.capacity_check import CheckedStack, parse_settings
+from components.settings import SettingsError, pack_config_disagreements
 from policies.capacity.table import stack_worst_case
 
 #: Today's pack values (policies/config/<stack>.json), which the stack files repeat.
@@ -87,22 +87,8 @@ def test_budget_values_are_validated(budget):
 def test_settings_worst_case_is_the_reports(stack_plan):
     """The settings judge the cap on the figures the offline check prints (one calculator)."""
     settings = parse_settings(read_stack_config(stack_plan.stack))
-    cluster, _ = settings_cluster(settings)
+    cluster = CheckedStack.of(settings).cluster
     worst = stack_worst_case(cluster.pools)
     summary = summarize(stack_plan)
     assert worst.gpus == summary.worst_case_gpus
     assert round(worst.hourly_usd * cluster.hours_per_month, 2) == summary.worst_case_gpu_monthly_usd
-
-
-def test_the_settings_cluster_is_worked_out_once_per_settings(monkeypatch):
-    """The capacity rule and the budget rule read one cluster per parse; another parse gets its own."""
-    import components.specs.capacity as capacity_input
-
-    built = []
-    real = capacity_input._settings_cluster
-    monkeypatch.setattr(capacity_input, "_settings_cluster", lambda s: built.append(s) or real(s))
-    settings = parse_settings(read_stack_config("prod"))
-    assert built == [settings], "both rules of one parse shared one cluster"
-    assert settings_cluster(settings) is settings_cluster(settings) and built == [settings]
-    other = parse_settings(read_stack_config("prod"))
-    assert other is not settings and built == [settings, other]

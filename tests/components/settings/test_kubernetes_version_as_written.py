@@ -13,7 +13,8 @@ import pytest
 
 from automation.paths import ROOT
 from automation.stacks import load_stack, read_stack_config
-from components.settings import SettingsError, config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError, config_strings
 
 
 def stack_with_version(tmp_path, written: str):

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PARSE_BOTH_STACKS = """
 import sys, yaml
 import components.settings
-from components.settings import parse_settings
+from components.capacity_check import parse_settings
 for stack in ("dev", "prod"):
     with open(f"Pulumi.{stack}.yaml") as f:
         parse_settings(yaml.safe_load(f)["config"])

@@ -18,7 +18,8 @@ import yaml
 
 from automation.cli import main
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 from components.settings.karpenter import DisruptionBudget, KarpenterNodePool, cron_fires_at
 from tests.support.config_changes import with_changes
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 
 
 def rejected(config) -> str:

@@ -7,7 +7,8 @@ import copy
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 
 SECRET = "hf_SENTINEL_secret_value with spaces"
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/SENTINELslackurl"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 
 
 def in_region(stack: str, region: str) -> dict:

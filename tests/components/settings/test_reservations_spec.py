@@ -8,7 +8,8 @@ import copy
 import pytest
 from pydantic import ValidationError
 
-from components.settings import SettingsError, config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError, config_strings
 from components.settings.karpenter import Karpenter
 from components.settings.managed_pools import GpuPool
 from components.settings.reservation_rules import reservation_problems, reservation_warnings

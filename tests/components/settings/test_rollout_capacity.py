@@ -21,8 +21,9 @@ from automation import exit_codes
 from automation.cli import main
 from automation.stacks import read_stack_config
 from components import contract
-from components.settings import SettingsError, parse_settings
-from components.specs.capacity import emitted
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
+from components.specs.blueprint import blueprint
 from tests.support.config_changes import with_changes
 
 LLAMA_70B = "serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"
@@ -97,7 +98,7 @@ def test_prod_interactive_at_a_16_gpu_ceiling_may_roll_out_without_surge():
     config = with_changes(read_stack_config("prod"), {"karpenter.nodePools.1.gpuLimit": 16,
                                                       "serving.tiers.0.models.0.rollout": "noSurge"}, separator=".")
     settings = parse_settings(config)
-    (deployment,) = [r for r in emitted(settings)[0]
+    (deployment,) = [r for r in blueprint(settings).objects
                      if r.type == "kubernetes:apps/v1:Deployment" and r.name == "llama-3-1-70b-instruct-awq"]
     assert deployment.props["spec"]["strategy"] == {
         "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}

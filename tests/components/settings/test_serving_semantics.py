@@ -8,7 +8,8 @@ import copy
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError
 from components.settings.serving import weights_role_name
 
 PROD = read_stack_config("prod")

@@ -15,7 +15,8 @@ from automation import exit_codes
 from automation.cli import main
 from automation.offline.plan import ROOT, Plan, record_plan
 from automation.stacks import read_stack_config
-from components.settings import SettingsError, config_strings, parse_settings
+from components.capacity_check import parse_settings
+from components.settings import SettingsError, config_strings
 from tests.support.config_changes import DELETE
 from tests.support.config_changes import with_changes as changed
 
@@ -462,7 +463,7 @@ def test_program_takes_a_decrypted_secret_and_warns_only_for_plain_text(monkeypa
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps(config))
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["llm-platform:huggingFaceToken"]))
-    assert stack_settings().hugging_face_token.get_secret_value() == token
+    assert stack_settings().settings.hugging_face_token.get_secret_value() == token
     assert warnings == []
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", "[]")
     stack_settings()
@@ -521,22 +522,18 @@ def test_stack_files_read_by_libyaml_as_by_pyyaml(tmp_path):
         assert str(fast.value) == str(plain.value)
 
 
-def test_the_check_parses_its_settings_once(monkeypatch, tmp_path):
-    """Within the offline check the program's parse of its settings is the check's own; anywhere
-    else every call parses (so nothing depends on what was parsed before)."""
-    import components.settings.stack as stack_module
-    from automation.offline.check import run_check
-    from automation.stacks import load_stack
+def test_one_program_run_simulates_its_capacity_once(monkeypatch):
+    """The verdict, the cold-start budgets and each model's await bound read one simulation: prod has
+    cold-start budgets and served models, so all three readers run in this program."""
+    import components.capacity_check as capacity_check
 
-    parses = []
-    real = stack_module._parse
-    monkeypatch.setattr(stack_module, "_parse", lambda raw: parses.append(1) or real(raw))
-    run_check("dev", tmp_path / "out")
-    assert len(parses) == 1
-    parses.clear()
-    load_stack("dev")
-    load_stack("dev")
-    assert len(parses) == 2
+    runs = []
+    real = capacity_check.simulate
+    monkeypatch.setattr(capacity_check, "simulate", lambda cluster: runs.append(1) or real(cluster))
+    config = read_stack_config("prod")
+    assert any(t.get("coldStartBudgetSeconds") for t in config["llm-platform:serving"]["tiers"])
+    record_plan("prod", config_strings(config), region="us-east-1")
+    assert len(runs) == 1
 
 
 def test_settings_problems_show_values_as_written(tmp_path):

@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import parse_settings
+from components.capacity_check import check_stack
 from components.settings.karpenter import KarpenterNodePool
 from components.settings.serving import ServedModel
 from components.specs import gateway, node_pools, serving
-from components.specs.capacity import emitted
 
 
 @pytest.fixture()
@@ -90,31 +89,12 @@ def test_the_gateway_runs_on_the_system_pool_with_its_config_hash():
     assert {"name": "AWS_REGION", "value": "us-east-1"} in litellm["env"]
 
 
-def test_the_capacity_check_reads_the_objects_the_components_emit():
-    """One description: the adapter's Deployments and NodePools are the spec functions' output, so the
-    settings' capacity check and the program cannot drift apart."""
-    settings = parse_settings(read_stack_config("prod"))
-    resources, _ = emitted(settings)
-    by_key = {(r.type, r.name): r.props for r in resources}
-    tier = settings.serving.tiers[0]
-    model = tier.models[0]
-    purpose = settings.gpu_pool_facts()[model.pool].purpose
-    assert by_key[("kubernetes:apps/v1:Deployment", model.name)] == serving.deployment(
-        model, namespace=f"serving-{tier.name}", tier=tier.name, pool_purpose=purpose, priority_class=f"llm-{tier.name}")
-    pool = settings.karpenter.node_pools[0]
-    assert by_key[("kubernetes:karpenter.sh/v1:NodePool", pool.name)]["spec"]["template"]["spec"]["nodeClassRef"] == {
-        "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class}
-    assert by_key[("kubernetes:apps/v1:Deployment", "llm-gateway")]["spec"]["replicas"] == settings.serving.gateway.replicas
-
-
 def test_the_await_bound_is_the_cold_start_models_on_the_models_pool():
     """One source: the Deployment's timeoutSeconds and progressDeadlineSeconds are cold_start.await_budget
     of the model's start on its pool (prod's 70B AWQ model streams its weights, so no copy is bounded:
     node 600 + image 600 + startup probe 10 x 180 = 1800, 3000 s; downloaded it would add 380 s)."""
-    from components.specs.capacity import model_pools
-
-    settings = parse_settings(read_stack_config("prod"))
-    model, pool = model_pools(settings)["serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"]
+    model, pool = check_stack(read_stack_config("prod")).model_pools()[
+        "serving.tiers[interactive].models[llama-3-1-70b-instruct-awq]"]
     assert (pool.name, pool.instance.name, pool.capacity_source, pool.disk_throughput_mibps) == (
         "Karpenter NodePool 'gpu-interactive'", "g5.12xlarge", "Karpenter", 750)
     bound = serving.cold_start_bound(model, pool)

@@ -22,8 +22,7 @@ from __future__ import annotations
 import pytest
 
 from automation.stacks import read_stack_config
-from components.settings import parse_settings
-from components.specs.capacity import settings_simulation
+from components.capacity_check import CheckedStack, parse_settings
 from policies.capacity.engine import cluster_from_resources
 from policies.capacity.model import Resources
 from policies.capacity.simulate import simulate
@@ -71,7 +70,7 @@ DEV_PLACEMENTS = {GATEWAY: "system", QWEN: "gpu-inference", LLAMA: "inference"}
 
 @pytest.fixture(scope="module")
 def simulations(dev_plan):
-    return {"settings": settings_simulation(parse_settings(read_stack_config("dev"))),
+    return {"settings": CheckedStack.of(parse_settings(read_stack_config("dev"))).simulation,
             "engine": simulate(cluster_from_resources(dev_plan.resources))}
 
 

@@ -1,6 +1,6 @@
 """The capacity model: its figures against upstream formulas, and its two adapters agreeing.
 
-The settings adapter (``components/specs/capacity.py``) judges a configuration before anything is
+The capacity verdict on the stack's blueprint (``components/capacity_check.py``) judges a configuration before anything is
 registered; the engine adapter (``policies/capacity/engine.py``, the pack's view) judges what the
 program then emits. They must reach the same findings, shipped stacks and broken variants alike, and
 those findings are the literal ones below (agreement alone passes a fault both adapters share: the
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-import components.settings.stack as settings_stack
 from automation.offline.plan import record_plan
 from automation.stacks import read_stack_config
-from components.settings import config_strings, parse_settings
-from components.specs.capacity import settings_simulation
+from components.capacity_check import CheckedStack, parse_settings
+from components.settings import Settings, SettingsError, config_strings, read_settings
 from policies.capacity.charts import release_daemonsets
 from policies.capacity.engine import cluster_from_resources, query_metrics, wake_signal
 from policies.capacity.instances import allocatable, load_instances, reserved_cpu_m, reserved_memory_mib
@@ -25,6 +24,7 @@ from policies.capacity.model import surge_pods
 from policies.capacity.simulate import simulate
 from tests.conftest import ROOMY_GPU_BUDGET
 from tests.support.config_changes import with_changes
+from tests.support.unjudged_program import UNJUDGED_PROGRAM
 
 # --- figures ----------------------------------------------------------------------------------
 
@@ -120,8 +120,11 @@ def without_cluster_autoscaler(resources: list) -> list:
     return [r for r in resources if not is_autoscaler(r)]
 
 
-def _without_capacity_check(monkeypatch) -> None:
-    monkeypatch.setattr(settings_stack, "capacity_problems", lambda settings: [])
+def _read_without_verdict(config: dict) -> Settings:
+    """Settings that pass the field and cross-field rules, before any capacity verdict on them."""
+    read = read_settings(config)
+    assert read.settings is not None and not read.problems, read.problems
+    return read.settings
 
 
 VARIANTS = {
@@ -150,14 +153,13 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_settings_and_engine_adapters_agree(variant, monkeypatch):
+def test_settings_and_engine_adapters_agree(variant):
     stack, changes = VARIANTS[variant]
     config = _config(stack, **changes)
-    _without_capacity_check(monkeypatch)
-    settings = parse_settings(config)
-    plan = record_plan(stack, config_strings(config), region=settings.region)
+    settings = _read_without_verdict(config)
+    plan = record_plan(stack, config_strings(config), region=settings.region, program=UNJUDGED_PROGRAM)
 
-    from_settings = settings_simulation(settings)
+    from_settings = CheckedStack.of(settings).simulation
     from_engine = simulate(cluster_from_resources(plan.resources))
     seen = {f.identity() for f in from_settings.findings}
     emitted = {f.identity() for f in from_engine.findings}
@@ -224,7 +226,7 @@ EXPECTED_FINDINGS = {
 
 def test_infeasible_settings_exit_before_registration_with_one_line_per_problem():
     config = _config(*VARIANTS["prod-infeasible"][:1], **VARIANTS["prod-infeasible"][1])
-    with pytest.raises(settings_stack.SettingsError) as caught:
+    with pytest.raises(SettingsError) as caught:
         parse_settings(config)
     keys = {p.key for p in caught.value.problems}
     model = "llm-platform:serving.tiers[batch].models[qwen2-5-32b-instruct]"
@@ -249,10 +251,8 @@ def test_dev_with_a_dra_pool_passes():
 
 
 def test_eks_agents_skip_auto_mode_nodes():
-    from components.specs.capacity import settings_simulation
-
     config = _config("dev", **VARIANTS["dev-auto-mode"][1])
-    plans = {p.pool.name: p for p in settings_simulation(parse_settings(config)).plans}
+    plans = {p.pool.name: p for p in CheckedStack.of(parse_settings(config)).simulation.plans}
     auto = set(plans["auto-l40s"].shapes[0].daemonsets)
     managed = set(plans["inference"].shapes[0].daemonsets)
     assert {"aws-node", "kube-proxy", "eks-pod-identity-agent", "nvidia-device-plugin"} <= managed
@@ -299,7 +299,7 @@ def test_gpu_operator_operands_reach_gpu_nodes_labelled_at_runtime():
 
 def test_nodepool_problems_name_the_gpu_limit():
     config = _config("dev", **{"karpenter__nodePools__0__gpuLimit": 2})
-    with pytest.raises(settings_stack.SettingsError) as caught:
+    with pytest.raises(SettingsError) as caught:
         parse_settings(config)
     (problem,) = caught.value.problems
     assert problem.key == "llm-platform:serving.tiers[batch].models[qwen2-5-7b-instruct].replicas.max"
