@@ -69,6 +69,7 @@ from .model import (
     pod_requests,
     quantity,
 )
+from .node_pools import admits, normalized, pool_resources
 
 #: Workload kinds the simulation places (kind, path of the pod template it models): Deployments,
 #: StatefulSets, Jobs, CronJobs and LeaderWorkerSets' workers; paths from the one table in ``kinds``.
@@ -167,42 +168,6 @@ def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     return out
 
 
-#: Labels Karpenter puts only on GPU types (instances.Instance.labels): a type without one has it as
-#: ``DoesNotExist`` (aws/karpenter-provider-aws pkg/providers/instancetype/types.go ``computeRequirements``).
-_GPU_ONLY_LABELS = ("instance-gpu-count", "instance-gpu-manufacturer", "instance-gpu-name", "instance-gpu-memory")
-_BOUNDS = {"Gt": lambda n, b: n > b, "Gte": lambda n, b: n >= b, "Lt": lambda n, b: n < b, "Lte": lambda n, b: n <= b}
-
-
-def _instance_matches(labels: dict[str, str], requirements: list[dict[str, Any]]) -> bool:
-    """Whether a catalog type's labels meet a NodePool's requirements, by Karpenter's rule
-    (kubernetes-sigs/karpenter pkg/scheduling/requirements.go ``Intersects``, requirement.go): a type that
-    lacks a GPU label meets a requirement on it only through ``NotIn`` or ``DoesNotExist`` (``Gt``/``Gte``/
-    ``Lt``/``Lte`` are bounds on a value that must exist: ``Gte 0`` on the GPU count admits GPU types only,
-    where the textbook reading "count >= 0" would admit every CPU type too). Labels the catalog does not
-    describe are not judged."""
-    for req in requirements:
-        key, op, values = req.get("key"), req.get("operator"), [str(v) for v in req.get("values") or []]
-        if key not in labels:
-            if isinstance(key, str) and key.rsplit("/", 1)[-1] in _GPU_ONLY_LABELS and op not in ("NotIn", "DoesNotExist"):
-                return False
-            continue
-        have = labels[key]
-        if op == "In" and have not in values:
-            return False
-        if op == "NotIn" and have in values:
-            return False
-        if op in _BOUNDS and values:
-            try:
-                number, bound = int(have), int(values[0])
-            except ValueError:
-                return False
-            if not _BOUNDS[op](number, bound):
-                return False
-        if op == "DoesNotExist":
-            return False
-    return True
-
-
 def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalog) -> list[Pool]:
     releases = {_chart_name(_props(r)) for r in resources if r.type in HELM_TYPES}
     autoscaler = "cluster-autoscaler" in releases
@@ -210,17 +175,9 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
     templates = _templates(resources)
     template_types = _launch_template_types(resources)
     node_classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
-    covered = set()
-    for r in resources:
-        if r.type == AWS_NODE_GROUP:
-            parent = getattr(r, "parent", None)
-            while parent and parent in by_urn:
-                if by_urn[parent].type == EKS_MANAGED_NODE_GROUP:
-                    covered.add(parent)
-                parent = getattr(by_urn[parent], "parent", None)
     pools = []
-    for r in resources:  # the type first: reading a resource's properties converts them (most are not pools)
-        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) and r.urn not in covered:
+    for r in pool_resources(resources):  # by type and parent: reading a resource's properties converts them
+        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP):
             props = _props(r)
             owner = _owner(r, by_urn)
             template_type = template_types.get(owner or "")
@@ -250,10 +207,10 @@ def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalo
             props = _props(r)
             spec = props.get("spec") or {}
             template = _get(spec, "template", "spec") or {}
-            requirements = [q for q in template.get("requirements") or [] if isinstance(q, dict)]
+            requirements = normalized(template.get("requirements") or [])
             ref = template.get("nodeClassRef") or {}
             auto_mode = ref.get("group") == "eks.amazonaws.com"
-            instances = [i for i in catalog.instances.values() if _instance_matches(i.labels(), requirements)]
+            instances = [i for i in catalog.instances.values() if admits(i.labels(), requirements)]
             limits = spec.get("limits") or {}
             gpu_limit = quantity(limits.get(GPU_RESOURCE))
             if gpu_limit is not None or any(i.gpus for i in instances):

@@ -24,15 +24,13 @@ from capacity.instances import (
     InstanceCatalog,
     load_instances,
 )
+from capacity.node_pools import admits
 
-from lib.placement import Constraint, requirement_constraint
+from lib.placement import requirement_constraint
 from lib.stack_config import stack_region
 
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
-#: Keys that say nothing about which catalog type a pool gets: the catalog holds x86_64 Linux types
-#: only, which is not a claim that no arm64 GPU type exists (``g5g``), so these never narrow it.
-UNDESCRIBED_KEYS = frozenset({"kubernetes.io/os", "kubernetes.io/arch"})
 
 
 def label_key_variants(name: str) -> tuple[str, str]:
@@ -45,33 +43,13 @@ class Catalog(InstanceCatalog):
     """The one catalog (``capacity.instances``) plus what the pool policies ask of it: selection."""
 
     def selectable(self, requirements: list[Any]) -> list[Instance] | None:
-        """Catalog types a Karpenter requirement list admits; ``None`` if a requirement is unknown.
-
-        Requirements on keys the catalog does not describe (zone, capacity type, custom labels)
-        do not narrow the set.
+        """Catalog types a Karpenter requirement list admits (``capacity.node_pools.admits``, the rule
+        the capacity model uses too); ``None`` if a requirement is unknown. Requirements on keys the
+        catalog does not describe (zone, capacity type, custom labels) do not narrow the set.
         """
-        constraints: dict[str, Constraint] = {}
-        for requirement in requirements:
-            constraint = requirement_constraint(requirement)
-            if constraint is None:
-                return None
-            key = requirement["key"]
-            constraints[key] = constraints[key] & constraint if key in constraints else constraint
-        described = (set(next(iter(self.instances.values())).labels()) | GPU_LABEL_KEYS) - UNDESCRIBED_KEYS
-        result = []
-        for instance in self.instances.values():
-            labels = instance.labels()
-            ok = True
-            for key, constraint in constraints.items():
-                if key not in described:
-                    continue
-                node = Constraint.fixed(labels[key]) if key in labels else Constraint.missing()
-                if not (node & constraint).satisfiable():
-                    ok = False
-                    break
-            if ok:
-                result.append(instance)
-        return result
+        if any(requirement_constraint(requirement) is None for requirement in requirements):
+            return None
+        return [instance for instance in self.instances.values() if admits(instance.labels(), requirements)]
 
 
 GPU_LABEL_KEYS = frozenset(

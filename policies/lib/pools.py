@@ -14,6 +14,7 @@ from typing import Any
 
 from capacity.hybrid import HYBRID_KIND
 from capacity.hybrid import read as read_hybrid_pool
+from capacity.node_pools import POOL_TYPES, normalized, pool_resources
 
 from lib.catalog import (
     AUTO_MODE_PREFIX,
@@ -35,7 +36,6 @@ from lib.placement import (
     tolerates_all,
 )
 from lib.resources import (
-    AWS_NODE_GROUP,
     EKS_MANAGED_NODE_GROUP,
     EKS_SELF_MANAGED_NODE_GROUPS,
     HYBRID_NODE_POOL,
@@ -264,24 +264,12 @@ def is_auto_mode(resource: Resource) -> bool:
     return resource.get("spec", "template", "spec", "nodeClassRef", "group") == "eks.amazonaws.com"
 
 
-#: Deprecated label keys Karpenter rewrites to their stable names before it reads a requirement
-#: (kubernetes-sigs/karpenter pkg/apis/v1/labels.go, ``NormalizedLabels``).
-NORMALIZED_LABELS: dict[object, str] = {
-    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
-    "beta.kubernetes.io/arch": "kubernetes.io/arch",
-    "beta.kubernetes.io/os": "kubernetes.io/os",
-    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
-}
-
-
 def nodepool_requirements(resource: Resource) -> list[Any] | None:
     """The NodePool's requirements, deprecated keys under their stable names as Karpenter reads them."""
     requirements = resource.get("spec", "template", "spec", "requirements", default=[])
     if contains_unknown(requirements):
         return None
-    return [{**r, "key": NORMALIZED_LABELS.get(r.get("key"), r.get("key"))}
-            for r in as_list(requirements) if isinstance(r, dict)]
+    return normalized(as_list(requirements))
 
 
 def _instance_label(key: Any) -> str | None:
@@ -440,33 +428,25 @@ def stack_pools(stack: Stack) -> list[Pool]:
     holds the aws NodeGroup child (a real preview) the child describes the pool; under mocks there
     is no child and the component's recorded inputs do.
     """
-    return list(stack.derived("stack pools", None, lambda: _stack_pools(stack), reads=POOL_TYPES))
+    return list(stack.derived("stack pools", None, lambda: _stack_pools(stack), reads=POOL_READS))
 
 
-#: The resource types a pool is read from (their ancestors are known by type and parent alone).
-POOL_TYPES = frozenset({EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP, NODEPOOL, LAUNCH_TEMPLATE, HYBRID_NODE_POOL,
-                        *EKS_SELF_MANAGED_NODE_GROUPS})
+#: What the pools are read from: the pools' own resources, and launch templates (a Capacity Block
+#: group's instance type is its template's).
+POOL_READS = frozenset({*POOL_TYPES, LAUNCH_TEMPLATE})
 
 
 def _stack_pools(stack: Stack) -> list[Pool]:
-    covered = {
-        ancestor
-        for resource in stack.of_type(AWS_NODE_GROUP)
-        for ancestor in stack.ancestors(resource)
-        if stack.by_urn[ancestor].type == EKS_MANAGED_NODE_GROUP
-    }
-    pools = []
-    for resource in stack.resources:
-        if resource.urn in covered:
-            continue
-        if resource.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP) or resource.type in EKS_SELF_MANAGED_NODE_GROUPS:
-            pools.append(_node_group_pool(resource, template_instance_type(stack, resource)))
-        elif resource.type == NODEPOOL:
+    pools: list[Pool] = []
+    for resource in pool_resources(stack.resources):
+        if resource.type == NODEPOOL:
             pools.append(_nodepool_pool(resource))
         elif resource.type == HYBRID_NODE_POOL:
             hybrid = _hybrid_pool(resource)
             if hybrid is not None:
                 pools.append(hybrid)
+        else:
+            pools.append(_node_group_pool(resource, template_instance_type(stack, resource)))
     return pools
 
 
