@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.observability.dcgm_counters import XID_COUNT_METRIC
+from components.specs.dcgm_counters import XID_COUNT_METRIC
 from components.specs.gateway import DEMAND_CREATED, DEMAND_METRIC
 
 # --- Units ------------------------------------------------------------------------------------------

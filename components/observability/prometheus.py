@@ -22,7 +22,6 @@ from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
 from components.observability.dashboards import dashboards
-from components.observability.dcgm_counters import XID_COUNT_WINDOW_MS, hardware_xid_regex
 from components.observability.metric_contract import (
     DCGM_FB_FREE,
     DCGM_FB_USED,
@@ -39,6 +38,7 @@ from components.observability.token_cost import BedrockFallback, GpuPrice, token
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.serving import INTERACTIVE_TIER, TierScaling
+from components.specs.dcgm_counters import XID_COUNT_WINDOW_MS, hardware_xid_regex
 from components.specs.observability import (
     ALERTMANAGER_SECRET,
     DASHBOARD_LABEL,
@@ -131,7 +131,7 @@ def _alert(name: str, expr: str, duration: str, severity: str, summary: str, run
 
 def gpu_alerts(fb_free_min: float) -> list[dict[str, object]]:
     """Framebuffer and XID alerts. XIDs are read from the exporter's windowed count (see
-    :mod:`components.observability.dcgm_counters`), never from the last-XID gauge: a hardware XID pages
+    :mod:`components.specs.dcgm_counters`), never from the last-XID gauge: a hardware XID pages
     while it is in the window, an application XID warns, and both resolve when the window passes."""
     pct = f"{fb_free_min * 100:g}%"
     hardware = hardware_xid_regex()

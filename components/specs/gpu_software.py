@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from components import contract, versions
-from components.observability.dcgm_counters import GPU_OPERATOR_COUNTERS_CONFIGMAP, counters_csv, xid_window_env
+from components.specs.dcgm_counters import GPU_OPERATOR_COUNTERS_CONFIGMAP, counters_csv, xid_window_env
 
 NodeType = Literal["managed", "karpenter", "auto-mode", "hybrid"]
 Provider = contract.GpuSoftwareProvider

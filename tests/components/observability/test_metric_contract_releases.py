@@ -177,7 +177,7 @@ def test_every_dcgm_field_used_exists_in_the_pinned_release_with_its_unit():
         assert metric.name in upstream, f"{metric.name} is not a field of dcgm-exporter {data['release']}"
         assert upstream[metric.name]["unit_in_help"] == DCGM_HELP_UNITS[metric.unit], metric.name
     # The XID count is off in the release's defaults (commented out): the program's counters file
-    # turns it on (components/observability/dcgm_counters.py).
+    # turns it on (components/specs/dcgm_counters.py).
     assert upstream[mc.DCGM_XID_ERRORS_COUNT]["enabled_by_default"] is False
     assert upstream[mc.DCGM_FB_FREE]["enabled_by_default"] is True
 

@@ -31,7 +31,7 @@ def test_parsing_both_stacks_loads_no_pulumi_module():
 
 #: Where settings and specs may reach: themselves, the contract and versions, the capacity model.
 ALLOWED = ("components.settings", "components.specs", "components.contract", "components.versions",
-           "components.tags", "components.observability.dcgm_counters", "policies.capacity")
+           "components.tags", "components.specs.dcgm_counters", "policies.capacity")
 #: Pulumi imports allowed in settings and specs: none (``stack_settings``, which reads the engine's
 #: config, lives beside ``Platform``).
 PULUMI_ALLOWED: set[tuple[str, str]] = set()

@@ -54,7 +54,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
 
 def counters_csv() -> str:
     """The exporter's counters file (``field, type, help`` per line, ``#`` comments)."""
-    lines = ["# DCGM field, Prometheus metric type, help message (llm-platform: components/observability/dcgm_counters.py)"]
+    lines = ["# DCGM field, Prometheus metric type, help message (llm-platform: components/specs/dcgm_counters.py)"]
     lines += [f"{field}, {kind}, {help_text}" for field, kind, help_text in COUNTERS]
     return "\n".join(lines) + "\n"
 
