@@ -25,8 +25,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "llm-platform"
-#: g5.xlarge .. g5.48xlarge and the A10G price per GPU-hour at its dearest (g5.48xlarge, 8 GPUs).
-A10G_DEAREST_GPU_HOUR = 16.288 / 8
 
 
 def stack_config(models: int, base: str = "prod") -> dict[str, Any]:

@@ -87,10 +87,6 @@ RESERVATION_CAPACITY_BLOCK, RESERVATION_ODCR = CAPACITY_BLOCK_RESERVATION, ODCR_
 RESERVATION_TYPES = (RESERVATION_CAPACITY_BLOCK, RESERVATION_ODCR)
 ReservationType = Literal[RESERVATION_TYPES]  # type: ignore[valid-type]
 RESERVATIONS_KEY = RESERVATION_KEY
-#: Labels Karpenter puts on a node launched into a reservation (Karpenter docs, tasks/odcrs "Selecting
-#: Capacity Reservations"; aws/karpenter-provider-aws pkg/apis/v1/labels.go).
-CAPACITY_RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
-CAPACITY_RESERVATION_TYPE_LABEL = "karpenter.k8s.aws/capacity-reservation-type"
 #: Launch template market type of a Capacity Block (EKS user guide "Create a managed node group with
 #: Capacity Blocks for ML": ``InstanceMarketOptions.MarketType: capacity-block``).
 CAPACITY_BLOCK_MARKET_TYPE = "capacity-block"

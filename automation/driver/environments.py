@@ -43,7 +43,6 @@ KIND_TEST = "test"
 ENV_PREFIX = "env-"
 TEST_PREFIX = "test-"
 
-DEFAULT_TTL = timedelta(hours=8)
 MAX_TTL = timedelta(days=7)
 MIN_TTL = timedelta(minutes=15)
 #: A test stack normally lives minutes; this expiry only matters if its run was killed.

@@ -57,7 +57,6 @@ TYPE = "llm-platform:index:Observability"
 #: vLLM keeps ``1 - gpuMemoryUtilization`` of the framebuffer free by design (8% at 0.92); the alert
 #: fires below half of what the least generous model leaves (see :func:`framebuffer_free_min`).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-SERVING_NAMESPACE_RE = "serving-.*"
 GATEWAY_UP = f'{PROMETHEUS_UP}{{namespace="llm-gateway",service="llm-gateway"}}'
 #: The HPA that KEDA drives leaves replicas alone while a metric is within this share of its target
 #: (kubernetes ``pkg/controller/podautoscaler/replica_calculator.go``: ``math.Abs(1.0-usageRatio) <=

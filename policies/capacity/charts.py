@@ -295,9 +295,5 @@ def release_deployments(chart: str, version: str, values: dict[str, Any] | None,
     return out
 
 
-def known_charts() -> list[str]:
-    return sorted(f"{c} {v}" for c, v in CHART_DAEMONSETS)
-
-
 __all__ = ["CHART_DAEMONSETS", "ADDON_DAEMONSETS", "DEFAULT_ADDONS", "release_daemonsets", "addon_daemonset",
            "release_deployments", "Resources"]

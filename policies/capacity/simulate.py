@@ -337,16 +337,15 @@ def _pool_findings(plan: PoolPlan, cluster: Cluster) -> list[Finding]:
     elif pool.capacity_source == "Cluster Autoscaler" and pool.min_nodes == 0:
         template = pool.template or ScaleFromZeroTemplate()
         missing = []
-        if True:
-            if pool.is_gpu and GPU_RESOURCE not in template.resources:
-                missing.append(f"resources/{GPU_RESOURCE}")
-            for taint in pool.taints:
-                if taint.effect in HARD_EFFECTS and taint.key not in template.taints:
-                    missing.append(f"taint/{taint.key}")
-            selected = set().union(*(w.selection.keys() for w in plan.workloads)) if plan.workloads else set()
-            for key in sorted(selected):
-                if key in pool.labels and key not in template.labels:
-                    missing.append(f"label/{key}")
+        if pool.is_gpu and GPU_RESOURCE not in template.resources:
+            missing.append(f"resources/{GPU_RESOURCE}")
+        for taint in pool.taints:
+            if taint.effect in HARD_EFFECTS and taint.key not in template.taints:
+                missing.append(f"taint/{taint.key}")
+        selected = set().union(*(w.selection.keys() for w in plan.workloads)) if plan.workloads else set()
+        for key in sorted(selected):
+            if key in pool.labels and key not in template.labels:
+                missing.append(f"label/{key}")
         if missing:
             out.append(Finding(
                 "scale-from-zero", None, pool.name, "node-template tags", ", ".join(missing), "absent",

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from capacity.instances import (
-    AUTO_MODE_PREFIX,
     CATALOG_PATH,
     DEFAULT_REGION,
-    KARPENTER_PREFIX,
     Instance,
     InstanceCatalog,
     load_instances,
@@ -32,10 +30,6 @@ from lib.stack_config import stack_region
 GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
 GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
 
-
-def label_key_variants(name: str) -> tuple[str, str]:
-    """A well-known instance label under Karpenter's and EKS Auto Mode's prefix (``instance-gpu-count``)."""
-    return KARPENTER_PREFIX + name, AUTO_MODE_PREFIX + name
 
 
 @dataclass(frozen=True)
@@ -51,12 +45,6 @@ class Catalog(InstanceCatalog):
             return None
         return [instance for instance in self.instances.values() if admits(instance.labels(), requirements)]
 
-
-GPU_LABEL_KEYS = frozenset(
-    key
-    for name in ("instance-gpu-count", "instance-gpu-manufacturer", "instance-gpu-name", "instance-gpu-memory")
-    for key in label_key_variants(name)
-)
 
 
 def is_gpu_instance_type(name: Any) -> bool:

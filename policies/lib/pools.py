@@ -14,12 +14,11 @@ from typing import Any
 
 from capacity.hybrid import HYBRID_KIND
 from capacity.hybrid import read as read_hybrid_pool
+from capacity.instances import AUTO_MODE_PREFIX, KARPENTER_PREFIX
 from capacity.node_pools import POOL_TYPES, normalized, pool_resources
 
 from lib.catalog import (
-    AUTO_MODE_PREFIX,
     GPU_INSTANCE_CATEGORIES,
-    KARPENTER_PREFIX,
     Instance,
     is_gpu_family,
     is_gpu_instance_type,
