@@ -19,9 +19,11 @@ from components import contract, versions
 from components.specs.gateway import DEMAND_WINDOW_SECONDS, demand_query
 from policies.capacity.cold_start import (
     COLD,
+    DISTRIBUTED_KEY,
     DOWNLOAD,
     IMAGE_BOUND,
     LOAD_FORMAT_FLAG,
+    LOADER_EXTRA_CONFIG_FLAG,
     NODE_BOUND,
     STREAM,
     STREAMER_CONCURRENCY_ENV,
@@ -133,7 +135,10 @@ def streams(model: ServedModel) -> bool:
 
 def weight_loading(model: ServedModel) -> WeightLoading:
     """How the model's weights reach its GPUs, as the cold-start model counts it."""
-    return WeightLoading(STREAM, model.streaming.concurrency) if streams(model) else WeightLoading(DOWNLOAD)
+    if not streams(model):
+        return WeightLoading(DOWNLOAD)
+    return WeightLoading(STREAM, model.streaming.concurrency, ranks=model.gpus_per_replica,
+                         distributed=model.gpus_per_replica > 1)
 
 
 def model_start(model: ServedModel, pool: ModelPool, case: str = COLD, *, image_prepulled: bool = True) -> Start:
@@ -234,6 +239,9 @@ def vllm_args(model: ServedModel) -> list[str]:
         "--gpu-memory-utilization", str(model.gpu_memory_utilization),
         "--max-model-len", str(model.max_model_len),
         *([LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT] if streams(model) else ["--download-dir", MODEL_DIR]),
+        # Several ranks share the checkpoint instead of each streaming all of it (cold_start.DISTRIBUTED_KEY).
+        *([LOADER_EXTRA_CONFIG_FLAG, json.dumps({DISTRIBUTED_KEY: True})]
+          if streams(model) and model.gpus_per_replica > 1 else []),
         "--port", str(PORT),
         *(["--quantization", model.quantization] if model.quantization else []),
     ]

@@ -60,6 +60,15 @@ LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT = "--load-format", "runai_streamer"
 #: ``RunaiModelStreamerLoader.__init__``), so the variables work whatever the loader version.
 STREAMER_CONCURRENCY_ENV = "RUNAI_STREAMER_CONCURRENCY"
 STREAMER_MEMORY_LIMIT_ENV = "RUNAI_STREAMER_MEMORY_LIMIT"
+#: The loader's distributed mode. vLLM's ``RunaiModelStreamerLoader`` keeps ``_is_distributed`` False unless
+#: ``--model-loader-extra-config`` holds ``"distributed": true`` (vllm-project/vllm,
+#: vllm/model_executor/model_loader/runai_streamer_loader.py, ``__init__`` and ``_get_weights_iterator``, which
+#: hands it to weight_utils.py ``runai_safetensors_weights_iterator``). Without it every tensor-parallel rank
+#: (one worker process per GPU) streams every safetensors file into host memory and keeps its own slice in
+#: ``load_weights``: a node pulls ranks x the checkpoint. With it the ranks split the files and stream into
+#: their GPUs (run-ai/runai-model-streamer docs/src/usage.md, "Distributed streaming"; CUDA/ROCm only).
+LOADER_EXTRA_CONFIG_FLAG, DISTRIBUTED_KEY = "--model-loader-extra-config", "distributed"
+TENSOR_PARALLEL_FLAG = "--tensor-parallel-size"
 
 
 @dataclass(frozen=True)
@@ -277,16 +286,26 @@ def weights_bound_seconds(weight_bytes: float) -> int:
 @dataclass(frozen=True)
 class WeightLoading:
     """How the weights reach the GPU (:data:`DOWNLOAD` or :data:`STREAM`) and, streamed, how many
-    concurrent S3 readers the streamer runs."""
+    concurrent S3 readers each rank's streamer runs, how many tensor-parallel ranks (worker processes)
+    stream on the node, and whether they share the files (``distributed``) or each read all of them."""
 
     mode: str = DOWNLOAD
     concurrency: int = int(STREAMER_DEFAULT_CONCURRENCY.value)
+    ranks: int = 1
+    distributed: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in WEIGHT_LOADINGS:
             raise ValueError(f"weight loading must be one of {', '.join(WEIGHT_LOADINGS)}, not {self.mode!r}")
         if self.concurrency < 1:
             raise ValueError(f"streamer concurrency must be at least 1, not {self.concurrency}")
+        if self.ranks < 1:
+            raise ValueError(f"tensor-parallel ranks must be at least 1, not {self.ranks}")
+
+    @property
+    def copies(self) -> int:
+        """How many times the node pulls the checkpoint: once when the ranks share it, once per rank otherwise."""
+        return 1 if self.distributed else self.ranks
 
     @property
     def streamed(self) -> bool:
@@ -318,11 +337,12 @@ def gpu_load(weight_bytes: float, disk_throughput_mibps: float, *, probe_window_
 
     Streamed (``loading.streamed``; ``instance`` then required): the streamer's threads read S3 into a CPU
     buffer that is copied to the GPU as it fills (run-ai/runai-model-streamer docs/src/usage.md), so the
-    copy and the load overlap and the rate is the lesser of the streamer's S3 connections (concurrency x
-    the per-connection guideline), the node's network and the host-to-GPU link; the disk plays no part.
-    The concurrency is counted once: with tensor parallelism each rank's streamer reads its share of the
-    files with its own threads (distributed streaming, the streamer's default from object storage to CUDA
-    devices), so the real rate is at least this one."""
+    copy and the load overlap and the disk plays no part. Each tensor-parallel rank runs its own streamer.
+    Without vLLM's distributed mode every rank reads the whole checkpoint (:data:`DISTRIBUTED_KEY`): the
+    node pulls ranks x the weights over ranks x concurrency connections, all through its one network
+    interface. Distributed, the ranks split the files: the weights once, the concurrency counted once (the
+    real rate is at least that). The rate is the lesser of the connections x the per-connection guideline,
+    the node's network and the host-to-GPU link."""
     window = Figure("startup probe window", probe_window_seconds, "s",
                     "the model server's startupProbe: periodSeconds x failureThreshold, after which the kubelet "
                     "restarts the container (Kubernetes pod lifecycle: container probes)")
@@ -332,12 +352,19 @@ def gpu_load(weight_bytes: float, disk_throughput_mibps: float, *, probe_window_
         connections = Figure("Run:ai model streamer concurrency", loading.concurrency, "connections",
                              f"the server container's {STREAMER_CONCURRENCY_ENV} (unset: "
                              f"{STREAMER_DEFAULT_CONCURRENCY.value:g}, {STREAMER_DEFAULT_CONCURRENCY.source})")
-        rate = min(loading.concurrency * S3_PER_CONNECTION.value * 1e6, network_bytes_per_second(instance),
-                   HOST_TO_GPU.value * 1e9)
-        return Step("load", weight_bytes / rate, probe_window_seconds,
-                    (S3_PER_CONNECTION, connections, _network_figure(instance), HOST_TO_GPU, window),
-                    f"{_bytes(weight_bytes)} streamed from S3 to the GPUs at {_rate(rate)} "
-                    f"({loading.concurrency} connections)")
+        copies = loading.copies
+        readers = loading.concurrency * copies
+        ranks = Figure("checkpoint copies the node streams", copies, "copies",
+                       f"{loading.ranks} tensor-parallel rank(s), {'distributed' if loading.distributed else 'each'} "
+                       "streaming (vllm runai_streamer_loader.py, RunaiModelStreamerLoader)")
+        pulled = weight_bytes * copies
+        rate = min(readers * S3_PER_CONNECTION.value * 1e6, network_bytes_per_second(instance), HOST_TO_GPU.value * 1e9)
+        how = (f"{loading.ranks} ranks share it" if loading.distributed and loading.ranks > 1
+               else f"{copies} ranks each read it" if copies > 1 else "one rank")
+        return Step("load", pulled / rate, probe_window_seconds,
+                    (S3_PER_CONNECTION, connections, ranks, _network_figure(instance), HOST_TO_GPU, window),
+                    f"{_bytes(pulled)} streamed from S3 to the GPUs at {_rate(rate)} "
+                    f"({readers} connections, {how})")
     rate = min(disk_throughput_mibps * MIB, HOST_TO_GPU.value * 1e9)
     return Step("load", weight_bytes / rate, probe_window_seconds, (_disk_figure(disk_throughput_mibps), HOST_TO_GPU, window),
                 f"{_bytes(weight_bytes)} from disk at {_rate(rate)}")
@@ -480,7 +507,8 @@ def _flag(args: list[Any], flag: str) -> str | None:
 def weight_loading(pod: dict[str, Any]) -> WeightLoading:
     """How the emitted pod loads its weights: streamed when its server container runs vLLM with
     ``--load-format runai_streamer`` (the concurrency from its ``RUNAI_STREAMER_CONCURRENCY``, the
-    streamer's default when unset or unreadable), downloaded otherwise."""
+    streamer's default when unset or unreadable; the ranks from ``--tensor-parallel-size``; distributed
+    when ``--model-loader-extra-config`` says ``"distributed": true``), downloaded otherwise."""
     server = server_container(pod) or {}
     args = [a for a in [*(server.get("command") or []), *(server.get("args") or [])] if isinstance(a, str)]
     if _flag(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
@@ -490,7 +518,17 @@ def weight_loading(pod: dict[str, Any]) -> WeightLoading:
         concurrency = int(str(env.get(STREAMER_CONCURRENCY_ENV)))
     except ValueError:
         concurrency = 0
-    return WeightLoading(STREAM, concurrency if concurrency >= 1 else int(STREAMER_DEFAULT_CONCURRENCY.value))
+    try:
+        ranks = int(str(_flag(args, TENSOR_PARALLEL_FLAG) or 1))
+    except ValueError:
+        ranks = 1
+    try:
+        extra = json.loads(_flag(args, LOADER_EXTRA_CONFIG_FLAG) or "{}")
+    except ValueError:
+        extra = {}
+    distributed = isinstance(extra, dict) and extra.get(DISTRIBUTED_KEY) is True
+    return WeightLoading(STREAM, concurrency if concurrency >= 1 else int(STREAMER_DEFAULT_CONCURRENCY.value),
+                         ranks=max(ranks, 1), distributed=distributed)
 
 
 def _ebs_throughput(ebs: Any) -> float | None:

@@ -35,7 +35,8 @@ def test_the_streamed_deployment_as_emitted(prod_plan):
     (vllm,) = pod["containers"]
     assert vllm["args"] == [
         SOURCE, "--served-model-name", STREAMED, "--tensor-parallel-size", "4", "--gpu-memory-utilization", "0.92",
-        "--max-model-len", "8192", "--load-format", "runai_streamer", "--port", "8000"]
+        "--max-model-len", "8192", "--load-format", "runai_streamer",
+        "--model-loader-extra-config", '{"distributed": true}', "--port", "8000"]
     env = {e["name"]: e.get("value") for e in vllm["env"]}
     assert env["RUNAI_STREAMER_CONCURRENCY"] == "32"
     assert env["RUNAI_STREAMER_MEMORY_LIMIT"] == str(8 * 1024**3) == "8589934592"

@@ -162,3 +162,40 @@ def test_the_pools_own_node_class_is_read_among_others():
 def test_one_nodes_s3_draw_is_ten_connections_at_85_mb_per_second():
     """AWS CLI's max_concurrent_requests 10 x the S3 guideline of 85 MB/s per connection: 850,000,000 B/s."""
     assert cold_start.s3_bytes_per_second() == 850_000_000
+
+
+# --- tensor-parallel ranks: each streams the whole checkpoint unless vLLM's distributed mode is on ----------
+# vLLM's RunaiModelStreamerLoader (vllm/model_executor/model_loader/runai_streamer_loader.py) keeps
+# _is_distributed False unless --model-loader-extra-config says {"distributed": true}: each of the 4 ranks then
+# streams all 39.80 GB, 159.21 GB through the g5.12xlarge's 5e9 B/s (4 x 32 readers x 85 MB/s = 10.88e9 B/s is
+# not the limit): 31.84 s. Distributed, the ranks split the files: 39.80 GB at 32 x 85 MB/s = 14.63 s. The
+# textbook reading ("each rank reads its shard") gives the distributed figure for both.
+
+
+def ranked(ranks: int, distributed: bool) -> cold_start.Start:
+    return start("llama-3-1-70b-instruct-awq", "gpu-interactive", weight_bytes=AWQ_70B, instance=INSTANCES["g5.12xlarge"],
+                 capacity_source="Karpenter", image=IMAGE, disk_throughput_mibps=750,
+                 loading=WeightLoading(STREAM, 32, ranks=ranks, distributed=distributed), **PROBE)
+
+
+def test_every_rank_streams_the_whole_checkpoint_without_distributed_mode():
+    load = ranked(4, distributed=False).step("load")
+    assert round(load.seconds, 2) == 31.84
+    assert load.detail == "159.21 GB streamed from S3 to the GPUs at 4768 MiB/s (128 connections, 4 ranks each read it)"
+
+
+def test_distributed_mode_pulls_the_checkpoint_once():
+    load = ranked(4, distributed=True).step("load")
+    assert round(load.seconds, 2) == 14.63
+    assert load.detail == "39.80 GB streamed from S3 to the GPUs at 2594 MiB/s (32 connections, 4 ranks share it)"
+
+
+def test_the_emitted_pod_says_ranks_and_distributed_mode():
+    def pod(*args: str) -> dict:
+        return {"containers": [{"name": "vllm", "image": IMAGE, "args": ["s3://b/m/", "--load-format", "runai_streamer", *args],
+                                "env": [{"name": "RUNAI_STREAMER_CONCURRENCY", "value": "32"}]}]}
+
+    assert weight_loading(pod("--tensor-parallel-size", "4")) == WeightLoading(STREAM, 32, ranks=4, distributed=False)
+    assert weight_loading(pod("--tensor-parallel-size", "4", "--model-loader-extra-config", '{"distributed": true}')) == (
+        WeightLoading(STREAM, 32, ranks=4, distributed=True))
+    assert weight_loading(pod("--model-loader-extra-config", "not json")) == WeightLoading(STREAM, 32, ranks=1)
