@@ -77,9 +77,7 @@ STACK_CHOICES: dict[str, dict[str, Any]] = {
                 versions.KEDA_OPERATOR_IMAGE, versions.KEDA_METRICS_APISERVER_IMAGE, versions.KEDA_ADMISSION_WEBHOOKS_IMAGE,
                 versions.KARPENTER_CONTROLLER_IMAGE,
                 # the LeaderWorkerSet controller, set under the chart's image.manager; the EFA device plugin
-                versions.LWS_IMAGE, versions.AWS_EFA_DEVICE_PLUGIN_IMAGE,
-                # AWS's Cilium build for hybrid nodes (agent, operator)
-                versions.CILIUM_IMAGE, versions.CILIUM_OPERATOR_IMAGE)],
+                versions.LWS_IMAGE, versions.AWS_EFA_DEVICE_PLUGIN_IMAGE)],
         },
         "eks-private-endpoint": {ENFORCEMENT: "mandatory", "allowPublicAccess": False},
         "gpu-namespace-quota": {ENFORCEMENT: "mandatory"},
