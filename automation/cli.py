@@ -60,7 +60,7 @@ def print_check(result, output: str = "text") -> int:
     if output == "json":
         print(json.dumps(
             {"summary": result.summary.to_json(), "policies": result.policies.to_json(), "plan": str(result.plan_path),
-             "seconds": result.seconds},
+             "budgetUnknown": result.budget_unknown, "seconds": result.seconds},
             indent=2,
         ))
     else:
@@ -75,7 +75,7 @@ def print_check(result, output: str = "text") -> int:
                           f"summary and manifests in {seconds['summary']:.2f} s (the pack analyzing the stack beside "
                           f"them), {seconds['analyze']:.2f} s more for the pack's answers, files written in "
                           f"{seconds['write']:.2f} s")
-    return exit_codes.OK if result.passed else exit_codes.FAILED
+    return result.exit_code
 
 
 def _program_log_to_stderr() -> None:

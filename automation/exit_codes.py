@@ -22,6 +22,10 @@ PREFLIGHT = 5
 INCOMPLETE = 6
 #: ``versions outdated``: every source answered and at least one pin is behind its newest version.
 OUTDATED = 7
+#: ``check``: every policy ran and none failed, but the catalog has no prices for the stack's region,
+#: so the GPU budget is unknown; the summary names the one command that fills it
+#: (``python -m automation catalog refresh --region R``).
+BUDGET_UNKNOWN = 8
 #: Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it.
 INTERRUPTED = 128 + signal.SIGINT
 #: Interrupted by SIGTERM (CI timeouts, ``kill``): 128 + 15.

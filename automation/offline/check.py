@@ -13,7 +13,7 @@ import gc
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from automation import exit_codes
@@ -33,7 +33,7 @@ from automation.offline.report import Summary, summarize
 from automation.stacks import StackFileError, load_stack
 from components.settings import config_strings, pack_config_disagreements
 from policies.capacity import bounded_json
-from policies.capacity.instances import UnpricedInstanceError, load_instances
+from policies.capacity.instances import InstanceCatalog, UnpricedInstanceError, load_instances
 
 POLICY_PACK_DIR = ROOT / "policies"
 
@@ -96,10 +96,36 @@ class CheckResult:
     #: answers ``AnalyzeStack``), ``analyze`` (the pack's answers still outstanding after that) and
     #: ``write`` (the files).
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Why the GPU budget could not be judged (the catalog has no prices for the stack's region), with
+    #: the command that fills them; every policy still ran.
+    budget_unknown: str | None = None
 
     @property
     def passed(self) -> bool:
         return not self.policies.has_mandatory
+
+    @property
+    def exit_code(self) -> int:
+        """FAILED on a mandatory violation; else BUDGET_UNKNOWN where nothing could be priced; else OK."""
+        if not self.passed:
+            return exit_codes.FAILED
+        return exit_codes.BUDGET_UNKNOWN if self.budget_unknown else exit_codes.OK
+
+
+def unpriced_catalog(region: str) -> InstanceCatalog:
+    """The catalog for a region it has no prices for, every type at $0: the summary's GPU counts and
+    placements, whose costs the report then shows as unknown (``Summary.prices_unknown``)."""
+    catalog = load_instances(region=region)
+    return replace(catalog, instances={name: replace(i, hourly_usd=0.0, on_demand_offered=True)
+                                       for name, i in catalog.instances.items()})  # one price: smallest first
+
+
+def without_unpriced_findings(report: PackReport, region: str) -> PackReport:
+    """The pack's findings less the ones that only say a type has no price in ``region`` (the cap and
+    budget policies' "cannot be bounded"): the check reports the budget as unknown once instead."""
+    marker = f"in {region} in policies/instance_catalog.json"
+    kept = [v for v in report.violations if not ("no on-demand price for" in v.message and marker in v.message)]
+    return replace(report, violations=kept)
 
 
 #: Collector thresholds for one large recording (``gc.set_threshold``; the interpreter's defaults are
@@ -211,13 +237,20 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
         gc.collect()
         analysis.send_stack(plan.resources)
         # While the pack answers AnalyzeStack in its own process: the summary and the manifests' text.
+        budget_unknown = None
         try:
             summary = summarize(plan, load_instances(region=settings.region))
         except UnpricedInstanceError as error:  # never another region's prices
-            raise DriverError(str(error), exit_codes.USAGE) from None
+            if not error.region_unpriced:
+                raise DriverError(str(error), exit_codes.USAGE) from None
+            budget_unknown = str(error)
+            summary = summarize(plan, unpriced_catalog(settings.region))
+            summary.prices_unknown = budget_unknown
         manifests = render_manifests(plan)
         summarized = lap()
         policies = analysis.finish()
+        if budget_unknown is not None:
+            policies = without_unpriced_findings(policies, settings.region)
     finally:
         pack.close()
     analyzed = lap()
@@ -229,6 +262,7 @@ def _check(stack: str, out_dir: Path | None, stack_file: Path | None, policy_con
     written = lap()
     return CheckResult(
         plan=plan, summary=summary, plan_path=plan_path, manifest_paths=manifest_paths, policies=policies,
+        budget_unknown=budget_unknown,
         seconds={"record": recorded, "summary": summarized, "analyze": analyzed, "write": written},
     )
 

@@ -134,9 +134,22 @@ class Summary:
     capacity: list[CapacityRow] = field(default_factory=list)
     cold_start: dict[str, ColdStartSummary] = field(default_factory=dict)
     reserved: ReservedSummary | None = None
+    #: Why no figure in dollars is known: the catalog has no prices for the stack's region (the reason
+    #: names the command that fills them). Dollar fields are then null in JSON and "?" in text.
+    prices_unknown: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        return _without_dollars(data) if self.prices_unknown else data
+
+
+def _without_dollars(value: Any) -> Any:
+    """``value`` with every dollar figure (a key naming ``usd``) set to None."""
+    if isinstance(value, dict):
+        return {k: None if "usd" in k.lower() else _without_dollars(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_dollars(v) for v in value]
+    return value
 
 
 def _taints(taints: list[Any] | None) -> list[str]:
@@ -407,6 +420,7 @@ def render(summary: Summary, console: Console) -> None:
             "\n".join(p.taints) or "-",
             f"{p.max_gpus_per_node}x {p.gpu_model}" if p.max_gpus_per_node else "-",
             str(p.worst_case_gpus),
+            "?" if summary.prices_unknown and p.max_gpus_per_node else
             f"{p.worst_case_hourly_usd:.2f}" if p.max_gpus_per_node else "-",
         )
     console.print(pools)
@@ -421,13 +435,20 @@ def render(summary: Summary, console: Console) -> None:
                          else f"{m.usd_per_million_output_at_target:,.2f} / {m.usd_per_million_input_at_target:,.2f}")
             tiers.add_row(
                 m.tier, m.model, m.pool, f"{m.min_replicas}/{m.max_replicas}", str(m.gpus_per_replica),
-                str(m.worst_case_gpus), "-" if quota is None else str(quota), f"{m.worst_case_monthly_usd:,.0f}", at_target,
+                str(m.worst_case_gpus), "-" if quota is None else str(quota),
+                "?" if summary.prices_unknown else f"{m.worst_case_monthly_usd:,.0f}", at_target,
             )
         console.print(tiers)
     if summary.capacity:
         render_capacity(summary, console)
     if summary.cold_start:
         render_cold_starts(summary, console)
+    if summary.prices_unknown:
+        console.print(Text.assemble(
+            "GPU capacity (worst case): ", (str(summary.worst_case_gpus), "bold"), " GPUs; GPU cost and budget: ",
+            ("unknown", "bold"), f" ({summary.prices_unknown})",
+        ))
+        return
     console.print(Text.assemble(
         "GPU capacity (worst case): ", (str(summary.worst_case_gpus), "bold"), " GPUs; GPU cost at on-demand prices: ",
         (f"${summary.worst_case_gpu_hourly_usd:,.2f}/h", "bold"), ", ",
@@ -461,8 +482,9 @@ def render_capacity(summary: Summary, console: Console) -> None:
             row.pool, row.source, f"{row.min_nodes}/{num(row.max_nodes)}",
             str(row.gpus_per_node) if row.min_gpus_per_node == row.gpus_per_node else f"{row.min_gpus_per_node}-{row.gpus_per_node}",
             num(row.max_gpus), "\n".join(row.workloads) or "-", f"{row.gpus_at_min:g}/{row.gpus_at_max:g}",
-            f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}", f"{row.hourly_usd_at_min * hours:,.0f}",
-            "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",
+            f"{num(row.headroom_at_min)}/{num(row.headroom_at_max)}",
+            "?" if summary.prices_unknown else f"{row.hourly_usd_at_min * hours:,.0f}",
+            "?" if summary.prices_unknown else "-" if row.hourly_usd_at_max is None else f"{row.hourly_usd_at_max * hours:,.0f}",
         )
     console.print(table)
 

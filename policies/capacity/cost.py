@@ -37,7 +37,8 @@ def hourly_prices(types: Sequence[PricedType]) -> list[float]:
     missing = [t for t in types if t.hourly_usd is None]
     if missing:
         raise UnpricedInstanceError([str(getattr(t, "name", "?")) for t in missing],
-                                    str(getattr(missing[0], "region", "?")))
+                                    str(getattr(missing[0], "region", "?")),
+                                    region_unpriced=all(getattr(t, "on_demand_offered", True) is None for t in missing))
     return [float(t.hourly_usd) for t in types]  # type: ignore[arg-type]
 
 

@@ -166,8 +166,12 @@ def allocatable(instance: Instance, *, max_pods: int | None = None, disk_gib: fl
 class UnpricedInstanceError(ValueError):
     """A cost figure was asked of types the catalog has no on-demand price for in the stack's region."""
 
-    def __init__(self, names: list[str], region: str, priced_regions: tuple[str, ...] = ()):
+    def __init__(self, names: list[str], region: str, priced_regions: tuple[str, ...] = (),
+                 region_unpriced: bool = False):
         self.names, self.region = sorted(set(names)), region
+        #: The catalog has no prices for the region at all (not merely none for these types there): the
+        #: offline check then reports the budget as unknown instead of refusing the stack.
+        self.region_unpriced = region_unpriced
         known = f" (priced regions: {', '.join(priced_regions)})" if priced_regions else ""
         super().__init__(
             f"no on-demand price for {', '.join(self.names)} in {region} in policies/instance_catalog.json{known}; "
@@ -192,7 +196,8 @@ class InstanceCatalog:
         """:class:`UnpricedInstanceError` naming every type of ``names`` not priced in this region."""
         missing = self.unpriced(names)
         if missing:
-            raise UnpricedInstanceError(missing, self.region, self.priced_regions)
+            raise UnpricedInstanceError(missing, self.region, self.priced_regions,
+                                        region_unpriced=self.region not in self.priced_regions)
 
     def get(self, name: object) -> Instance | None:
         return self.instances.get(name) if isinstance(name, str) else None

@@ -111,10 +111,12 @@ class PoolPlan:
             need = functools.reduce(largest, (w.requests for w in self.workloads))
             fitting = [s for s in self.usable if not s.free.shortfalls(need)]
             if fitting:
-                # A type without a price in the stack's region sorts last here (the plan still needs a
-                # shape); every cost figure over it refuses (cost.hourly_prices).
+                # A type without a price in the stack's region sorts after the priced ones (the plan still
+                # needs a shape); every cost figure over it refuses (cost.hourly_prices). Among types of one
+                # price, or none priced (a region the catalog has no prices for), the smallest that holds the
+                # pods: the cheapest, as far as size tells.
                 return min(fitting, key=lambda s: (math.inf if s.instance.hourly_usd is None else s.instance.hourly_usd,
-                                                   -s.free.gpus))
+                                                   s.free.gpus, s.free.cpu_m))
         return self.best
 
     @property

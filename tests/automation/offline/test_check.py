@@ -269,3 +269,29 @@ def test_the_engines_environment_limit_counts_name_value_and_nul():
     assert json.loads(engine_environment("s", {"k:v": fits})["PULUMI_CONFIG"]) == {"k:v": fits}
     with pytest.raises(ConfigTooLargeForEngine, match="131,073 bytes as PULUMI_CONFIG"):
         engine_environment("s", {"k:v": fits + "x"})
+
+
+def test_a_stack_in_a_region_the_catalog_does_not_price_is_checked_with_its_budget_unknown(tmp_path):
+    """A copy of dev in eu-west-1: every policy runs (none fails), the GPU count is known, the cost and
+    the budget are not (no eu-west-1 price is sourced, none is borrowed from us-east-1), and the check
+    names the one command that fills them and exits 8 (BUDGET_UNKNOWN), not 0 and not 2."""
+    stack_file = tmp_path / "Pulumi.dev-eu.yaml"
+    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("region: us-east-1", "region: eu-west-1"))
+    done = run_check("--stack", "dev-eu", "--stack-file", str(stack_file), "--policy-config",
+                     str(ROOT / "policies" / "config" / "dev.json"), "--out", str(tmp_path / "out"), "--output", "json")
+    assert done.returncode == exit_codes.BUDGET_UNKNOWN == 8, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["policies"]["violations"] == []
+    assert result["budgetUnknown"] == (
+        "no on-demand price for g5.2xlarge, g5.4xlarge in eu-west-1 in policies/instance_catalog.json; run "
+        "`python -m automation catalog refresh --region eu-west-1` with AWS credentials, or choose a priced region or type")
+    summary = result["summary"]
+    assert (summary["worst_case_gpus"], summary["worst_case_gpu_monthly_usd"]) == (16, None)
+    assert summary["prices_unknown"] == result["budgetUnknown"]
+
+
+def test_budget_unknown_has_its_own_exit_code():
+    others = {exit_codes.OK, exit_codes.FAILED, exit_codes.USAGE, exit_codes.LOCKED, exit_codes.NOT_FOUND,
+              exit_codes.PREFLIGHT, exit_codes.INCOMPLETE, exit_codes.OUTDATED, exit_codes.INTERRUPTED,
+              exit_codes.TERMINATED}
+    assert exit_codes.BUDGET_UNKNOWN == 8 and exit_codes.BUDGET_UNKNOWN not in others
