@@ -26,7 +26,7 @@ from policies.capacity.engine import cluster_from_resources
 CA_RELEASE = ("kubernetes:helm.sh/v3:Release", "autoscaler", {"chart": "cluster-autoscaler", "version": "9.46.0"})
 KARPENTER_RELEASE = ("kubernetes:helm.sh/v3:Release", "karpenter", {"chart": "oci://public.ecr.aws/karpenter/karpenter",
                                                                    "version": "1.8.0"})
-G5 = ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.24xlarge", "g5.48xlarge"]
+G5 = ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge", "g5.48xlarge"]
 
 
 def resource(type_: str, name: str, props: dict, parent: str = "") -> SimpleNamespace:
@@ -108,13 +108,13 @@ def test_a_pulumi_eks_group_and_the_aws_node_group_under_it_are_one_pool():
      ["g5.12xlarge", "g5.24xlarge", "g5.48xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["4"]}, ["g5.48xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Lt", "values": ["4"]},
-     ["g5.xlarge", "g5.2xlarge", "g5.4xlarge"]),
+     ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.16xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Lt", "values": ["5"]},
-     ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.24xlarge"]),
+     ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["2xlarge", "12xlarge"]},
      ["g5.2xlarge", "g5.12xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-size", "operator": "NotIn", "values": ["xlarge", "48xlarge"]},
-     ["g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.24xlarge"]),
+     ["g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge"]),
     ({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"}, []),
 ])
 def test_a_nodepool_offers_the_catalog_types_its_requirements_admit(requirement, types):
