@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY, Plan
+from automation.offline.plan import Plan
+from automation.offline.wire import SECRET_SIG, SIG_KEY
 from policies.capacity.kinds import HELM_TYPES
 
 #: PyYAML's safe dumper in C (libyaml) where PyYAML was built with it, else the pure-Python one.
@@ -51,9 +52,9 @@ def redact_plan(plan: Plan) -> dict[str, Any]:
 
 def _redacted(value: Any, wire: bool) -> Any:
     if isinstance(value, dict):
-        if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
+        if value.get(SIG_KEY) == SECRET_SIG:
             hidden = _hide(value.get("value"))
-            return {SPECIAL_SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
+            return {SIG_KEY: SECRET_SIG, "value": hidden} if wire else hidden
         copy = None
         for key, item in value.items():
             redacted = _redacted(item, wire)

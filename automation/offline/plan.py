@@ -30,16 +30,13 @@ from google.protobuf.struct_pb2 import ListValue, Struct
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import provider_pb2, resource_pb2
 
+from automation.offline.wire import RESOURCE_REF_SIG, SIG_KEY
 from automation.paths import ROOT
 from policies.capacity.kinds import AWS_NODE_GROUP, EKS_CLUSTER, EKS_MANAGED_NODE_GROUP, HELM_TYPES, LAUNCH_TEMPLATE
 
 PROJECT = "llm-platform"
 ACCOUNT_ID = "123456789012"
 
-#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig/sig.go).
-SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 
 
 @dataclass
@@ -112,7 +109,7 @@ def _refs_to_urns(value: Any) -> Any:
     SDK would rehydrate as a resource the program never created. Copies only the dicts and lists on
     the way to a reference; ``value`` itself when it holds none."""
     if isinstance(value, dict):
-        if value.get(SPECIAL_SIG_KEY) == RESOURCE_REF_SIG:
+        if value.get(SIG_KEY) == RESOURCE_REF_SIG:
             return value.get("urn", "")
         changed = {k: v2 for k, v in value.items() if (v2 := _refs_to_urns(v)) is not v}
         return {**value, **changed} if changed else value
@@ -294,7 +291,7 @@ class RecordingMonitor(MockMonitor):
         }
         with self.lock:
             self.resources[urn] = MockMonitor.ResourceRegistration(urn, node_group_id, state)
-        return {"nodeGroup": {SPECIAL_SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
+        return {"nodeGroup": {SIG_KEY: RESOURCE_REF_SIG, "urn": urn, "id": node_group_id, "packageVersion": ""}}
 
 
 def record_plan(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY
+from automation.offline.wire import SECRET_SIG, SIG_KEY
 
 COMPONENTS = {
     "llm-platform:index:Platform",
@@ -59,7 +59,7 @@ def test_platform_outputs(dev_plan):
     (platform,) = dev_plan.of_type("llm-platform:index:Platform")
     outputs = dev_plan.outputs[platform.urn]
     assert outputs["cluster_name"] == "llm-platform-dev"
-    assert outputs["kubeconfig"][SPECIAL_SIG_KEY] == SECRET_SIG
+    assert outputs["kubeconfig"][SIG_KEY] == SECRET_SIG
     assert "oidc_provider_arn" not in outputs, "no IAM OIDC provider: nothing uses IRSA"
     assert set(outputs["node_role_arns"]) == {"system", "inference", "karpenter"}
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from automation.offline.plan import ROOT, SECRET_SIG, SPECIAL_SIG_KEY
+from automation.offline.plan import ROOT
+from automation.offline.wire import SECRET_SIG, SIG_KEY
 from tests.support.needs import missing
 from tests.support.prometheus_tools import free_port, stop_process, wait_until_ready
 
@@ -36,7 +37,7 @@ def require_litellm() -> Path:
 
 def unwrap(value: Any) -> Any:
     """A secret's plain value from the plan (in memory only; plan files keep it redacted)."""
-    if isinstance(value, dict) and value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
+    if isinstance(value, dict) and value.get(SIG_KEY) == SECRET_SIG:
         return value["value"]
     return value
 
@@ -50,12 +51,12 @@ def emitted(plan) -> dict[str, Any]:
 
     config = yaml.safe_load(named("kubernetes:core/v1:ConfigMap", "llm-gateway")["data"]["config.yaml"])
     secret = named("kubernetes:core/v1:Secret", "llm-gateway")
-    master_key = unwrap(secret["stringData"])["LITELLM_MASTER_KEY"] if SPECIAL_SIG_KEY in secret["stringData"] else unwrap(secret["stringData"]["LITELLM_MASTER_KEY"])
+    master_key = unwrap(secret["stringData"])["LITELLM_MASTER_KEY"] if SIG_KEY in secret["stringData"] else unwrap(secret["stringData"]["LITELLM_MASTER_KEY"])
     (endpoint,) = named("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "llm-gateway")["spec"]["endpoints"]
     credentials = endpoint["authorization"]["credentials"]
     token_secret = named("kubernetes:core/v1:Secret", credentials["name"])["stringData"]
-    token = unwrap(token_secret)[credentials["key"]] if SPECIAL_SIG_KEY in token_secret else unwrap(token_secret[credentials["key"]])
-    data = unwrap(secret["stringData"]) if SPECIAL_SIG_KEY in secret["stringData"] else secret["stringData"]
+    token = unwrap(token_secret)[credentials["key"]] if SIG_KEY in token_secret else unwrap(token_secret[credentials["key"]])
+    data = unwrap(secret["stringData"]) if SIG_KEY in secret["stringData"] else secret["stringData"]
     env = {key: unwrap(value) for key, value in data.items() if key != "LITELLM_MASTER_KEY"}
     return {"config": config, "master_key": master_key, "endpoint": endpoint, "scrape_token": token, "env": env}
 
@@ -75,7 +76,7 @@ def model_api_keys(plan) -> dict[str, str]:
         (vllm,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
         (ref,) = [e["valueFrom"]["secretKeyRef"] for e in vllm["env"] if e["name"] == "VLLM_API_KEY"]
         data = secrets[(meta["namespace"], ref["name"])]
-        data = unwrap(data) if SPECIAL_SIG_KEY in data else data
+        data = unwrap(data) if SIG_KEY in data else data
         keys[meta["name"]] = unwrap(data[ref["key"]])
     return keys
 

@@ -57,17 +57,12 @@ from automation.offline.pack.findings import (  # noqa: F401 - the pack's findin
     resource_dict,
     urn_of,
 )
+from automation.offline.wire import OUTPUT_VALUE_SIG, RESOURCE_REF_SIG, SECRET_SIG, SIG_KEY, UNKNOWN_STRING
 from policies.capacity import bounded_json
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PACK_DIR = ROOT / "policies"
 
-#: Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig/sig.go).
-SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-RESOURCE_REF_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-OUTPUT_VALUE_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 LEVELS = {
     "advisory": analyzer_pb2.ADVISORY,

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from automation.offline.plan import SECRET_SIG, SPECIAL_SIG_KEY
+from automation.offline.wire import SECRET_SIG, SIG_KEY
 from components import contract, versions
 from components.serving.gateway import bedrock_invoke_policy
 
@@ -45,7 +45,7 @@ def test_gateway_is_scraped_with_a_token_from_a_secret(dev_plan):
     assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": "llm-gateway-metrics", "key": "token"}}
     (token,) = [r.inputs for r in dev_plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "llm-gateway-metrics"]
     assert token["metadata"]["namespace"] == monitor["metadata"]["namespace"] == "llm-gateway"
-    assert token["stringData"][SPECIAL_SIG_KEY] == SECRET_SIG, "the token stays a Pulumi secret"
+    assert token["stringData"][SIG_KEY] == SECRET_SIG, "the token stays a Pulumi secret"
 
 
 def test_bedrock_models_are_listed_by_kind(stack_config):
@@ -78,7 +78,7 @@ def test_master_key_is_generated_and_secret(dev_plan):
     (master,) = [p for p in passwords if p.name.endswith("master-key")]
     assert master.inputs["length"] == 48
     (secret,) = [r.inputs for r in dev_plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "llm-gateway"]
-    assert secret["stringData"][SPECIAL_SIG_KEY] == SECRET_SIG
+    assert secret["stringData"][SIG_KEY] == SECRET_SIG
 
 
 def test_bedrock_role_invokes_only_configured_models(prod_plan):
