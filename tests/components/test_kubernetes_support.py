@@ -132,7 +132,7 @@ def test_1_37_is_refused_naming_why_and_the_components_that_do_not_run_on_it():
     assert [str(p) for p in caught.value.problems] == [
         'llm-platform:kubernetesVersion: got "1.37": 1.37 is refused: EKS does not offer it yet (no 1.37 in the EKS '
         "release calendar; aws/containers-roadmap's request for it is open); pinned components not known to run on "
-        "it: Karpenter 1.14.1 (1.26-1.36), KEDA 2.20.2 (1.33-1.35), NVIDIA DRA driver 25.12.0 (1.32-1.36), "
+        "it: Karpenter 1.14.1 (1.26-1.36), KEDA 2.20.2 (1.33-1.35), DRA driver for NVIDIA GPUs 0.4.1 (1.32-1.36), "
         "kube-prometheus-stack 88.5.3 (1.25-1.36), NVIDIA GPU Operator v26.7.0 (1.33-1.36); allowed: 1.34, 1.35, 1.36"]
 
 
