@@ -150,9 +150,10 @@ def test_the_hybrid_pool_is_fixed_capacity_without_a_cloud_price():
     (pool,) = [p for p in cluster.pools if p.name == "onprem-l40s"]
     assert (pool.kind, pool.capacity_source, pool.min_nodes, pool.max_nodes) == ("hybrid node pool", "fixed nodes", 2, 2)
     assert pool.key == "hybridNodes.pools[0]"
-    # dev's cloud worst case alone is 16 GPUs and $33.28/h: the 8 on-prem GPUs add neither.
+    # dev's cloud worst case alone is 16 GPUs and $29.98/h (4 x g5.4xlarge $1.624 + gpu-inference 8 GPUs at
+    # g5.4xlarge's $1.624/GPU-h + gpu-training 4 GPUs at g6e.12xlarge's $2.623/GPU-h): the 8 on-prem GPUs add neither.
     worst = stack_worst_case(cluster.pools)
-    assert (worst.gpus, round(worst.hourly_usd, 2)) == (16, 33.28)
+    assert (worst.gpus, round(worst.hourly_usd, 2)) == (16, 29.98)
     plan_ = next(p for p in checked.simulation.plans if p.pool.name == "onprem-l40s")
     assert [w.name for w in plan_.workloads] == ["Deployment serving-onprem/llama-onprem"]
 
