@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import bounded_json
 from .instances import Instance
 from .kinds import DAEMONSET, EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
 from .model import Pool, Selection, quantity, untolerated
@@ -495,7 +496,9 @@ def server_container(pod: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in containers if "vllm" in str(c.get("image") or "")), containers[0] if containers else None)
 
 
-def _flag(args: list[Any], flag: str) -> str | None:
+def flag_value(args: list[Any], flag: str) -> str | None:
+    """The value of a command-line flag as vLLM's argument parser reads it: ``--flag value`` or
+    ``--flag=value`` (the first occurrence); ``None`` when absent."""
     for i, arg in enumerate(args):
         if arg == flag and i + 1 < len(args):
             return str(args[i + 1])
@@ -511,7 +514,7 @@ def weight_loading(pod: dict[str, Any]) -> WeightLoading:
     when ``--model-loader-extra-config`` says ``"distributed": true``), downloaded otherwise."""
     server = server_container(pod) or {}
     args = [a for a in [*(server.get("command") or []), *(server.get("args") or [])] if isinstance(a, str)]
-    if _flag(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
+    if flag_value(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
         return WeightLoading(DOWNLOAD)
     env = {e.get("name"): e.get("value") for e in server.get("env") or [] if isinstance(e, dict)}
     try:
@@ -519,11 +522,11 @@ def weight_loading(pod: dict[str, Any]) -> WeightLoading:
     except ValueError:
         concurrency = 0
     try:
-        ranks = int(str(_flag(args, TENSOR_PARALLEL_FLAG) or 1))
+        ranks = int(str(flag_value(args, TENSOR_PARALLEL_FLAG) or 1))
     except ValueError:
         ranks = 1
     try:
-        extra = json.loads(_flag(args, LOADER_EXTRA_CONFIG_FLAG) or "{}")
+        extra = bounded_json.loads(flag_value(args, LOADER_EXTRA_CONFIG_FLAG) or "{}")
     except ValueError:
         extra = {}
     distributed = isinstance(extra, dict) and extra.get(DISTRIBUTED_KEY) is True

@@ -23,6 +23,7 @@ from typing import Any
 
 from . import bounded_json
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets, release_deployments
+from .cold_start import flag_value
 from .cost import RESERVATION_KEY, Reservation, parse_reservations
 from .hybrid import HYBRID_KIND
 from .hybrid import read as read_hybrid_pool
@@ -302,13 +303,7 @@ def _selection(pod: dict[str, Any]) -> Selection:
     return Selection.of(pod.get("nodeSelector") or {}, terms or [])
 
 
-def _arg(args: list[str], flag: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
+_arg = flag_value
 
 
 def _model(pod_meta: dict[str, Any], pod: dict[str, Any]) -> ModelServing | None:

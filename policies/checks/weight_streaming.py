@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from capacity.cold_start import LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT, STREAMER_MEMORY_LIMIT_ENV
+from capacity.cold_start import LOAD_FORMAT_FLAG, STREAMER_LOAD_FORMAT, STREAMER_MEMORY_LIMIT_ENV, flag_value
 from lib.kit import MANDATORY, resource_policy
 from lib.pod_templates import POD_TEMPLATE_PATHS, pod_templates
 from lib.resources import Resource
@@ -23,18 +23,9 @@ from lib.values import UNKNOWN, contains_unknown, quantity
 GIB = 1024**3
 
 
-def _flag(args: list[str], flag: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def _problem(container: dict[str, Any]) -> str | None:
     args = [a for a in [*(container.get("command") or []), *(container.get("args") or [])] if isinstance(a, str)]
-    if _flag(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
+    if flag_value(args, LOAD_FORMAT_FLAG) != STREAMER_LOAD_FORMAT:
         return None
     env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
     limit = quantity(env.get(STREAMER_MEMORY_LIMIT_ENV))
@@ -42,7 +33,7 @@ def _problem(container: dict[str, Any]) -> str | None:
     if limit is None or memory is None or limit <= 0:
         return None
     try:
-        ranks = max(1, int(_flag(args, "--tensor-parallel-size") or 1))
+        ranks = max(1, int(flag_value(args, "--tensor-parallel-size") or 1))
     except ValueError:
         ranks = 1
     buffers = ranks * limit

@@ -43,8 +43,9 @@ def _quiet(self, *_args):
     pass
 
 
-def _get_only(content_type: str, body: bytes) -> type[BaseHTTPRequestHandler]:
-    """HEAD answered 405 (some mirrors), GET with ``body`` under ``content_type`` and no digest header."""
+def _get_only(content_type: str, body: bytes, digest: str | None = None) -> type[BaseHTTPRequestHandler]:
+    """HEAD answered 405 (some mirrors), GET with ``body`` under ``content_type`` and ``digest`` (if any) as
+    its Docker-Content-Digest."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_HEAD(self):  # noqa: N802 - http.server hook
@@ -55,6 +56,8 @@ def _get_only(content_type: str, body: bytes) -> type[BaseHTTPRequestHandler]:
         def do_GET(self):  # noqa: N802 - http.server hook
             self.send_response(200)
             self.send_header("Content-Type", content_type)
+            if digest is not None:
+                self.send_header("Docker-Content-Digest", digest)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -80,24 +83,8 @@ def test_bytes_that_are_not_a_manifest_are_not_pinned(capsys, tmp_path, content_
 
 def test_a_digest_header_that_does_not_match_the_bytes_is_not_pinned(capsys, tmp_path):
     body = b'{"schemaVersion": 2, "config": {}, "layers": []}'
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_HEAD(self):  # noqa: N802 - http.server hook
-            self.send_response(405)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def do_GET(self):  # noqa: N802 - http.server hook
-            self.send_response(200)
-            self.send_header("Content-Type", OCI_MANIFEST)
-            self.send_header("Docker-Content-Digest", "sha256:" + "1" * 64)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        log_message = _quiet
-
-    assert unresolved_line(capsys, tmp_path, Handler) == (
+    handler = _get_only(OCI_MANIFEST, body, digest="sha256:" + "1" * 64)
+    assert unresolved_line(capsys, tmp_path, handler) == (
         f"  A: the registry's Docker-Content-Digest does not match the manifest it sent{CRANE}")
 
 

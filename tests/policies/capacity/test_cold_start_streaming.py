@@ -199,3 +199,17 @@ def test_the_emitted_pod_says_ranks_and_distributed_mode():
     assert weight_loading(pod("--tensor-parallel-size", "4", "--model-loader-extra-config", '{"distributed": true}')) == (
         WeightLoading(STREAM, 32, ranks=4, distributed=True))
     assert weight_loading(pod("--model-loader-extra-config", "not json")) == WeightLoading(STREAM, 32, ranks=1)
+
+
+@pytest.mark.parametrize("extra, distributed", [
+    ('{"distributed": true}', True),
+    ('{"distributed": false}', False),
+    ("[" * 100_000, False),  # nested past any parser: read as no config, never a RecursionError
+    ("not json", False),
+])
+def test_the_loader_extra_config_is_read_with_a_nesting_bound(extra, distributed):
+    pod = {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "args": [
+        "s3://models/x/", "--load-format", "runai_streamer", "--tensor-parallel-size", "4",
+        "--model-loader-extra-config", extra]}]}
+    loading = weight_loading(pod)
+    assert (loading.mode, loading.ranks, loading.distributed) == (STREAM, 4, distributed)
