@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -132,6 +132,19 @@ class ModelArchitecture(_Model):
 
 
 class ServedModel(_Model):
+    @model_validator(mode="before")
+    @classmethod
+    def _group_rollout_default(cls, data: Any) -> Any:
+        """A multi-node model's rollout defaults to LeaderWorkerSet's own (kubernetes-sigs/lws
+        ``RollingUpdateConfiguration``: maxUnavailable 1, maxSurge 0): a surge would need a whole second
+        group of GPU nodes under the pool's ceiling."""
+        if isinstance(data, dict) and "rollout" not in data:
+            nodes = data.get("nodesPerReplica", data.get("nodes_per_replica", 1))
+            if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 1:
+                return {**data, "rollout": "noSurge"}
+        return data
+
+
     """One vLLM deployment. Its GPU memory need (weights plus the KV cache of one ``maxModelLen``
     sequence, split over ``gpusPerReplica`` GPUs by tensor parallelism) follows from ``catalog``, a
     model of ``policies/capacity/model_catalog.json``, or an explicit ``architecture``; exactly one.
@@ -168,7 +181,10 @@ class ServedModel(_Model):
     #: taking one down, and needs room for it under the pool's ceiling at max replicas; ``noSurge``
     #: (maxSurge 0, maxUnavailable 1) takes one down first, for a pool at its ceiling, and needs
     #: ``replicas.min >= 2`` so one keeps serving (or 0: a scale-to-zero model accepts going cold). The
-    #: capacity simulation refuses either where it breaks.
+    #: capacity simulation refuses either where it breaks. Default ``surge``; for a multi-node model
+    #: (``nodesPerReplica`` > 1) ``noSurge``, the LeaderWorkerSet controller's own default (maxSurge 0,
+    #: maxUnavailable 1: a surge adds a whole group of nodes), where the gateway serves the model's traffic
+    #: from its fallbacks while a lone group restarts.
     rollout: contract.Rollout = "surge"
     #: Other served models of the same ``kind`` the gateway tries, in order, when this one fails (5xx,
     #: timeout, overload), before the Bedrock models of that kind: an on-prem model names its cloud

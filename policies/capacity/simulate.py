@@ -515,6 +515,17 @@ def _rollout_findings(workload: Workload) -> list[Finding]:
     rollout = workload.rollout
     how = "Recreate" if rollout.type == "Recreate" else \
         f"maxSurge: {rollout.max_surge}, maxUnavailable: {rollout.max_unavailable}"
+    if workload.group_size > 1:
+        # A multi-node group: a surge needs a whole second group of GPU nodes, which a pool sized to the model
+        # rarely has; the restart gap is served by the gateway's fallbacks (LiteLLM falls back on the 5xx of a
+        # group with no ready leader). Advice, not a block.
+        return [Finding(
+            "rollout", workload.name, workload.namespace, "serving groups during a rollout", "at least 1", str(serving),
+            f"{workload.name} rolls out with {how}: at its {replicas} min group(s) the LeaderWorkerSet controller "
+            f"restarts {unavailable} group(s) before a new one is ready, so the gateway serves the model from its "
+            "fallbacks for a cold multi-node start. To keep it warm, raise min replicas or give the pool room for "
+            "a surge group (rollout: surge).",
+            blocking=False, workload_key=workload.key)]
     return [Finding(
         "rollout", workload.name, workload.namespace, "serving pods during a rollout", "at least 1", str(serving),
         f"{workload.name} rolls out with {how}: at its {replicas} min replica(s) the deployment controller takes "

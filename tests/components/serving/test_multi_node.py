@@ -83,8 +83,9 @@ def test_one_group_of_two_pods_started_leader_created_and_restarted_as_a_unit(pl
     assert group["restartPolicy"] == "RecreateGroupOnPodRestart"
     # LeaderReady would wait for a leader that is ready only once its workers have joined.
     assert spec["startupPolicy"] == "LeaderCreated"
+    # LeaderWorkerSet's own default (maxSurge 0, maxUnavailable 1): a surge would need a second group of nodes.
     assert spec["rolloutStrategy"] == {"type": "RollingUpdate",
-                                       "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+                                       "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1}}
     assert "replicas" not in spec  # KEDA owns it through the scale subresource
 
 
@@ -228,7 +229,12 @@ def run_check(capsys, tmp_path, config) -> tuple[int, str]:
 def test_the_offline_check_passes_the_405b_copy_and_refuses_half_a_group(capsys, tmp_path):
     code, output = run_check(capsys, tmp_path, copies.karpenter_copy())
     assert code == exit_codes.OK, output
-    assert "no violations" in output
+    # The one group restarts in a rollout (the gateway serves from the fallbacks meanwhile): advice only.
+    assert "Policy violations: 1 advisory" in output and "mandatory" not in output
+    assert "at its 1 min group(s) the LeaderWorkerSet controller restarts 1 group(s)" in output
+    code, output = run_check(capsys, tmp_path, copies.managed_group_copy(nodes=2))
+    assert code == exit_codes.OK, output  # exactly one group of two p5.48xlarge: no room for a surge group
+    assert "mandatory" not in output
     code, output = run_check(capsys, tmp_path, copies.karpenter_copy(nodes=1))
     assert code == exit_codes.USAGE == 2 and "Traceback" not in output
     assert f"llm-platform:serving.tiers[batch].models[{MODEL}].nodesPerReplica: got 2:" in output
