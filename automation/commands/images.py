@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 from automation import exit_codes
+from automation.commands._arguments import host_override, seconds_up_to
 from automation.commands._common import add_output_flags
 from automation.console import stdout
 from automation.errors import UsageError
 from automation.images.pins import DEFAULT_VERSIONS_FILE, Pin, read_pins, read_source, rewrite, write_atomically
-from automation.images.routing import DEFAULT_TIMEOUT, OverrideError, parse_override
+from automation.images.routing import DEFAULT_TIMEOUT
 
 
 def declare(verbs: argparse._SubParsersAction) -> None:
@@ -47,11 +48,11 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     resolve.add_argument("--only", action="append", default=[], metavar="NAME",
                          help="resolve only this pin: its name in the file (e.g. VLLM_IMAGE) or its repository; "
                          "repeatable")
-    resolve.add_argument("--registry-override", action="append", default=[], metavar="HOST=URL", type=_override,
+    resolve.add_argument("--registry-override", action="append", default=[], metavar="HOST=URL", type=host_override,
                          help="send requests for registry (or token) host HOST to URL instead, e.g. a mirror or "
                          "a test registry: docker.io=http://127.0.0.1:5000; plain http is allowed only here; "
                          "repeatable")
-    resolve.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+    resolve.add_argument("--timeout", type=seconds_up_to(300), default=DEFAULT_TIMEOUT,
                          help="seconds each exchange with a registry or token server may take in all: connecting, the "
                          f"headers and the whole body (default {DEFAULT_TIMEOUT:g})")
     resolve.set_defaults(run=_run_resolve)
@@ -62,21 +63,6 @@ def _add_versions_file(parser: argparse.ArgumentParser) -> None:
                         help="the versions module to read (default: components/versions.py)")
 
 
-def _override(text: str) -> tuple[str, str]:
-    try:
-        return parse_override(text)
-    except OverrideError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 300:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 and at most 300 seconds")
-    return value
 
 
 def _run_list(args: argparse.Namespace) -> int:

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from automation import exit_codes
+from automation.commands._arguments import host_override, seconds_up_to
 from automation.commands._common import add_output_flags, stack_flag
 from automation.console import err, stdout
 from automation.errors import UsageError
-from automation.images.routing import OverrideError, parse_override
 from automation.outdated.pins import DEFAULT_VERSIONS_FILE
 
 _DEFAULT_TIMEOUT = 30.0
@@ -42,11 +42,11 @@ def declare(verbs: argparse._SubParsersAction) -> None:
                           help="the Kubernetes minor charts and images must support (default: the stack's, else "
                           "the versions file's DEFAULT_KUBERNETES_VERSION)")
     outdated.add_argument("--region", help="AWS region for the aws CLI (default: the stack's, else us-east-1)")
-    outdated.add_argument("--source-override", action="append", default=[], metavar="HOST=URL", type=_override,
+    outdated.add_argument("--source-override", action="append", default=[], metavar="HOST=URL", type=host_override,
                           help="send requests for HOST (a Helm repository, a registry or its token realm) to URL, "
                           "e.g. a mirror: kedacore.github.io=https://mirror.example/kedacore; plain http is "
                           "allowed only here; repeatable")
-    outdated.add_argument("--timeout", type=_seconds, default=_DEFAULT_TIMEOUT,
+    outdated.add_argument("--timeout", type=seconds_up_to(600), default=_DEFAULT_TIMEOUT,
                           help="seconds one source may take to answer completely, redirects and every byte "
                           f"included (default {_DEFAULT_TIMEOUT:g})")
     outdated.add_argument("--versions-file", type=Path, default=DEFAULT_VERSIONS_FILE, metavar="PATH",
@@ -55,21 +55,6 @@ def declare(verbs: argparse._SubParsersAction) -> None:
     outdated.set_defaults(run=_run_outdated)
 
 
-def _override(text: str) -> tuple[str, str]:
-    try:
-        return parse_override(text)
-    except OverrideError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 and at most 600 seconds")
-    return value
 
 
 def _minor(text: str) -> str:
