@@ -226,7 +226,8 @@ def test_prod_requires_digests_except_the_documented_unverified_images():
     env = {"LLM_PLATFORM_POLICY_STRICT": "1", "PULUMI_CONFIG": engine_config(karpenter_copy())}
     with PolicyPackRunner(env=env) as runner:
         runner.configure({**config, "container-image-pinned": {**images, "digestExemptImages": []}})
-        findings = runner.analyze_plan(prod_plan.resources)
+        # Advice (the lone 405B group restarting in a rollout) is not what this test is about.
+        findings = [v for v in runner.analyze_plan(prod_plan.resources) if v.enforcement_level == "mandatory"]
     assert findings and all(v.policy_name == "container-image-pinned" for v in findings), findings
     named = {image for v in findings for image in images["digestExemptImages"] if f"'{image}'" in v.message}
     # Cilium runs on hybrid nodes only, which this copy has none of.
