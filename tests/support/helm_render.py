@@ -370,13 +370,7 @@ def chart_crd_schemas(chart: HelmChart) -> dict[tuple[str, str, str], dict[str, 
             if not (member.isfile() and in_crds and member.name.endswith((".yaml", ".yml"))):
                 continue
             extracted = archive.extractfile(member)  # None only for a member that is no regular file
-            for doc in yaml.load_all(extracted.read() if extracted else b"", Loader=_CrdLoader):  # noqa: S506 - safe loader
-                if not doc or doc.get("kind") != "CustomResourceDefinition":
-                    continue
-                spec = doc["spec"]
-                for version in spec["versions"]:
-                    if version.get("served", True) and "schema" in version:
-                        schemas[(spec["group"], version["name"], spec["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+            schemas.update(crd_schemas_of(extracted.read() if extracted else b""))
     return schemas
 
 
