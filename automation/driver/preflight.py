@@ -129,15 +129,15 @@ def endpoint_check(settings: Any, kubeconfig: Any, asserted: bool, stack: str) -
     if not kubeconfig:
         return CheckResult(name, False, (
             f"{stack}'s API endpoint is private and its cluster does not exist yet: every Helm release and Kubernetes "
-            "object goes through that endpoint, so run this from inside the VPC (or a network routed to it; see the "
-            "README, 'Running prod') and pass --endpoint-reachable"))
+            "object goes through that endpoint, so run this from inside the VPC (or a network routed to it; see "
+            "docs/deploy.md, 'Running prod') and pass --endpoint-reachable"))
     try:
         server = urlparse(_server(kubeconfig))
         with socket.create_connection((server.hostname, server.port or 443), timeout=5):
             pass
     except (OSError, ValueError, KeyError, IndexError) as exc:
         return CheckResult(name, False, f"cannot reach {stack}'s private API endpoint from here ({exc}); run from "
-                                        "inside the VPC (README, 'Running prod')")
+                                        "inside the VPC (docs/deploy.md, 'Running prod')")
     return CheckResult(name, True, f"{server.hostname} reachable")
 
 

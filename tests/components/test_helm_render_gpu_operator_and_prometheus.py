@@ -1,8 +1,8 @@
 """The GPU Operator and kube-prometheus-stack, rendered by Helm's engine with the program's values:
 where their pods land and what the operator and Prometheus are told.
 
-Both charts are packaged into the chart cache as published (README, "Helm charts rendered by
-Helm's engine"): the GPU Operator stamped with its release version, kube-prometheus-stack with the
+Both charts are packaged into the chart cache as published (docs/charts.md):
+the GPU Operator stamped with its release version, kube-prometheus-stack with the
 subchart versions its Chart.yaml names. Schema checks of every core object run in
 ``tests/components/test_helm_render.py``; custom resources (ClusterPolicy, Prometheus, ...) are listed here.
 A chart not in the cache skips with the reason printed (``pytest -rs``).

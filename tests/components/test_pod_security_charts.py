@@ -1,5 +1,5 @@
 """Pod Security ``restricted`` on the controllers' pods as Helm's engine renders the pinned charts
-with the program's values. Node agents that must touch the host are the listed exceptions (README,
+with the program's values. Node agents that must touch the host are the listed exceptions (docs/security.md,
 "Pod Security exceptions"); everything else must pass."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tests.components.test_helm_render import kube_version, release_of
 from tests.support import helm_render, pod_security
 from tests.support.needs import missing
 
-#: (chart, workload) -> why it cannot run under ``restricted``. Kept in step with the README.
+#: (chart, workload) -> why it cannot run under ``restricted``. Kept in step with docs/security.md.
 EXCEPTIONS = {
     ("nvidia-device-plugin", "nvidia-device-plugin"): "registers with the kubelet through a hostPath socket (/var/lib/kubelet/device-plugins) as root",
     ("nvidia-device-plugin", "nvidia-device-plugin-mps-control-daemon"): "MPS control daemon: privileged with hostPID (only on MPS-labelled nodes)",

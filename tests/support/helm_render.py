@@ -9,7 +9,7 @@ local checkout of the chart's upstream repository at the pinned tag::
     python -m tests.support.helm_render cache --git-dir path/to/repo.git --ref <tag> --path <chart subdir>
 
 The ref must hold the chart as published: Karpenter stamps version, appVersion and image tags in a
-"Stable Release updates" commit after the tag, so use that commit, not the tag (README lists refs).
+"Stable Release updates" commit after the tag, so use that commit, not the tag (docs/charts.md lists refs).
 Where a release pipeline stamps the chart only while packaging (the GPU Operator's tag carries
 ``v1.0.0-devel``; its release workflow runs ``helm package --version <tag> --app-version <tag>``),
 say so explicitly with ``--stamp-version``/``--stamp-app-version``, which rewrite Chart.yaml exactly

@@ -91,7 +91,7 @@ def test_device_class_name_is_the_charts():
     assert GPU_DEVICE_CLASS == "gpu.nvidia.com"
 
 
-def test_readme_dra_example_is_valid_and_targets_the_dra_pool():
+def test_documented_dra_example_is_valid_and_targets_the_dra_pool():
     """The documented workload passes strict Kubernetes schemas and tolerates a DRA pool's taints."""
     import re
     from pathlib import Path
@@ -99,7 +99,7 @@ def test_readme_dra_example_is_valid_and_targets_the_dra_pool():
     import kubernetes_validate
     import yaml
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "capacity.md").read_text()
     (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "ResourceClaimTemplate" in b]
     documents = list(yaml.safe_load_all(block))
     for document in documents:
