@@ -325,7 +325,7 @@ KUBE_PROMETHEUS_STACK = HelmChart(
 )
 
 
-# --- Chart-default images, pinned explicitly (issue 30) -------------------------------------------
+# --- Chart-default images, pinned explicitly -------------------------------------------------------
 # Every image below is what the pinned chart would pull on its own (its values.yaml or appVersion, read
 # from the packaged chart in ../shared/charts): the program sets each one explicitly, so a chart bump
 # cannot change an image unseen and ``python -m automation images resolve`` can pin them by digest.

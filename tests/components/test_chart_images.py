@@ -1,4 +1,4 @@
-"""Every image the installed charts would run is a pin of components/versions.py (issue 30).
+"""Every image the installed charts would run is a pin of components/versions.py.
 
 Each chart of the dev and prod plans (and dev with a DRA pool, the only plan that installs the DRA
 driver) is rendered by Helm's engine with the program's values; every image reference in the output

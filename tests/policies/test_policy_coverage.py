@@ -1,4 +1,4 @@
-"""Issue 13: the pack sees every pod template and pool shape, and blocks nothing valid.
+"""The pack sees every pod template and pool shape, and blocks nothing valid.
 
 Multi-template kinds (LeaderWorkerSet, RayCluster/RayJob/RayService), custom kinds added through
 ``customWorkloads``, MIG slices and DRA claims under the workload contract, moving image tags, and

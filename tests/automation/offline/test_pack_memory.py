@@ -1,4 +1,4 @@
-"""What the check holds on to while the pack answers (issue 29, 500 models under 400 MB): the
+"""What the check holds on to while the pack answers (500 models under 400 MB): the
 AnalyzeStack request is the only copy of the marshalled inputs, and nothing of the run is kept once
 its answers are read."""
 

@@ -1,4 +1,4 @@
-"""The vLLM image pre-pull DaemonSet (issue 32): shape, placement on exactly the GPU pools that host models,
+"""The vLLM image pre-pull DaemonSet: shape, placement on exactly the GPU pools that host models,
 Pod Security ``restricted``, and its namespace's default deny."""
 
 from __future__ import annotations

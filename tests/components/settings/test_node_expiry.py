@@ -1,4 +1,4 @@
-"""Node expiry against disruption budgets (issue 28, item 8), as Karpenter v1's engine decides it.
+"""Node expiry against disruption budgets, as Karpenter v1's engine decides it.
 
 Textbook: a budget with ``nodes: "0"`` during working hours means no node is disrupted then. Engine:
 expiration is forceful (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/expiration): once

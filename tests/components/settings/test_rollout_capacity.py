@@ -1,4 +1,4 @@
-"""A rollout at peak finishes (issue 28, item 7): ``python -m automation check`` refuses a stack copy
+"""A rollout at peak finishes: ``python -m automation check`` refuses a stack copy
 whose pool ceiling has no room for a model's rollout surge pod, or whose model rolls out without
 surge while fewer than 2 min replicas keep serving; exit 2, the key to edit and the numbers.
 

@@ -176,7 +176,7 @@ def test_settings_and_engine_adapters_agree(variant):
     assert shapes(from_settings) == shapes(from_engine)
     # without Cluster Autoscaler the pack names exactly the managed groups that can grow and whose
     # desired size does not already hold their workloads: the system group keeps its 2 desired nodes,
-    # which hold the gateway at max replicas (issue 31: judged by fixed capacity, not "stays at 2")
+    # which hold the gateway at max replicas (judged by fixed capacity, not "stays at 2")
     bare = simulate(cluster_from_resources(without_cluster_autoscaler(plan.resources))).findings
     grows = {p.name for p in settings.gpu_pools if p.scaling.max_size > p.scaling.min_size}
     assert {f.where for f in bare if f.check == "capacity-source"} == grows

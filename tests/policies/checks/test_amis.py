@@ -33,7 +33,7 @@ def test_forbidden_ami_types_are_configurable(pack):
     assert pack.messages(patch(gpu_node_group(), {"amiType": "AL2_x86_64_GPU"}), "no-end-of-life-ami") == []
 
 
-# --- end-of-life AMIs reached without an alias or an amiType (issue 31), at prod's level -------------
+# --- end-of-life AMIs reached without an alias or an amiType, at prod's level --------------------
 
 PROD_CONFIG = ROOT / "policies" / "config" / "prod.json"
 EOL = "no-end-of-life-ami"

@@ -47,7 +47,7 @@ def pool(types=("g5.2xlarge",), min_size=0, max_size=3, *, aws_child: bool = Fal
 
 
 def asg_tags(owner: dict, *, skip: tuple[str, ...] = ()) -> list[dict]:
-    """Cluster Autoscaler node-template tags as issue 10 emits them: aws:autoscaling/tag:Tag parented by the pool."""
+    """Cluster Autoscaler node-template tags as the program emits them: aws:autoscaling/tag:Tag parented by the pool."""
     tags = {f"{TEMPLATE}/label/{k}": v for k, v in GPU_POOL_LABELS.items()}
     tags[f"{TEMPLATE}/taint/nvidia.com/gpu"] = "true:NoSchedule"
     tags[f"{TEMPLATE}/resources/nvidia.com/gpu"] = "1"
@@ -342,7 +342,7 @@ def test_report_and_pack_agree_on_worst_case(pack, stack_plan):
     assert sum(r.max_gpus or 0 for r in rows.values()) == summary.worst_case_gpus
 
 
-# --- rollouts at max replicas (issue 28, item 7) ----------------------------------------------
+# --- rollouts at max replicas -------------------------------------------------------------
 #
 # The deployment controller resolves maxSurge rounding up and maxUnavailable rounding down (both 0 ->
 # unavailable 1), and takes an old pod down only while `available >= replicas - maxUnavailable`. So a

@@ -231,7 +231,7 @@ def report_worst_case(plan) -> tuple[float, int]:
 def test_pack_and_report_agree_on_the_recorded_plans(pack, stack_plan):
     figures = pack_worst_case(pack, stack_plan.resources)
     assert figures == report_worst_case(stack_plan)
-    # Pool ceilings hold each model's rollout surge pod (issue 28, item 7): dev's 'inference' group
+    # Pool ceilings hold each model's rollout surge pod: dev's 'inference' group
     # 3 -> 4 nodes (+1 x $1.624/h x 730 h), prod's 'inference-l40s' 4 -> 5 nodes (+1 x $2.242/h x 730 h)
     # and 'gpu-interactive' 16 -> 20 GPUs (+4 x $2.036/GPU-h x 730 h). Both stacks' 'gpu-inference' NodePool
     # then took instanceSizes xlarge-12xlarge: its dearest GPU-hour is g5.4xlarge's $1.624, not the
@@ -255,7 +255,7 @@ def test_pack_and_report_agree_where_node_limits_and_static_replicas_bound_a_poo
     assert figures[0] == 3 * 1 + 5 * 1 + 2 * g6e_largest
 
 
-# --- quotas scoped to a PriorityClass count only that class's pods (issue 31), at prod's level ------
+# --- quotas scoped to a PriorityClass count only that class's pods, at prod's level -----------------
 
 def _scoped(operator="In", *values):
     expression = {"scopeName": "PriorityClass", "operator": operator, **({"values": list(values)} if values else {})}

@@ -120,7 +120,7 @@ def test_unknown_values_are_not_judged(pack, changes, gpus):
     assert pack.messages(res, CONTRACT) == [] and pack.messages(res, WASTE) == []
 
 
-# --- GPUs under other names, quantities the API server refuses (issue 31) ---------------------------
+# --- GPUs under other names, quantities the API server refuses ----------------------------------
 
 PROD_CONFIG = ROOT / "policies" / "config" / "prod.json"
 
@@ -156,7 +156,7 @@ def test_a_fractional_gpu_limit_is_refused(pack, resource):
     assert pack.messages(whole, CONTRACT) == []
 
 
-# --- workload kinds: built-in CRD table, and an advisory for what the pack cannot know (issue 31) -----
+# --- workload kinds: built-in CRD table, and an advisory for what the pack cannot know ----------------
 
 KNOWN = "workload-kinds-known"
 ISVC = "kubernetes:serving.kserve.io/v1beta1:InferenceService"

@@ -63,7 +63,7 @@ NODEPOOL_MESSAGE = TAINT_POLICY + (
         req("node.kubernetes.io/instance-type", "In", "m7i.xlarge", "g5.2xlarge"),
         req(A + "instance-gpu-count", "Gte", "1"),
         req(A + "instance-category", "In", "p"),
-        # Lt/Lte need the label, which only GPU types carry (issue 31)
+        # Lt/Lte need the label, which only GPU types carry
         req(K + "instance-gpu-count", "Lt", "2"),
         req(K + "instance-gpu-count", "Lte", "4"),
         req(K + "instance-gpu-memory", "Lt", "20000"),
