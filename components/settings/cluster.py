@@ -15,13 +15,23 @@ _BREAK_GLASS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+
 
 
 class Endpoint(_Model):
-    """API server access. The private endpoint is always on; public access is opt-in with CIDRs.
-    ``break_glass_role_arn``: an IAM role with its own cluster-admin access entry, assumed only when
-    the usual admins cannot reach the cluster (default none; prod sets one)."""
+    """API server access. The private endpoint is always on; public access is opt-in with CIDRs."""
 
-    public_access: bool = False
-    public_access_cidrs: list[str] = Field(default_factory=list)
-    break_glass_role_arn: str | None = None
+    public_access: bool = Field(
+        default=False,
+        description="Whether the Kubernetes API is also reachable from the internet, from publicAccessCidrs only "
+        "(default false: private endpoint only).",
+    )
+    public_access_cidrs: list[str] = Field(
+        default_factory=list,
+        description="IPv4 CIDRs allowed to reach the public endpoint; required with publicAccess, refused without "
+        "it (default none).",
+    )
+    break_glass_role_arn: str | None = Field(
+        default=None,
+        description="An IAM role ARN with its own cluster-admin access entry, assumed only when the usual admins "
+        "cannot reach the cluster (default none; prod sets one).",
+    )
 
     @field_validator("break_glass_role_arn")
     @classmethod
@@ -71,9 +81,19 @@ class UpgradePolicy(_Model):
 class Network(_Model):
     """VPC layout: private node subnets (/prefix+3) and public subnets carved from the last block."""
 
-    vpc_cidr: str = "10.0.0.0/16"
-    az_count: int = Field(default=3, ge=2, le=6)
-    nat_gateways: Literal["single", "perAz"] = "single"
+    vpc_cidr: str = Field(
+        default="10.0.0.0/16",
+        description="The VPC's IPv4 range: private, with a prefix from /16 to /20.",
+    )
+    az_count: int = Field(
+        default=3, ge=2, le=6,
+        description="Availability Zones the subnets and node groups span. Unit: zones.",
+    )
+    nat_gateways: Literal["single", "perAz"] = Field(
+        default="single",
+        description="`single`: one NAT gateway for every zone (cheaper; egress stops with its zone). `perAz`: one "
+        "per zone, so each zone keeps its own egress.",
+    )
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -106,13 +126,19 @@ _ACCELERATOR_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 class HybridConnectivity(_Model):
-    """How the VPC reaches the on-prem networks: exactly one of ``transitGatewayId`` (``tgw-...``, a
-    Transit Gateway attached to this VPC) or ``virtualPrivateGatewayId`` (``vgw-...``, a Site-to-Site
-    VPN or Direct Connect gateway attached to it). The private route tables get a route to every
-    remote node and pod network through it. No default: hybrid nodes need one."""
+    """How the VPC reaches the on-prem networks: exactly one gateway. The private route tables get a
+    route to every remote node and pod network through it. No default: hybrid nodes need one."""
 
-    transit_gateway_id: str | None = None
-    virtual_private_gateway_id: str | None = None
+    transit_gateway_id: str | None = Field(
+        default=None,
+        description="A Transit Gateway attached to this VPC (tgw-...); exactly one of this or "
+        "virtualPrivateGatewayId.",
+    )
+    virtual_private_gateway_id: str | None = Field(
+        default=None,
+        description="A virtual private gateway attached to this VPC (vgw-..., a Site-to-Site VPN or Direct Connect "
+        "gateway); exactly one of this or transitGatewayId.",
+    )
 
     @field_validator("transit_gateway_id")
     @classmethod
@@ -141,30 +167,48 @@ class HybridConnectivity(_Model):
 
 class HybridPool(_Model):
     """A set of identical on-prem GPU servers joined as hybrid nodes: fixed capacity (no autoscaler
-    adds any), ``nodes`` servers of ``gpusPerNode`` GPUs of ``gpuMemoryGib`` GiB each.
+    adds any), ``nodes`` servers of ``gpusPerNode`` GPUs of ``gpuMemoryGib`` GiB each."""
 
-    ``name`` is the pool label models select (unique across every GPU pool); ``purpose``
-    ``gpu-inference`` (default) or ``gpu-training``; ``accelerator`` the GPU model as the pool's
-    accelerator label carries it (e.g. ``nvidia-l40s``). ``cpu`` (vCPUs, default 32) and
-    ``memoryGib`` (default 256) are what one server offers the kubelet before its reserves; the
-    capacity check fits pods against them. ``maxPods`` (default 110, the kubelet's) bounds pods per
-    node. ``networkGbps`` (default 10) is the server's link for image and weight downloads, which the
-    cold-start prediction reads. ``costPerGpuHourUsd`` (optional, USD per GPU-hour) is an internal chargeback rate shown
-    beside cloud costs; it never enters the cloud GPU budget (the servers are already paid for).
-    """
-
-    name: str
-    purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
-    nodes: int = Field(ge=1, le=1000)
-    gpus_per_node: int = Field(ge=1, le=16)
-    accelerator: str
-    gpu_memory_gib: int = Field(ge=1, le=1024)
-    cpu: int = Field(default=32, ge=2, le=1024)
-    memory_gib: int = Field(default=256, ge=8, le=16384)
-    max_pods: int = Field(default=110, ge=10, le=1000)
-    network_gbps: int = Field(default=10, ge=1, le=800)
-    cost_per_gpu_hour_usd: float | None = Field(default=None, ge=0, le=1000)
-    labels: dict[str, str] = Field(default_factory=dict)
+    name: str = Field(
+        description="The pool label models select (pool); unique across every GPU pool. Required.",
+    )
+    purpose: contract.NodePoolPurpose = Field(
+        default=contract.GPU_INFERENCE_PURPOSE,
+        description="What the pool runs: inference or training workloads.",
+    )
+    nodes: int = Field(ge=1, le=1000, description="How many servers the pool has. Required. Unit: nodes.")
+    gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each server. Required. Unit: GPUs.")
+    accelerator: str = Field(
+        description="The GPU model as the pool's accelerator label carries it, such as nvidia-l40s. Required.",
+    )
+    gpu_memory_gib: int = Field(ge=1, le=1024, description="Memory of one GPU. Required. Unit: GiB.")
+    cpu: int = Field(
+        default=32, ge=2, le=1024,
+        description="vCPUs one server offers the kubelet before its reserves; the capacity check fits pods against "
+        "them. Unit: vCPUs.",
+    )
+    memory_gib: int = Field(
+        default=256, ge=8, le=16384,
+        description="Memory one server offers the kubelet before its reserves; the capacity check fits pods against "
+        "it. Unit: GiB.",
+    )
+    max_pods: int = Field(default=110, ge=10, le=1000, description="Most pods per server (the kubelet's default). "
+                          "Unit: pods.")
+    network_gbps: int = Field(
+        default=10, ge=1, le=800,
+        description="The server's link for image and weight downloads, which the cold-start prediction reads. "
+        "Unit: Gbit/s.",
+    )
+    cost_per_gpu_hour_usd: float | None = Field(
+        default=None, ge=0, le=1000,
+        description="An internal chargeback rate shown beside cloud costs; it never enters the cloud GPU budget "
+        "(the servers are already paid for). Default unset: no cost shown. Unit: USD per GPU-hour.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra Kubernetes labels on the pool's nodes; the scheduling contract's keys are reserved "
+        "(default none).",
+    )
 
     _name = field_validator("name")(lambda v: _dns_name(v))
     _labels = field_validator("labels")(_check_labels)
@@ -183,20 +227,27 @@ class HybridPool(_Model):
 
 
 class HybridNodes(_Model):
-    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster (docs/hybrid-nodes.md).
+    """EKS Hybrid Nodes: on-prem GPU servers joined to the cluster (docs/hybrid-nodes.md)."""
 
-    ``enabled`` (default false). ``remoteNodeNetworks`` and ``remotePodNetworks``: the on-prem node
-    and pod CIDRs (private IPv4, disjoint, outside the VPC and the Service range; both required when
-    enabled: Cilium's cluster-pool IPAM hands out pod addresses from the pod networks, and webhooks on
-    hybrid nodes are reached through them). ``connectivity``: the gateway the VPC routes them through
-    (required when enabled). ``pools``: the servers, each a fixed-capacity GPU pool.
-    """
-
-    enabled: bool = False
-    remote_node_networks: list[str] = Field(default_factory=list)
-    remote_pod_networks: list[str] = Field(default_factory=list)
-    connectivity: HybridConnectivity | None = None
-    pools: list[HybridPool] = Field(default_factory=list, max_length=10)
+    enabled: bool = Field(default=False, description="Whether on-prem servers join the cluster (default false).")
+    remote_node_networks: list[str] = Field(
+        default_factory=list,
+        description="The on-prem node CIDRs: private IPv4, disjoint, outside the VPC and the Service range; "
+        "required when enabled.",
+    )
+    remote_pod_networks: list[str] = Field(
+        default_factory=list,
+        description="The on-prem pod CIDRs, same rules as remoteNodeNetworks; required when enabled: Cilium's "
+        "cluster-pool IPAM hands out pod addresses from them, and webhooks on hybrid nodes are reached through them.",
+    )
+    connectivity: HybridConnectivity | None = Field(
+        default=None,
+        description="The gateway the VPC routes the remote networks through; required when enabled.",
+    )
+    pools: list[HybridPool] = Field(
+        default_factory=list, max_length=10,
+        description="The on-prem servers, each set a fixed-capacity GPU pool; required when enabled.",
+    )
 
     @field_validator("remote_node_networks", "remote_pod_networks")
     @classmethod
@@ -250,8 +301,14 @@ class HybridNodes(_Model):
 
 
 class GpuSoftware(_Model):
-    """What makes GPUs schedulable: ``device-plugin`` (NVIDIA device plugin, for AMIs that ship the
-    driver), ``gpu-operator`` (NVIDIA GPU Operator with per-node-type operands), or ``none``."""
+    """What makes GPUs schedulable on the nodes, and whether their metrics are exported."""
 
-    provider: contract.GpuSoftwareProvider = contract.DEVICE_PLUGIN
-    dcgm_exporter: bool = True
+    provider: contract.GpuSoftwareProvider = Field(
+        default=contract.DEVICE_PLUGIN,
+        description="`device-plugin`: the NVIDIA device plugin, for AMIs that ship the driver. `gpu-operator`: the "
+        "NVIDIA GPU Operator with per-node-type operands (required with hybrid nodes). `none`: nothing installed.",
+    )
+    dcgm_exporter: bool = Field(
+        default=True,
+        description="Whether the DCGM exporter publishes GPU metrics to Prometheus (default true).",
+    )

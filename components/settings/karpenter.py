@@ -139,10 +139,24 @@ class DisruptionBudget(_Model):
     """At most ``nodes`` (``N`` or ``N%``) disrupted at once; during ``schedule`` (cron, UTC) for
     ``duration`` when both are set (they go together), otherwise at all times."""
 
-    nodes: str
-    schedule: str | None = None
-    duration: str | None = None
-    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+    nodes: str = Field(
+        description="Most of the pool's nodes disrupted at once: a count such as '2' or a percentage such as '10%'; "
+        "'0' allows no disruption while the budget is active. Required.",
+    )
+    schedule: str | None = Field(
+        default=None,
+        description="When the budget starts to apply: a cron schedule in UTC such as '0 9 * * mon-fri', or @daily; "
+        "set together with duration (default unset: always active).",
+    )
+    duration: str | None = Field(
+        default=None,
+        description="How long the budget applies after each schedule firing, such as '8h', '30m' or '15h30m'; set "
+        "together with schedule.",
+    )
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        default=None,
+        description="The disruption reasons the budget limits (default unset: every reason).",
+    )
 
     @field_validator("nodes", mode="before")
     @classmethod
@@ -195,11 +209,18 @@ class DisruptionBudget(_Model):
 
 
 class Consolidation(_Model):
-    """When Karpenter may remove or replace nodes: ``WhenEmpty``, ``WhenEmptyOrUnderutilized`` or
-    ``Balanced`` (new in the v1.14 CRD), after ``after`` (a duration like ``30s``/``5m``, or ``Never``)."""
+    """When Karpenter may remove or replace nodes to save cost."""
 
-    policy: str = "WhenEmptyOrUnderutilized"
-    after: str = "5m"
+    policy: str = Field(
+        default="WhenEmptyOrUnderutilized",
+        description="Which nodes Karpenter consolidates: `WhenEmpty` (only empty ones), `WhenEmptyOrUnderutilized` "
+        "(also ones whose pods fit elsewhere) or `Balanced` (new in the v1.14 CRD).",
+    )
+    after: str = Field(
+        default="5m",
+        description="How long a node must be a candidate before it is consolidated: a duration such as '30s' or "
+        "'5m', or 'Never'.",
+    )
 
     @field_validator("policy")
     @classmethod
@@ -223,22 +244,38 @@ class Consolidation(_Model):
 class RootVolume(_Model):
     """Encrypted gp3 root volume sized for model images: 125-1000 MiB/s, 3000-16000 IOPS."""
 
-    size_gib: int = Field(default=200, ge=20, le=16384)
-    iops: int = Field(default=GPU_ROOT_VOLUME_IOPS, ge=3000, le=16000)
-    throughput_mibps: int = Field(default=GPU_ROOT_VOLUME_THROUGHPUT_MIBPS, ge=125, le=1000)
+    size_gib: int = Field(default=200, ge=20, le=16384, description="The root volume's size. Unit: GiB.")
+    iops: int = Field(
+        default=GPU_ROOT_VOLUME_IOPS, ge=3000, le=16000,
+        description="Provisioned IOPS, above gp3's baseline of 3000 so model images pull fast. Unit: IOPS.",
+    )
+    throughput_mibps: int = Field(
+        default=GPU_ROOT_VOLUME_THROUGHPUT_MIBPS, ge=125, le=1000,
+        description="Provisioned throughput, above gp3's baseline of 125 so model images pull fast. Unit: MiB/s.",
+    )
 
 
 class Kubelet(_Model):
     """Kubelet settings of an EC2NodeClass (in Karpenter v1 they live there, not on the NodePool)."""
 
-    #: Unset by default: Karpenter derives it per instance type from ENI limits. A value above what
-    #: the VPC CNI can give an instance type of a pool using this class is rejected.
-    max_pods: int | None = Field(default=None, ge=1, le=737)
-    eviction_hard: dict[str, str] = Field(
-        default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%", "imagefs.available": "10%"}
+    max_pods: int | None = Field(
+        default=None, ge=1, le=737,
+        description="Most pods per node. Default unset: Karpenter derives it per instance type from ENI limits. A "
+        "value above what the VPC CNI can give an instance type of a pool using this class is refused. Unit: pods.",
     )
-    image_gc_high_threshold_percent: int = Field(default=85, ge=1, le=100)
-    image_gc_low_threshold_percent: int = Field(default=75, ge=0, le=99)
+    eviction_hard: dict[str, str] = Field(
+        default_factory=lambda: {"memory.available": "5%", "nodefs.available": "10%", "imagefs.available": "10%"},
+        description="The kubelet's hard eviction thresholds, by signal (memory.available, nodefs.available, "
+        "nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available).",
+    )
+    image_gc_high_threshold_percent: int = Field(
+        default=85, ge=1, le=100,
+        description="Disk use at which the kubelet starts deleting unused images. Unit: %.",
+    )
+    image_gc_low_threshold_percent: int = Field(
+        default=75, ge=0, le=99,
+        description="Disk use the kubelet deletes unused images down to; below imageGcHighThresholdPercent. Unit: %.",
+    )
 
     @field_validator("eviction_hard")
     @classmethod
@@ -264,19 +301,33 @@ MAX_RESERVATION_TERMS, MAX_TERM_TAGS = 30, 20
 
 
 class KarpenterNodeClass(_Model):
-    """An EC2NodeClass. ``ami`` is ``pinned`` (the dated AL2023 alias in versions.py) or ``latest``,
-    which drifts every node on each AMI release and is allowed only with ``karpenter.allowLatestAmi``.
+    """An EC2NodeClass: the AMI, root volume, kubelet and capacity reservations of the nodes its
+    NodePools launch. Its reservations become ``capacityReservationSelectorTerms``: a NodePool that
+    lists ``reserved`` needs at least one."""
 
-    ``capacityReservations`` (by id, with what each holds, so the check can count and date them) and
-    ``capacityReservationTags`` (tag maps, for reservations bought later) become the class's
-    ``capacityReservationSelectorTerms``: a NodePool that lists ``reserved`` needs at least one."""
-
-    name: str
-    ami: Literal["pinned", "latest"] = "pinned"
-    root_volume: RootVolume = Field(default_factory=RootVolume)
-    kubelet: Kubelet = Field(default_factory=Kubelet)
-    capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
-    capacity_reservation_tags: list[dict[str, str]] = Field(default_factory=list)
+    name: str = Field(
+        description="The class's name, which nodePools refer to: 2-32 lowercase letters, digits or '-'. Required.",
+    )
+    ami: Literal["pinned", "latest"] = Field(
+        default="pinned",
+        description="`pinned`: the dated AL2023 alias in components/versions.py. `latest`: drifts every node on each "
+        "AMI release; allowed only with karpenter.allowLatestAmi.",
+    )
+    root_volume: RootVolume = Field(
+        default_factory=RootVolume,
+        description="The nodes' encrypted gp3 root volume, sized for model images.",
+    )
+    kubelet: Kubelet = Field(default_factory=Kubelet, description="The nodes' kubelet settings.")
+    capacity_reservations: list[CapacityReservation] = Field(
+        default_factory=list,
+        description="Capacity reservations by id, with what each holds, so the check can count and date them "
+        "(default none).",
+    )
+    capacity_reservation_tags: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="Tag maps that select capacity reservations, for reservations bought later; each map 1-20 "
+        "tags, '*' for any value (default none).",
+    )
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
@@ -324,10 +375,23 @@ class KarpenterNodePool(_Model):
     ``expireAfter`` is ``Never`` wherever a budget allows no disruption (``nodes: "0"``): expiry ignores
     budgets, so nodes of such a pool rotate through drift instead (see the rule below)."""
 
-    name: str
-    node_class: str | None = None
-    purpose: contract.NodePoolPurpose = contract.GPU_INFERENCE_PURPOSE
-    instance_families: list[str] = Field(min_length=1)
+    name: str = Field(
+        description="The pool label models select (pool), also the NodePool's name: 2-32 lowercase letters, digits "
+        "or '-', unique across every GPU pool. Required.",
+    )
+    node_class: str | None = Field(
+        default=None,
+        description="The nodeClasses entry (its name) the pool launches with; required under karpenter.nodePools, "
+        "not used under autoMode.gpuNodePools (the built-in NodeClass).",
+    )
+    purpose: contract.NodePoolPurpose = Field(
+        default=contract.GPU_INFERENCE_PURPOSE,
+        description="What the pool runs: inference or training workloads (gpu-dra belongs in gpuPools).",
+    )
+    instance_families: list[str] = Field(
+        min_length=1,
+        description="GPU instance families from the catalog, such as g5 or g6e, all of one GPU model. Required.",
+    )
     instance_sizes: list[str] | None = Field(
         default=None, min_length=1,
         description="Sizes the pool may launch (Karpenter's instance-size label: xlarge, 2xlarge, 12xlarge, ...), "
@@ -336,13 +400,31 @@ class KarpenterNodePool(_Model):
         "leaving types out of the catalog.",
     )
     capacity_types: list[contract.KarpenterCapacityType] = Field(
-        default_factory=lambda: [contract.KARPENTER_ON_DEMAND], min_length=1
+        default_factory=lambda: [contract.KARPENTER_ON_DEMAND], min_length=1,
+        description="Capacity the pool may buy: `on-demand`, `spot`, `reserved` (needs capacity reservations on "
+        "its node class).",
     )
-    gpu_limit: int = Field(ge=1, le=10000)
-    consolidation: Consolidation = Field(default_factory=Consolidation)
-    expire_after: str = "720h"
-    weight: int = Field(default=10, ge=1, le=100)
-    budgets: list[DisruptionBudget] = Field(default_factory=lambda: [DisruptionBudget(nodes="10%")], min_length=1)
+    gpu_limit: int = Field(
+        ge=1, le=10000,
+        description="Most GPUs the pool's nodes may hold together (the NodePool's limit). Required. Unit: GPUs.",
+    )
+    consolidation: Consolidation = Field(
+        default_factory=Consolidation,
+        description="When Karpenter removes or replaces the pool's nodes to save cost.",
+    )
+    expire_after: str = Field(
+        default="720h",
+        description="How long a node lives before Karpenter replaces it: a duration such as '720h', or 'Never' "
+        "(required where a budget allows no disruption).",
+    )
+    weight: int = Field(
+        default=10, ge=1, le=100,
+        description="The pool's priority when several fit a pod: Karpenter tries higher weights first.",
+    )
+    budgets: list[DisruptionBudget] = Field(
+        default_factory=lambda: [DisruptionBudget(nodes="10%")], min_length=1,
+        description="How many nodes Karpenter may disrupt at once, and when (default: 10% at any time).",
+    )
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
@@ -445,11 +527,23 @@ class KarpenterNodePool(_Model):
 class Karpenter(_Model):
     """Karpenter controller and its GPU capacity. Off by default; ``nodePools`` name a ``nodeClass``."""
 
-    enabled: bool = False
-    allow_latest_ami: bool = False
-    replicas: int = Field(default=2, ge=1, le=5)
-    node_classes: list[KarpenterNodeClass] = Field(default_factory=list)
-    node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+    enabled: bool = Field(
+        default=False,
+        description="Whether Karpenter runs and its nodePools exist (default false); needs at least one nodePool.",
+    )
+    allow_latest_ami: bool = Field(
+        default=False,
+        description="Whether node classes may use `ami: latest` (default false; refused in production).",
+    )
+    replicas: int = Field(default=2, ge=1, le=5, description="Karpenter controller replicas. Unit: replicas.")
+    node_classes: list[KarpenterNodeClass] = Field(
+        default_factory=list,
+        description="EC2NodeClasses the nodePools launch with (default none).",
+    )
+    node_pools: list[KarpenterNodePool] = Field(
+        default_factory=list,
+        description="GPU NodePools, each naming a nodeClass (default none).",
+    )
 
     @model_validator(mode="after")
     def _references(self) -> Karpenter:
@@ -525,8 +619,12 @@ class AutoMode(_Model):
     """EKS Auto Mode: AWS runs the node lifecycle (and its own GPU device plugin) on the built-in
     NodeClass. ``gpuNodePools`` are NodePools on that NodeClass (``nodeClass`` is not used)."""
 
-    enabled: bool = False
-    gpu_node_pools: list[KarpenterNodePool] = Field(default_factory=list)
+    enabled: bool = Field(default=False, description="Whether the cluster runs EKS Auto Mode (default false).")
+    gpu_node_pools: list[KarpenterNodePool] = Field(
+        default_factory=list,
+        description="GPU NodePools on Auto Mode's built-in NodeClass (nodeClass is not used); needs enabled "
+        "(default none).",
+    )
 
     @model_validator(mode="after")
     def _pools(self) -> AutoMode:

@@ -23,9 +23,13 @@ from policies.capacity.instances import Instance, load_instances
 class Scaling(_Model):
     """Node counts of a managed node group: ``minSize <= desiredSize <= maxSize``."""
 
-    min_size: int = Field(ge=0, le=1000)
-    desired_size: int = Field(ge=0, le=1000)
-    max_size: int = Field(ge=1, le=1000)
+    min_size: int = Field(ge=0, le=1000, description="Fewest nodes the group keeps. Required. Unit: nodes.")
+    desired_size: int = Field(
+        ge=0, le=1000,
+        description="Nodes the group starts with; Cluster Autoscaler moves it between minSize and maxSize. Required. "
+        "Unit: nodes.",
+    )
+    max_size: int = Field(ge=1, le=1000, description="Most nodes the group may grow to. Required. Unit: nodes.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Scaling:
@@ -41,11 +45,22 @@ class Scaling(_Model):
 class SystemPool(_Model):
     """The untainted CPU pool for controllers and add-ons: on-demand, at least two nodes, two AZs."""
 
-    instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: Literal[contract.ON_DEMAND] = contract.ON_DEMAND  # type: ignore[valid-type]
-    scaling: Scaling
-    disk_size_gib: int = Field(default=50, ge=20, le=1000)
-    labels: dict[str, str] = Field(default_factory=dict)
+    instance_types: list[str] = Field(
+        min_length=1, max_length=20,
+        description="CPU instance types from the catalog (policies/capacity/instances.json), such as m7i.xlarge. "
+        "Required.",
+    )
+    capacity_type: Literal[contract.ON_DEMAND] = Field(  # type: ignore[valid-type]
+        default=contract.ON_DEMAND,
+        description="On-demand only: the controllers must not lose their nodes to a Spot reclaim.",
+    )
+    scaling: Scaling = Field(description="Node counts; minSize at least 2, in 2 zones. Required.")
+    disk_size_gib: int = Field(default=50, ge=20, le=1000, description="Each node's root volume. Unit: GiB.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra Kubernetes labels on the pool's nodes; the scheduling contract's keys are reserved "
+        "(default none).",
+    )
 
     _labels = field_validator("labels")(_check_labels)
 
@@ -69,17 +84,44 @@ class SystemPool(_Model):
 class GpuPool(_Model):
     """A tainted GPU managed node group. ``name`` becomes the pool label and part of resource names."""
 
-    name: str
-    instance_types: list[str] = Field(min_length=1, max_length=20)
-    capacity_type: contract.CapacityType = contract.ON_DEMAND
-    scaling: Scaling
-    purpose: contract.GpuPurpose = contract.GPU_INFERENCE_PURPOSE
-    disk_size_gib: int = Field(default=200, ge=50, le=4000)
-    labels: dict[str, str] = Field(default_factory=dict)
-    #: The capacity reservation the group launches into (docs/reserved-capacity.md): a Capacity Block with
-    #: ``capacityType: CAPACITY_BLOCK``, or an On-Demand Capacity Reservation (``type: default``) with
-    #: ``ON_DEMAND``. The group's launch template then targets it and its subnets are the reservation's AZ.
-    reservation: CapacityReservation | None = None
+    name: str = Field(
+        description="The pool label models select (pool), also part of resource names: 2-32 lowercase letters, "
+        "digits or '-', unique across every GPU pool. Required.",
+    )
+    instance_types: list[str] = Field(
+        min_length=1, max_length=20,
+        description="GPU instance types from the catalog, all of one GPU model (so the pool's labels stay true). "
+        "Cluster Autoscaler sizes an empty group by the first. Required.",
+    )
+    capacity_type: contract.CapacityType = Field(
+        default=contract.ON_DEMAND,
+        description="`ON_DEMAND`, `SPOT` (needs 2 or more instance types) or `CAPACITY_BLOCK` (needs a "
+        "capacity-block reservation).",
+    )
+    scaling: Scaling = Field(
+        description="Node counts; minSize 0 (the pool scales to zero), or at least 1 for gpu-dra. Required.",
+    )
+    purpose: contract.GpuPurpose = Field(
+        default=contract.GPU_INFERENCE_PURPOSE,
+        description="What the pool runs: `gpu-inference`, `gpu-training`, or `gpu-dra` (pods that claim GPUs "
+        "through Dynamic Resource Allocation).",
+    )
+    disk_size_gib: int = Field(
+        default=200, ge=50, le=4000,
+        description="Each node's encrypted gp3 root volume (6000 IOPS, 500 MiB/s): vLLM images are several GB. "
+        "Unit: GiB.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra Kubernetes labels on the pool's nodes; the scheduling contract's keys are reserved "
+        "(default none).",
+    )
+    reservation: CapacityReservation | None = Field(
+        default=None,
+        description="The capacity reservation the group launches into (docs/reserved-capacity.md): a Capacity Block "
+        "with capacityType CAPACITY_BLOCK, or an On-Demand Capacity Reservation (type default) with ON_DEMAND. The "
+        "group's launch template then targets it and its subnets are the reservation's zone (default none).",
+    )
 
     _labels = field_validator("labels")(_check_labels)
 

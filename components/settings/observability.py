@@ -53,10 +53,13 @@ class _Credential(_Model):
 
 
 class SlackReceiver(_Credential):
-    """``apiUrl`` (secret): incoming-webhook URL; ``channel``: e.g. ``#ml-platform-alerts``."""
+    """A Slack channel, reached through an incoming webhook."""
 
-    api_url: SecretStr
-    channel: str
+    api_url: SecretStr = Field(
+        description="The incoming-webhook URL (https://...); a secret: set it with `pulumi config set --secret "
+        "--path`. Required.",
+    )
+    channel: str = Field(description="The channel, such as #ml-platform-alerts (or @user). Required.")
 
     @field_validator("channel")
     @classmethod
@@ -74,9 +77,12 @@ class SlackReceiver(_Credential):
 
 
 class PagerDutyReceiver(_Credential):
-    """``routingKey`` (secret): the Events API v2 integration key of a PagerDuty service."""
+    """A PagerDuty service, reached through its Events API v2 integration."""
 
-    routing_key: SecretStr
+    routing_key: SecretStr = Field(
+        description="The service's Events API v2 integration key (32 characters); a secret: set it with `pulumi "
+        "config set --secret --path`. Required.",
+    )
 
     @field_validator("routing_key")
     @classmethod
@@ -88,9 +94,11 @@ class PagerDutyReceiver(_Credential):
 
 
 class WebhookReceiver(_Credential):
-    """``url`` (secret): an http(s) endpoint that takes Alertmanager's webhook payload."""
+    """An HTTP endpoint that takes Alertmanager's webhook payload."""
 
-    url: SecretStr
+    url: SecretStr = Field(
+        description="The endpoint's http(s) URL; a secret: set it with `pulumi config set --secret --path`. Required.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -101,10 +109,13 @@ class WebhookReceiver(_Credential):
 
 
 class SnsReceiver(_Model):
-    """``topicArn``: an SNS topic in the stack's account; Alertmanager publishes with its own Pod
-    Identity role (allowed ``sns:Publish`` on this topic only), so no credential is stored."""
+    """An SNS topic; Alertmanager publishes with its own Pod Identity role (allowed ``sns:Publish`` on
+    this topic only), so no credential is stored."""
 
-    topic_arn: str
+    topic_arn: str = Field(
+        description="The topic's ARN, in the stack's partition, such as arn:aws:sns:us-east-1:123456789012:llm-alerts. "
+        "Required.",
+    )
 
     @field_validator("topic_arn")
     @classmethod
@@ -121,11 +132,14 @@ class SnsReceiver(_Model):
 class Receiver(_Model):
     """Where alerts go: exactly one of ``slack``, ``pagerDuty``, ``sns``, ``webhook``."""
 
-    name: str
-    slack: SlackReceiver | None = None
-    pager_duty: PagerDutyReceiver | None = None
-    sns: SnsReceiver | None = None
-    webhook: WebhookReceiver | None = None
+    name: str = Field(
+        description="The receiver's name, which routes and defaultReceiver refer to: lowercase letters, digits or "
+        "'-'. Required.",
+    )
+    slack: SlackReceiver | None = Field(default=None, description="Send to a Slack channel.")
+    pager_duty: PagerDutyReceiver | None = Field(default=None, description="Send to a PagerDuty service.")
+    sns: SnsReceiver | None = Field(default=None, description="Publish to an SNS topic.")
+    webhook: WebhookReceiver | None = Field(default=None, description="POST to an HTTP endpoint.")
 
     @field_validator("name")
     @classmethod
@@ -150,18 +164,34 @@ class Route(_Model):
     """Alerts whose severity is in ``severities`` and (when given) whose tier is in ``tiers`` go to
     ``receiver``; the first matching route wins."""
 
-    receiver: str
-    severities: list[Severity] = Field(default_factory=lambda: _PAGED_SEVERITIES.copy(), min_length=1)
-    tiers: list[str] = Field(default_factory=list)
+    receiver: str = Field(description="The receiver (its name) that gets the matching alerts. Required.")
+    severities: list[Severity] = Field(
+        default_factory=lambda: _PAGED_SEVERITIES.copy(), min_length=1,
+        description="The severities the route takes (default critical and warning).",
+    )
+    tiers: list[str] = Field(
+        default_factory=list,
+        description="The serving tiers whose alerts the route takes (default empty: every alert, whatever its tier).",
+    )
 
 
 class Alerting(_Model):
     """Alertmanager receivers and routes. ``defaultReceiver`` gets what no route matched; without
     receivers alerts stay in Alertmanager's UI only (allowed outside production)."""
 
-    receivers: list[Receiver] = Field(default_factory=list)
-    routes: list[Route] = Field(default_factory=list)
-    default_receiver: str | None = None
+    receivers: list[Receiver] = Field(
+        default_factory=list,
+        description="Where alerts may go (default none: alerts stay in Alertmanager's UI; production with serving "
+        "needs one).",
+    )
+    routes: list[Route] = Field(
+        default_factory=list,
+        description="Which alerts go to which receiver, tried in order; the first match wins (default none).",
+    )
+    default_receiver: str | None = Field(
+        default=None,
+        description="The receiver that gets what no route matched; required when receivers are defined.",
+    )
 
     @model_validator(mode="after")
     def _references(self) -> Alerting:
@@ -185,13 +215,29 @@ class Prometheus(_Model):
     """Prometheus storage: an encrypted gp3 volume per replica of ``volumeSizeGib``; ``retentionDays``
     must cover the longest rule window (30 days for the GPU-hour budget)."""
 
-    replicas: int = Field(default=1, ge=1, le=5)
-    retention_days: int = Field(default=35, ge=1, le=400)
-    volume_size_gib: int = Field(default=100, ge=10, le=16384)
+    replicas: int = Field(
+        default=1, ge=1, le=5,
+        description="Prometheus replicas, each with its own volume; production needs 2. Unit: replicas.",
+    )
+    retention_days: int = Field(
+        default=35, ge=1, le=400,
+        description="How long metrics are kept; at least 30 with gpuHoursMonthlyBudget (the budget rule's window). "
+        "Unit: days.",
+    )
+    volume_size_gib: int = Field(
+        default=100, ge=10, le=16384,
+        description="The encrypted gp3 volume of each replica. Unit: GiB.",
+    )
 
 
 class Observability(_Model):
     """Prometheus sizing and alert delivery."""
 
-    prometheus: Prometheus = Field(default_factory=Prometheus)
-    alerting: Alerting = Field(default_factory=Alerting)
+    prometheus: Prometheus = Field(
+        default_factory=Prometheus,
+        description="Prometheus replicas, retention and storage.",
+    )
+    alerting: Alerting = Field(
+        default_factory=Alerting,
+        description="Alertmanager receivers and routes (default none).",
+    )

@@ -34,16 +34,25 @@ def zone_region(zone: str) -> str:
 
 
 class CapacityReservation(_Model):
-    """One EC2 capacity reservation: ``id`` (``cr-...``), ``type`` (``capacity-block`` or ``default``, an
-    On-Demand Capacity Reservation), the ``availabilityZone`` and ``instanceType`` it holds, how many
-    instances (``instanceCount``), and for a Capacity Block its ``endDate`` (ISO 8601, UTC)."""
+    """One EC2 capacity reservation, with what it holds, so the check can count and date it."""
 
-    id: str
-    type: contract.ReservationType = contract.RESERVATION_ODCR
-    availability_zone: str
-    instance_type: str
-    instance_count: int = Field(ge=1, le=1000)
-    end_date: datetime | None = None
+    id: str = Field(description="The reservation's id: cr- and 17 lowercase hexadecimal digits. Required.")
+    type: contract.ReservationType = Field(
+        default=contract.RESERVATION_ODCR,
+        description="`capacity-block` (a Capacity Block for ML) or `default` (an On-Demand Capacity Reservation).",
+    )
+    availability_zone: str = Field(
+        description="The Availability Zone name the reservation is in, such as us-east-1a. Required.",
+    )
+    instance_type: str = Field(description="The instance type the reservation holds. Required.")
+    instance_count: int = Field(
+        ge=1, le=1000, description="How many instances the reservation holds. Required. Unit: instances.",
+    )
+    end_date: datetime | None = Field(
+        default=None,
+        description="When EC2 reclaims a Capacity Block's instances: an ISO 8601 date-time in UTC, such as "
+        "2026-12-01T11:30:00Z; required for capacity-block (default unset).",
+    )
 
     @field_validator("id")
     @classmethod

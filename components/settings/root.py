@@ -32,15 +32,44 @@ CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager",
 class Settings(_Model):
     """All of one stack's ``llm-platform:*`` configuration."""
 
-    environment: str
-    production: bool = False
-    region: str
-    kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
-    network: Network = Field(default_factory=Network)
-    endpoint: Endpoint = Field(default_factory=Endpoint)
-    admin_role_arns: list[str] = Field(default_factory=list)
-    control_plane_logs: list[str] = Field(default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES))
-    kms_deletion_window_days: int = Field(default=30, ge=7, le=30)
+    environment: str = Field(
+        description="The stack's name: 1-20 lowercase letters, digits or '-', starting with a letter. It names the "
+        "cluster (llm-platform-<environment>) and its AWS resources. Required.",
+    )
+    production: bool = Field(
+        default=False,
+        description="Whether this is a production stack (default false). Production refuses a public endpoint open to "
+        "0.0.0.0/0, karpenter.allowLatestAmi, scale-to-zero models, Spot or fewer than 2 replicas for the "
+        "interactive tier, a single Prometheus replica, and serving without alert receivers; it also turns "
+        "deletionProtection on by default.",
+    )
+    region: str = Field(description="The AWS region the stack runs in, such as us-east-1. Required.")
+    kubernetes_version: str = Field(
+        default=versions.DEFAULT_KUBERNETES_VERSION,
+        description="The cluster's Kubernetes minor, one this project pins and EKS still supports in standard "
+        "support. Warned from 60 days before standard support ends, refused after it.",
+    )
+    network: Network = Field(
+        default_factory=Network,
+        description="The VPC: its CIDR, how many Availability Zones and how many NAT gateways.",
+    )
+    endpoint: Endpoint = Field(
+        default_factory=Endpoint,
+        description="Who reaches the Kubernetes API: private only by default; public access is opt-in with CIDRs.",
+    )
+    admin_role_arns: list[str] = Field(
+        default_factory=list,
+        description="IAM role ARNs given cluster-admin access entries (default none).",
+    )
+    control_plane_logs: list[str] = Field(
+        default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES),
+        description="EKS control plane log types sent to CloudWatch Logs (default: all five).",
+    )
+    kms_deletion_window_days: int = Field(
+        default=30, ge=7, le=30,
+        description="Days the KMS key that encrypts Kubernetes Secrets waits before deletion once the stack is "
+        "destroyed (default 30). Unit: days.",
+    )
     upgrade_policy: UpgradePolicy = Field(
         default_factory=UpgradePolicy,
         description="The cluster's EKS upgrade policy: supportType STANDARD (default) or EXTENDED.",
@@ -51,18 +80,57 @@ class Settings(_Model):
         "by environment: true when production is true, false otherwise (ephemeral environments and test stacks "
         "must be destroyable). To tear down a production stack, set false, run up, then destroy.",
     )
-    system_pool: SystemPool
-    gpu_pools: list[GpuPool] = Field(default_factory=list, max_length=10)
-    gpu_software: GpuSoftware = Field(default_factory=GpuSoftware)
-    karpenter: Karpenter = Field(default_factory=Karpenter)
-    auto_mode: AutoMode = Field(default_factory=AutoMode)
-    hybrid_nodes: HybridNodes = Field(default_factory=HybridNodes)
-    serving: Serving = Field(default_factory=Serving)
-    observability: Observability = Field(default_factory=Observability)
-    hugging_face_token: SecretStr | None = None
-    gpu_hours_monthly_budget: int | None = Field(default=None, ge=1, le=10_000_000)
-    gpu_budget: GpuBudget | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
+    system_pool: SystemPool = Field(
+        description="The untainted on-demand CPU node group for controllers and add-ons. Required.",
+    )
+    gpu_pools: list[GpuPool] = Field(
+        default_factory=list, max_length=10,
+        description="GPU managed node groups, grown by Cluster Autoscaler (default none).",
+    )
+    gpu_software: GpuSoftware = Field(
+        default_factory=GpuSoftware,
+        description="What makes GPUs schedulable on the nodes: the NVIDIA device plugin by default, or the GPU "
+        "Operator, with the DCGM exporter.",
+    )
+    karpenter: Karpenter = Field(
+        default_factory=Karpenter,
+        description="Karpenter and the GPU NodePools it launches (off by default).",
+    )
+    auto_mode: AutoMode = Field(
+        default_factory=AutoMode,
+        description="EKS Auto Mode and the GPU NodePools on its built-in NodeClass (off by default).",
+    )
+    hybrid_nodes: HybridNodes = Field(
+        default_factory=HybridNodes,
+        description="On-prem GPU servers joined as EKS Hybrid Nodes (off by default; docs/hybrid-nodes.md).",
+    )
+    serving: Serving = Field(
+        default_factory=Serving,
+        description="Model serving: tiers of vLLM models, their autoscaling and the gateway (off by default).",
+    )
+    observability: Observability = Field(
+        default_factory=Observability,
+        description="Prometheus storage and replicas, and where alerts go.",
+    )
+    hugging_face_token: SecretStr | None = Field(
+        default=None,
+        description="Hugging Face access token, set with `pulumi config set --secret`; required by models whose "
+        "source is huggingFace (default unset).",
+    )
+    gpu_hours_monthly_budget: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="GPU hours per 30 days: Prometheus records GPU hours and alerts above it (default unset: no "
+        "alert). Unit: GPU-hours.",
+    )
+    gpu_budget: GpuBudget | None = Field(
+        default=None,
+        description="The stack's GPU cap and monthly GPU budget at on-demand prices; the settings refuse a stack "
+        "whose worst case exceeds them and the policy pack enforces them (default unset: not judged).",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="AWS tags added to every AWS resource (default none; at most 40).",
+    )
 
     @field_validator("environment")
     @classmethod

@@ -41,8 +41,12 @@ MIN_INTERACTIVE_REPLICAS = 2
 class Replicas(_Model):
     """KEDA bounds. ``min`` 0 scales the model to zero when idle (never in production)."""
 
-    min: int = Field(ge=0, le=100)
-    max: int = Field(ge=1, le=100)
+    min: int = Field(
+        ge=0, le=100,
+        description="Fewest replicas KEDA keeps; 0 scales the model to zero when idle (refused in production). "
+        "Required. Unit: replicas.",
+    )
+    max: int = Field(ge=1, le=100, description="Most replicas KEDA scales to. Required. Unit: replicas.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Replicas:
@@ -52,11 +56,17 @@ class Replicas(_Model):
 
 
 class ModelSource(_Model):
-    """Where weights come from: ``s3`` (``s3://bucket/prefix/``, synced to local NVMe by an init
-    container) or ``huggingFace`` (``org/repo``, needs the ``huggingFaceToken`` secret). Exactly one."""
+    """Where weights come from: exactly one of ``s3`` or ``huggingFace``."""
 
-    s3: str | None = None
-    hugging_face: str | None = None
+    s3: str | None = Field(
+        default=None,
+        description="An S3 prefix of the model's files, such as s3://my-models/llama-3.1-8b-instruct/ (trailing /); "
+        "the bucket is yours to create and fill.",
+    )
+    hugging_face: str | None = Field(
+        default=None,
+        description="A Hugging Face repo id such as meta-llama/Llama-3.1-8B-Instruct; needs huggingFaceToken.",
+    )
 
     @field_validator("s3")
     @classmethod
@@ -94,32 +104,44 @@ WeightLoadingMode = Literal[WEIGHT_LOADINGS]  # type: ignore[valid-type]
 
 class WeightStreaming(_Model):
     """vLLM's Run:ai model streamer, for ``weights: stream`` (run-ai/runai-model-streamer docs/src/env-vars.md).
+    Every tensor-parallel rank runs its own streamer, so the pod may hold ``gpusPerReplica`` buffers."""
 
-    ``concurrency``: S3 readers per streamer process (``RUNAI_STREAMER_CONCURRENCY``; the library's own
-    default from object storage is 8, each reader holding one S3 client). ``memoryLimitGib``: the CPU
-    buffer each streamer process may fill ahead of the GPU copy (``RUNAI_STREAMER_MEMORY_LIMIT``, unlimited
-    by default, i.e. up to the whole checkpoint in host memory). Every tensor-parallel rank runs its own
-    streamer, so the pod may hold ``gpusPerReplica`` such buffers."""
-
-    concurrency: int = Field(default=16, ge=1, le=64)
-    memory_limit_gib: int = Field(default=4, ge=1, le=64)
+    concurrency: int = Field(
+        default=16, ge=1, le=64,
+        description="S3 readers per streamer process (RUNAI_STREAMER_CONCURRENCY; the library's own default from "
+        "object storage is 8, each reader holding one S3 client). Unit: readers.",
+    )
+    memory_limit_gib: int = Field(
+        default=4, ge=1, le=64,
+        description="The CPU buffer each streamer process may fill ahead of the GPU copy (RUNAI_STREAMER_MEMORY_LIMIT; "
+        "the library's is unlimited, up to the whole checkpoint in host memory). Unit: GiB.",
+    )
 
 
 class ModelArchitecture(_Model):
-    """A model's size and shape, for models not in ``policies/capacity/model_catalog.json`` (same fields
-    as a catalog entry: total ``parameters``, ``vocabSize``, ``hiddenSize``, ``tiedEmbeddings``,
-    ``layers``, ``kvHeads``, ``headDim``, ``quantization`` bf16/fp16/fp8/awq-int4/gptq-int4,
-    optional ``maxPositionEmbeddings``, ``unquantizedParameters``, ``attentionHeads``, ``mlaKvDim``)."""
+    """A model's size and shape, for models not in ``policies/capacity/model_catalog.json`` (the same
+    fields as a catalog entry, from the checkpoint's config.json)."""
 
-    parameters: int = Field(ge=1_000_000, le=10_000_000_000_000)
-    vocab_size: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
-    tied_embeddings: bool = False
-    layers: int = Field(ge=1, le=1000)
-    kv_heads: int = Field(ge=1, le=1024)
-    head_dim: int = Field(ge=1, le=1024)
-    quantization: Literal["bf16", "fp16", "fp8", "awq-int4", "gptq-int4"]
-    max_position_embeddings: int | None = Field(default=None, ge=1)
+    parameters: int = Field(
+        ge=1_000_000, le=10_000_000_000_000, description="Total parameters. Required. Unit: parameters.",
+    )
+    vocab_size: int = Field(ge=1, description="Vocabulary size (vocab_size). Required. Unit: tokens.")
+    hidden_size: int = Field(ge=1, description="Hidden size (hidden_size). Required.")
+    tied_embeddings: bool = Field(
+        default=False,
+        description="Whether input and output embeddings share one matrix (tie_word_embeddings; default false).",
+    )
+    layers: int = Field(ge=1, le=1000, description="Transformer layers (num_hidden_layers). Required.")
+    kv_heads: int = Field(ge=1, le=1024, description="Key/value heads (num_key_value_heads). Required.")
+    head_dim: int = Field(ge=1, le=1024, description="Size of one attention head (head_dim). Required.")
+    quantization: Literal["bf16", "fp16", "fp8", "awq-int4", "gptq-int4"] = Field(
+        description="The checkpoint's precision. Required.",
+    )
+    max_position_embeddings: int | None = Field(
+        default=None, ge=1,
+        description="Longest sequence the model takes (max_position_embeddings); maxModelLen above it is refused "
+        "(default unset: not judged). Unit: tokens.",
+    )
     unquantized_parameters: int = Field(
         default=0, ge=0, description="Parameters besides the embeddings a quantized checkpoint keeps in 16 bits "
                                      "(default 0). Unit: parameters.")
@@ -132,6 +154,10 @@ class ModelArchitecture(_Model):
 
 
 class ServedModel(_Model):
+    """One vLLM deployment. Its GPU memory need (weights plus the KV cache of one ``maxModelLen``
+    sequence, split over ``gpusPerReplica`` GPUs by tensor parallelism) follows from ``catalog``, a
+    model of ``policies/capacity/model_catalog.json``, or an explicit ``architecture``; exactly one."""
+
     @model_validator(mode="before")
     @classmethod
     def _group_rollout_default(cls, data: Any) -> Any:
@@ -144,52 +170,90 @@ class ServedModel(_Model):
                 return {**data, "rollout": "noSurge"}
         return data
 
-
-    """One vLLM deployment. Its GPU memory need (weights plus the KV cache of one ``maxModelLen``
-    sequence, split over ``gpusPerReplica`` GPUs by tensor parallelism) follows from ``catalog``, a
-    model of ``policies/capacity/model_catalog.json``, or an explicit ``architecture``; exactly one.
-    ``quantization`` overrides the checkpoint's precision (``fp8`` quantizes a 16-bit checkpoint
-    at load, passed to vLLM as ``--quantization fp8``)."""
-
-    name: str
-    #: ``chat`` (default) or ``embedding``: decides which Bedrock models the gateway may fall back to.
-    kind: Literal["chat", "embedding"] = "chat"
-    source: ModelSource
-    pool: str
-    catalog: str | None = None
-    architecture: ModelArchitecture | None = None
-    quantization: Literal["fp8"] | None = None
-    gpus_per_replica: int = Field(default=1, ge=1, le=8)
+    name: str = Field(
+        description="The model's name, which clients ask the gateway for and which names its Deployment: 2-32 "
+        "lowercase letters, digits or '-', unique across tiers. Required.",
+    )
+    kind: Literal["chat", "embedding"] = Field(
+        default="chat",
+        description="Which requests the model serves; decides which Bedrock models and fallbacks the gateway may "
+        "send its traffic to.",
+    )
+    source: ModelSource = Field(description="Where the weights come from. Required.")
+    pool: str = Field(description="The GPU pool (its name) the model runs on; an inference pool. Required.")
+    catalog: str | None = Field(
+        default=None,
+        description="A model of policies/capacity/model_catalog.json; exactly one of catalog or architecture.",
+    )
+    architecture: ModelArchitecture | None = Field(
+        default=None,
+        description="The model's size and shape, for a model not in the catalog; exactly one of catalog or "
+        "architecture.",
+    )
+    quantization: Literal["fp8"] | None = Field(
+        default=None,
+        description="Overrides the checkpoint's precision: fp8 quantizes a 16-bit checkpoint at load (vLLM's "
+        "--quantization fp8). Default unset: the checkpoint's own.",
+    )
+    gpus_per_replica: int = Field(
+        default=1, ge=1, le=8,
+        description="GPUs per pod (vLLM's tensor parallel size); must divide the model's attention heads. Unit: GPUs.",
+    )
     nodes_per_replica: int = Field(
         default=1, ge=1, le=16,
         description="Nodes one replica spans (default 1). Above 1 the model is served by a LeaderWorkerSet of that "
                     "many pods, one per node, each with gpusPerReplica GPUs (tensor parallel inside a node, pipeline "
                     "parallel across nodes); its pool must offer EFA-capable instance types. Unit: nodes.")
-    max_model_len: int = Field(default=8192, ge=256, le=1_048_576)
-    gpu_memory_utilization: float = Field(default=0.9, ge=0.5, le=0.98)
-    replicas: Replicas
-    cpu: str = "4"
-    memory: str = "32Gi"
-    cache_size_gib: int = Field(default=100, ge=10, le=4000)
-    #: ``download`` (default): an init container copies the S3 weights to the node's disk and vLLM loads
-    #: them from there. ``stream``: vLLM reads the ``s3://`` prefix straight into GPU memory with the Run:ai
-    #: model streamer (``--load-format runai_streamer``): no copy step, no disk; needs an ``s3`` source of
-    #: safetensors files. docs/cold-start.md compares the two.
-    weights: WeightLoadingMode = WEIGHT_LOADINGS[0]
-    streaming: WeightStreaming = Field(default_factory=WeightStreaming)
-    #: How the Deployment rolls out (``components/contract.py`` ROLLOUTS): ``surge`` adds one pod before
-    #: taking one down, and needs room for it under the pool's ceiling at max replicas; ``noSurge``
-    #: (maxSurge 0, maxUnavailable 1) takes one down first, for a pool at its ceiling, and needs
-    #: ``replicas.min >= 2`` so one keeps serving (or 0: a scale-to-zero model accepts going cold). The
-    #: capacity simulation refuses either where it breaks. Default ``surge``; for a multi-node model
-    #: (``nodesPerReplica`` > 1) ``noSurge``, the LeaderWorkerSet controller's own default (maxSurge 0,
-    #: maxUnavailable 1: a surge adds a whole group of nodes), where the gateway serves the model's traffic
-    #: from its fallbacks while a lone group restarts.
-    rollout: contract.Rollout = "surge"
-    #: Other served models of the same ``kind`` the gateway tries, in order, when this one fails (5xx,
-    #: timeout, overload), before the Bedrock models of that kind: an on-prem model names its cloud
-    #: twin here (docs/hybrid-nodes.md, the cascade). Default none: straight to Bedrock.
-    fallbacks: list[str] = Field(default_factory=list, max_length=5)
+    max_model_len: int = Field(
+        default=8192, ge=256, le=1_048_576,
+        description="Longest sequence (prompt plus output) vLLM accepts; the KV cache of one such sequence must fit "
+        "beside the weights. Unit: tokens.",
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.9, ge=0.5, le=0.98,
+        description="Share of each GPU's memory vLLM may take for weights and KV cache. Unit: fraction (0-1).",
+    )
+    replicas: Replicas = Field(description="KEDA's replica bounds. Required.")
+    cpu: str = Field(
+        default="4",
+        description="CPU the model server's pod requests, a Kubernetes quantity such as '4' or '500m'. Unit: cores.",
+    )
+    memory: str = Field(
+        default="32Gi",
+        description="Memory the pod requests and is limited to, a Kubernetes quantity such as '32Gi'; at least 1Gi.",
+    )
+    cache_size_gib: int = Field(
+        default=100, ge=10, le=4000,
+        description="Size limit of the node-local volume the weights are downloaded to (weights: download). Unit: "
+        "GiB.",
+    )
+    weights: WeightLoadingMode = Field(
+        default=WEIGHT_LOADINGS[0],
+        description="`download`: an init container copies the S3 weights to the node's disk and vLLM loads them from "
+        "there. `stream`: vLLM reads the s3:// prefix straight into GPU memory with the Run:ai model streamer "
+        "(--load-format runai_streamer): no copy step, no disk; needs an s3 source of safetensors files. "
+        "docs/cold-start.md compares the two.",
+    )
+    streaming: WeightStreaming = Field(
+        default_factory=WeightStreaming,
+        description="The Run:ai streamer's readers and buffer; read only with weights: stream.",
+    )
+    rollout: contract.Rollout = Field(
+        default="surge",
+        description="How the model rolls out. `surge` adds one pod before taking one down, and needs room for it "
+        "under the pool's ceiling at max replicas. `noSurge` (maxSurge 0, maxUnavailable 1) takes one down first, "
+        "for a pool at its ceiling, and needs replicas.min >= 2 so one keeps serving (or 0: a scale-to-zero model "
+        "accepts going cold). The capacity simulation refuses either where it breaks. Default `surge`; for a "
+        "multi-node model (nodesPerReplica > 1) `noSurge`, LeaderWorkerSet's own default (a surge adds a whole "
+        "group of nodes), where the gateway serves the model's traffic from its fallbacks while a lone group "
+        "restarts.",
+    )
+    fallbacks: list[str] = Field(
+        default_factory=list, max_length=5,
+        description="Other served models of the same kind the gateway tries, in order, when this one fails (5xx, "
+        "timeout, overload), before the Bedrock models of that kind: an on-prem model names its cloud twin here "
+        "(docs/hybrid-nodes.md). Default none: straight to Bedrock.",
+    )
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
@@ -308,27 +372,58 @@ class TierScaling(_Model):
 
     # Upper bounds where a larger number means "never": a TTFT target of 1e300 s or a queue of a
     # million requests per replica would silently switch the trigger off.
-    waiting_requests: float = Field(default=5, gt=0, le=10_000)
-    kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
-    ttft_p95_seconds: float = Field(default=2.0, gt=0, le=600)
-    activation_requests: float = Field(default=0, ge=0, le=10_000)
-    gateway_requests_per_second: float = Field(default=2, gt=0, le=100_000)
-    cooldown_seconds: int = Field(default=300, ge=30, le=86400)
-    polling_seconds: int = Field(default=15, ge=5, le=300)
-    #: Seconds (60..86400, default 300) a model at ``replicas.min`` 0 that one request woke serves, at least,
-    #: after its predicted cold start before KEDA may scale it back to zero. KEDA counts its cooldown from
-    #: the last poll that saw demand, not from readiness, so the model's ScaledObject gets a
-    #: ``cooldownPeriod`` of its cold start plus this window less the demand window, when that is longer
-    #: than ``cooldownSeconds`` (policies/capacity/keep_awake.py; docs/cold-start.md).
-    serving_window_seconds: int = Field(default=300, ge=60, le=86400)
+    waiting_requests: float = Field(
+        default=5, gt=0, le=10_000,
+        description="Requests waiting in vLLM's queue per replica above which KEDA adds replicas. Unit: requests.",
+    )
+    kv_cache_usage: float = Field(
+        default=0.8, gt=0, le=1,
+        description="Average KV cache use above which KEDA adds replicas. Unit: fraction (0-1).",
+    )
+    ttft_p95_seconds: float = Field(
+        default=2.0, gt=0, le=600,
+        description="95th percentile time to first token above which KEDA adds replicas. Unit: s.",
+    )
+    activation_requests: float = Field(
+        default=0, ge=0, le=10_000,
+        description="Gateway requests per second for the model above which KEDA wakes it from zero replicas (default "
+        "0: any request). Unit: requests/s.",
+    )
+    gateway_requests_per_second: float = Field(
+        default=2, gt=0, le=100_000,
+        description="Gateway requests per second per replica above which KEDA adds replicas; the signal that exists "
+        "while a model is at zero. Unit: requests/s.",
+    )
+    cooldown_seconds: int = Field(
+        default=300, ge=30, le=86400,
+        description="How long demand must stay low before KEDA removes a replica or returns the model to zero. "
+        "Unit: s.",
+    )
+    polling_seconds: int = Field(default=15, ge=5, le=300, description="How often KEDA reads the triggers. Unit: s.")
+    serving_window_seconds: int = Field(
+        default=300, ge=60, le=86400,
+        description="How long a model at replicas.min 0 that one request woke serves, at least, after its predicted "
+        "cold start before KEDA may scale it back to zero. KEDA counts its cooldown from the last poll that saw "
+        "demand, not from readiness, so the model's ScaledObject gets a cooldownPeriod of its cold start plus this "
+        "window less the demand window, when that is longer than cooldownSeconds (docs/cold-start.md). Unit: s.",
+    )
 
 
 class TierQuota(_Model):
     """Namespace guardrails so one tier cannot starve another."""
 
-    gpus: int = Field(ge=0, le=10000)
-    cpu: str
-    memory: str
+    gpus: int = Field(
+        ge=0, le=10000,
+        description="GPUs the tier's pods may request together; must cover every model at max replicas plus one "
+        "rollout surge pod. Required. Unit: GPUs.",
+    )
+    cpu: str = Field(
+        description="CPU the tier's pods may request together, a Kubernetes quantity such as '64'. Required. Unit: "
+        "cores.",
+    )
+    memory: str = Field(
+        description="Memory the tier's pods may request together, a Kubernetes quantity such as '512Gi'. Required.",
+    )
 
     @field_validator("cpu", "memory")
     @classmethod
@@ -339,18 +434,32 @@ class TierQuota(_Model):
 
 
 class ServingTier(_Model):
-    """A tier: its namespace, PriorityClass (higher ``priority`` preempts lower), quota, models, and the
-    cold start its models must fit (``coldStartBudgetSeconds``, 30..7200; the settings and the pack's
-    ``cold-start-budget`` both judge it)."""
+    """A tier: its namespace, PriorityClass, quota, models, and the cold start its models must fit."""
 
-    name: str
-    priority: int = Field(ge=0, le=1_000_000_000)
-    preempt_lower: bool = True
-    quota: TierQuota
-    scaling: TierScaling = Field(default_factory=TierScaling)
-    #: The longest a model of the tier may take from its first request to its first token when it needs a
-    #: new node (policies/capacity/cold_start.py predicts it; docs/cold-start.md). None: not judged.
-    cold_start_budget_seconds: int | None = Field(default=None, ge=30, le=7200)
+    name: str = Field(
+        description="The tier's name; its namespace is serving-<name>: 2-32 lowercase letters, digits or '-'. "
+        "Required.",
+    )
+    priority: int = Field(
+        ge=0, le=1_000_000_000,
+        description="The tier's PriorityClass value: under GPU pressure a higher tier preempts a lower one; unique "
+        "per tier. Required.",
+    )
+    preempt_lower: bool = Field(
+        default=True,
+        description="Whether the tier's pods may preempt lower tiers' pods (default true).",
+    )
+    quota: TierQuota = Field(description="The tier's ResourceQuota, so one tier cannot starve another. Required.")
+    scaling: TierScaling = Field(
+        default_factory=TierScaling,
+        description="KEDA thresholds and pace for the tier's models.",
+    )
+    cold_start_budget_seconds: int | None = Field(
+        default=None, ge=30, le=7200,
+        description="The longest a model of the tier may take from its first request to its first token when it "
+        "needs a new node (predicted by policies/capacity/cold_start.py; docs/cold-start.md); the settings and the "
+        "pack's cold-start-budget both judge it. Default unset: not judged. Unit: s.",
+    )
     routing: contract.Routing = Field(
         default=contract.SERVICE_ROUTING,
         description="How the gateway reaches the tier's models. `service` (default): the model's Service, which "
@@ -359,7 +468,7 @@ class ServingTier(_Model):
         "prompt prefix in KV cache (docs/prefix-aware-routing.md); the pickers run on the system pool and count "
         "against the tier's quota.",
     )
-    models: list[ServedModel] = Field(default_factory=list)
+    models: list[ServedModel] = Field(default_factory=list, description="The tier's vLLM models (default none).")
 
     _name = field_validator("name")(lambda v: _dns_name(v))
 
@@ -384,13 +493,28 @@ class Gateway(_Model):
     """OpenAI-compatible router on the system pool that cascades to Amazon Bedrock on 5xx, timeouts
     and overload. ``bedrockModels`` are model or inference-profile ids the gateway may invoke."""
 
-    enabled: bool = True
-    replicas: int = Field(default=2, ge=1, le=20)
-    bedrock_region: str | None = None
-    bedrock_models: list[str] = Field(default_factory=list)
-    bedrock_embedding_models: list[str] = Field(default_factory=list)
-    timeout_seconds: int = Field(default=60, ge=5, le=600)
-    num_retries: int = Field(default=1, ge=0, le=5)
+    enabled: bool = Field(default=True, description="Whether the gateway runs when serving is on (default true).")
+    replicas: int = Field(default=2, ge=1, le=20, description="Gateway replicas. Unit: replicas.")
+    bedrock_region: str | None = Field(
+        default=None,
+        description="The AWS region the gateway calls Bedrock in; required when Bedrock models are listed.",
+    )
+    bedrock_models: list[str] = Field(
+        default_factory=list,
+        description="Bedrock model or inference-profile ids chat requests fall back to, in order (default none).",
+    )
+    bedrock_embedding_models: list[str] = Field(
+        default_factory=list,
+        description="Bedrock embedding model ids embedding requests fall back to, in order (default none).",
+    )
+    timeout_seconds: int = Field(
+        default=60, ge=5, le=600,
+        description="How long the gateway waits for a model before it falls back. Unit: s.",
+    )
+    num_retries: int = Field(
+        default=1, ge=0, le=5,
+        description="Retries of a failed request on the same model before falling back. Unit: retries.",
+    )
 
     @field_validator("bedrock_models", "bedrock_embedding_models")
     @classmethod
@@ -433,9 +557,18 @@ class Gateway(_Model):
 class Serving(_Model):
     """Model serving: tiers, the gateway, and the KEDA + Prometheus stack they need."""
 
-    enabled: bool = False
-    tiers: list[ServingTier] = Field(default_factory=list)
-    gateway: Gateway = Field(default_factory=Gateway)
+    enabled: bool = Field(
+        default=False,
+        description="Whether models are served, with KEDA and Prometheus (default false).",
+    )
+    tiers: list[ServingTier] = Field(
+        default_factory=list,
+        description="Serving tiers, each a namespace with a priority and a quota (default none).",
+    )
+    gateway: Gateway = Field(
+        default_factory=Gateway,
+        description="The OpenAI-compatible gateway in front of the models, with Bedrock fallbacks.",
+    )
 
     @model_validator(mode="after")
     def _tiers(self) -> Serving:
