@@ -29,7 +29,7 @@ from components.managed_pools.node_groups import (
     SystemNodePoolArgs,
 )
 from components.observability.prometheus import Observability, ObservabilityArgs
-from components.observability.token_cost import bedrock_fallbacks, gpu_prices
+from components.observability.token_cost import bedrock_fallbacks, chargeback_prices, gpu_prices
 from components.serving.event_autoscaler import EventAutoscaler, EventAutoscalerArgs
 from components.serving.gateway import Gateway, GatewayArgs
 from components.serving.group_controller import GroupController, GroupControllerArgs
@@ -310,6 +310,7 @@ class Platform(pulumi.ComponentResource):
                 gateway=settings.serving.enabled and settings.serving.gateway.enabled,
                 tier_scaling=tuple((t.name, t.scaling) for t in settings.serving.tiers),
                 gpu_prices=gpu_prices(settings.region),
+                pool_prices=chargeback_prices(hybrid_pools(settings)),
                 bedrock_fallbacks=bedrock_fallbacks(
                     [(m.name, m.kind) for t in settings.serving.tiers for m in t.models],
                     settings.serving.gateway.fallbacks() if settings.serving.gateway.enabled else {},

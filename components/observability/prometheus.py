@@ -34,7 +34,7 @@ from components.observability.metric_contract import (
     VLLM_PREEMPTIONS,
     VLLM_TTFT_BUCKET,
 )
-from components.observability.token_cost import BedrockFallback, GpuPrice, token_cost_groups
+from components.observability.token_cost import BedrockFallback, GpuPrice, PoolPrice, token_cost_groups
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.serving import INTERACTIVE_TIER, TierScaling
@@ -264,11 +264,12 @@ def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
 def rule_groups(
     gpu_hours_budget: int | None, fb_free_min: float, gateway: bool, tiers: Sequence[tuple[str, TierScaling]] = (),
     gpu_prices: Sequence[GpuPrice] = (), bedrock_fallbacks: Sequence[BedrockFallback] = (),
+    pool_prices: Sequence[PoolPrice] = (),
 ) -> list[dict[str, object]]:
     """Every rule group of the platform's PrometheusRule."""
     groups = [g for g in alert_rules(fb_free_min, tiers) if gateway or g["name"] != "gateway"]
     kv_targets = [*((name, scaling.kv_cache_usage) for name, scaling in tiers), (None, TierScaling().kv_cache_usage)]
-    return [*groups, cost_rules(gpu_hours_budget), *token_cost_groups(gpu_prices, bedrock_fallbacks, kv_targets)]
+    return [*groups, cost_rules(gpu_hours_budget), *token_cost_groups(gpu_prices, bedrock_fallbacks, kv_targets, pool_prices)]
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,8 @@ class ObservabilityArgs:
     (tier name and its scaling settings, per serving tier) sets each tier's serving alert thresholds
     (without it every tier gets the default targets' thresholds); ``gpu_prices`` (per-GPU prices of the
     catalog in the stack's region) and ``bedrock_fallbacks`` (each model's first Bedrock fallback with its
-    price) feed the token-cost rules (:mod:`components.observability.token_cost`)."""
+    price) feed the token-cost rules (:mod:`components.observability.token_cost`), with ``pool_prices``
+    (each hybrid pool's chargeback rate) for GPUs no catalog prices."""
 
     namespace: str = NAMESPACE
     gpu_hours_budget: int | None = None
@@ -288,6 +290,7 @@ class ObservabilityArgs:
     tier_scaling: tuple[tuple[str, TierScaling], ...] = ()
     gpu_prices: tuple[GpuPrice, ...] = ()
     bedrock_fallbacks: tuple[BedrockFallback, ...] = ()
+    pool_prices: tuple[PoolPrice, ...] = ()
     settings: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     cluster_name: str = ""
     tags: dict[str, str] = field(default_factory=dict)
@@ -376,6 +379,7 @@ class Observability(pulumi.ComponentResource):
                     args.tier_scaling,
                     args.gpu_prices,
                     args.bedrock_fallbacks,
+                    args.pool_prices,
                 )
             },
             opts=after_stack,

@@ -15,7 +15,11 @@ How Prometheus learns what a GPU costs (all through kube-state-metrics, whose al
   from EC2) and the capacity type (``karpenter.sh/capacity-type`` on every Karpenter and Auto Mode node,
   the contract's ``llm-platform.io/capacity-type`` on managed groups);
 - what a GPU of that type costs: one constant series per instance type and capacity type, generated from
-  the instance catalog's prices in the stack's region (:func:`gpu_prices`), never typed here.
+  the instance catalog's prices in the stack's region (:func:`gpu_prices`), never typed here;
+- what an on-prem GPU costs: a hybrid node has no EC2 instance type to price, so a hybrid pool's GPUs are
+  priced by the node's pool label (``llm-platform.io/pool``) at the pool's ``costPerGpuHourUsd``, the
+  stack's internal chargeback rate (:func:`chargeback_prices`, ``price_basis="chargeback"``). A pool
+  without a rate stays unpriced (``llm:model_unpriced_gpus``) rather than costing nothing.
 
 Windows: cost per hour and tokens per hour are instantaneous (5-minute rates); cost per million
 tokens and the Bedrock comparison are over the last hour (``:1h``) and the alert over the last day
@@ -77,6 +81,10 @@ BEDROCK_PRICES_PATH = CATALOG_PATH.parent / "bedrock_prices.json"
 PRICE = "llm:instance_gpu_price_usd_per_hour"
 NODE_PRICE = "llm:node_gpu_price_usd_per_hour"
 NODE_INSTANCE = "llm:node_instance:info"
+POOL_PRICE = "llm:pool_gpu_price_usd_per_hour"
+NODE_POOL = "llm:node_pool:info"
+#: ``price_basis`` of an on-prem GPU: the hybrid pool's chargeback rate, not a cloud price.
+CHARGEBACK = "chargeback"
 POD_GPUS = "llm:pod_gpus"
 NODE_COST = "llm:node_gpu_cost_usd_per_hour"
 IDLE_COST = "llm:idle_gpu_cost_usd_per_hour"
@@ -124,6 +132,14 @@ class GpuPrice:
 
 
 @dataclass(frozen=True)
+class PoolPrice:
+    """USD per GPU-hour of an on-prem (hybrid) pool's GPUs: its chargeback rate."""
+
+    pool: str
+    usd_per_gpu_hour: float
+
+
+@dataclass(frozen=True)
 class BedrockFallback:
     """A self-hosted model and the Bedrock model the gateway falls back to first, with that model's
     on-demand USD per million input and output tokens in the gateway's Bedrock region (``None``: the
@@ -153,6 +169,11 @@ def gpu_prices(region: str, path: Path = CATALOG_PATH) -> tuple[GpuPrice, ...]:
         if instance.name in spot:
             prices.append(GpuPrice(instance.name, SPOT, round(float(spot[instance.name]) / instance.gpus, 6), SPOT))
     return tuple(prices)
+
+
+def chargeback_prices(pools: Sequence[Any]) -> tuple[PoolPrice, ...]:
+    """The hybrid pools (anything with ``name`` and ``cost_per_gpu_hour_usd``) that set a chargeback rate."""
+    return tuple(PoolPrice(p.name, float(p.cost_per_gpu_hour_usd)) for p in pools if p.cost_per_gpu_hour_usd is not None)
 
 
 def read_bedrock_prices(path: Path = BEDROCK_PRICES_PATH) -> dict[str, dict[str, dict[str, float]]]:
@@ -186,12 +207,15 @@ def _record(name: str, expr: str, labels: dict[str, str] | None = None) -> dict[
     return rule
 
 
-def price_rules(prices: Sequence[GpuPrice]) -> list[dict[str, object]]:
-    """One constant series per instance type and capacity type: the catalog's figure, as data."""
+def price_rules(prices: Sequence[GpuPrice], pool_prices: Sequence[PoolPrice] = ()) -> list[dict[str, object]]:
+    """One constant series per instance type and capacity type (the catalog's figure) and per hybrid pool
+    with a chargeback rate, as data."""
     return [
-        _record(PRICE, f"vector({p.usd_per_gpu_hour:g})",
-                {"instance_type": p.instance_type, "capacity_type": p.capacity_type, "price_basis": p.basis})
-        for p in prices
+        *(_record(PRICE, f"vector({p.usd_per_gpu_hour:g})",
+                  {"instance_type": p.instance_type, "capacity_type": p.capacity_type, "price_basis": p.basis})
+          for p in prices),
+        *(_record(POOL_PRICE, f"vector({p.usd_per_gpu_hour:g})", {"pool": p.pool, "price_basis": CHARGEBACK})
+          for p in pool_prices),
     ]
 
 
@@ -208,6 +232,11 @@ def _node_instance_expr() -> str:
     return f"max by (node, instance_type, capacity_type) ({labelled})"
 
 
+def _node_pool_expr() -> str:
+    pool = ksm_label(contract.POOL_LABEL)
+    return f'max by (node, pool) (label_replace({KSM_NODE_LABELS}{{{pool}!=""}}, "pool", "$1", "{pool}", "(.+)"))'
+
+
 def _pod_model_expr() -> str:
     model, tier = ksm_label(MODEL_POD_LABEL), ksm_label(contract.TIER_LABEL)
     server = ksm_label(SERVER_POD_LABEL)
@@ -216,20 +245,23 @@ def _pod_model_expr() -> str:
             f'"model", "$1", "{model}", "(.+)"), "tier", "$1", "{tier}", "(.+)"))')
 
 
-def gpu_cost_rules(prices: Sequence[GpuPrice]) -> list[dict[str, object]]:
+def gpu_cost_rules(prices: Sequence[GpuPrice], pool_prices: Sequence[PoolPrice] = ()) -> list[dict[str, object]]:
     """Prices, what each node's GPUs cost, which pods hold GPUs for which model, and each model's GPU
     cost per hour."""
     phases = "|".join(GPU_HOLDING_PHASES)
     held = (f'sum by (namespace, pod, node) ({KSM_POD_RESOURCE_REQUESTS}{{resource="{KSM_GPU_RESOURCE}",node!=""}})'
             f' * on (namespace, pod) group_left () (max by (namespace, pod) ({KSM_POD_PHASE}{{phase=~"{phases}"}}) == 1)')
     return [
-        *price_rules(prices),
+        *price_rules(prices, pool_prices),
         _record(NODE_INSTANCE, _node_instance_expr()),
+        *([_record(NODE_POOL, _node_pool_expr())] if pool_prices else []),
         # A capacity type with its own figure is priced at it; any other (Spot without a Spot figure,
-        # reserved, no label) at the type's on-demand figure, and price_basis says so.
+        # reserved, no label) at the type's on-demand figure, and price_basis says so. A node no catalog
+        # price reaches (an on-prem server) at its pool's chargeback rate, when a pool has one.
         _record(NODE_PRICE,
                 f"({NODE_INSTANCE} * on (instance_type, capacity_type) group_left (price_basis) {PRICE})"
-                f' or on (node) ({NODE_INSTANCE} * on (instance_type) group_left (price_basis) {PRICE}{{capacity_type="{ON_DEMAND}"}})'),
+                f' or on (node) ({NODE_INSTANCE} * on (instance_type) group_left (price_basis) {PRICE}{{capacity_type="{ON_DEMAND}"}})'
+                + (f" or on (node) ({NODE_POOL} * on (pool) group_left (price_basis) {POOL_PRICE})" if pool_prices else "")),
         _record(POD_GPUS, f"{held} * on (namespace, pod) group_left (model, tier) {_pod_model_expr()}"),
         _record(MODEL_GPUS, f"sum by ({_MODEL}) ({POD_GPUS})"),
         _record(MODEL_COST, f"sum by ({_MODEL}) ({POD_GPUS} * on (node) group_left () {NODE_PRICE})"),
@@ -350,14 +382,15 @@ def cost_alert(tier: str | None, others: Sequence[str], kv_cache_target: float) 
 
 def token_cost_groups(
     prices: Sequence[GpuPrice], fallbacks: Sequence[BedrockFallback], tier_kv_targets: Sequence[tuple[str | None, float]],
+    pool_prices: Sequence[PoolPrice] = (),
 ) -> list[dict[str, object]]:
     """The ``llm-token-cost`` recording rules and, where a tier has a priced fallback, the cost alert.
 
     ``tier_kv_targets``: each configured tier's KV-cache scaling target, and ``None`` with the default
-    target for every other tier."""
+    target for every other tier; ``pool_prices``: the hybrid pools' chargeback rates."""
     comparison = bedrock_rules(fallbacks)
     groups: list[dict[str, object]] = [
-        {"name": "llm-token-cost", "rules": [*gpu_cost_rules(prices), *token_rules(), *comparison, *utilisation_rules()]},
+        {"name": "llm-token-cost", "rules": [*gpu_cost_rules(prices, pool_prices), *token_rules(), *comparison, *utilisation_rules()]},
     ]
     if comparison:
         named = tuple(t for t, _ in tier_kv_targets if t is not None)

@@ -141,6 +141,27 @@ def test_cilium_is_installed_for_the_hybrid_nodes_without_waiting_for_them(plan)
     assert release.inputs["skipAwait"] is True and release.inputs["atomic"] is False
 
 
+def test_the_pools_chargeback_rate_prices_its_gpus_in_the_token_cost_rules():
+    """``costPerGpuHourUsd`` reaches Prometheus as the pool's price (``price_basis="chargeback"``); a pool
+    without one gets no price series (its GPUs show as unpriced, not as free)."""
+    rated = {**POOL, "costPerGpuHourUsd": 0.85}
+    found = plan_with("dev", hybridNodes={**HYBRID, "pools": [rated]},
+                      serving=hybrid_config()["llm-platform:serving"])
+    (rule,) = [r for r in found.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+               if r.inputs["metadata"]["name"] == "llm-platform-gpu-serving"]
+    prices = [r for g in rule.inputs["spec"]["groups"] for r in g["rules"]
+              if r.get("record") == "llm:pool_gpu_price_usd_per_hour"]
+    assert prices == [{"record": "llm:pool_gpu_price_usd_per_hour", "expr": "vector(0.85)",
+                       "labels": {"pool": "onprem-l40s", "price_basis": "chargeback"}}]
+
+
+def test_a_pool_without_a_rate_gets_no_price(plan):
+    (rule,) = [r for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+               if r.inputs["metadata"]["name"] == "llm-platform-gpu-serving"]
+    assert not [r for g in rule.inputs["spec"]["groups"] for r in g["rules"]
+                if r.get("record") == "llm:pool_gpu_price_usd_per_hour"]
+
+
 # --- capacity -------------------------------------------------------------------------------------
 
 

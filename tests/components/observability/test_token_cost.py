@@ -361,3 +361,48 @@ def test_the_prod_rules_run_on_a_real_prometheus_and_price_from_the_shipped_cata
     finally:
         prometheus.stop()
         exporter.shutdown()
+
+
+# --- on-prem GPUs: hybrid pools at their chargeback rate ----------------------------------------------
+
+ONPREM = {"namespace": "serving-interactive", "tier": "interactive", "model": "llama-3-1-8b-instruct"}
+
+
+def hybrid_node(name: str, pool: str, gpus: int) -> list[dict[str, str]]:
+    """A hybrid node as kube-state-metrics exports it: the pool label, no EC2 instance type."""
+    return [{"series": "kube_node_labels" + labels({"node": name, "label_llm_platform_io_pool": pool}), "values": "1x120"},
+            {"series": "kube_node_status_allocatable" + labels({"node": name, "resource": "nvidia_com_gpu", "unit": "integer"}),
+             "values": f"{gpus}x120"}]
+
+
+def test_on_prem_gpus_cost_their_pools_chargeback_rate_and_unrated_pools_stay_unpriced(tmp_path):
+    """Two hybrid pools: 'onprem-l40s' charges $0.5 per GPU-hour, 'onprem-lab' sets no rate. A model
+    with 2 GPUs on each: 2 x $0.5 = $1.0 an hour, and 2 GPUs unpriced (never $0). A cloud node that
+    also carries a pool label keeps its catalog price."""
+    from components.observability.token_cost import PoolPrice
+
+    prices = gpu_prices("us-east-1", catalog_file(tmp_path))
+    rules = rule_file(tmp_path, token_cost_groups(prices, (), [(None, 0.8)], (PoolPrice("onprem-l40s", 0.5),)))
+    series = [
+        *hybrid_node("dc1-gpu-01", "onprem-l40s", 2),
+        *hybrid_node("lab-gpu-01", "onprem-lab", 2),
+        {"series": "kube_node_labels" + labels({"node": "gpu-b", "label_node_kubernetes_io_instance_type": "g6e.xlarge",
+                                                "label_karpenter_sh_capacity_type": "spot",
+                                                "label_llm_platform_io_pool": "onprem-l40s"}), "values": "1x120"},
+        *pod(ONPREM, "onprem-0", "dc1-gpu-01", 2),
+        *pod(ONPREM, "onprem-1", "lab-gpu-01", 2),
+    ]
+    path = tmp_path / "chargeback-test.yaml"
+    node_price = "llm:node_gpu_price_usd_per_hour"
+    path.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series, "promql_expr_test": [
+            expect(node_price, "30m",
+                   ({"__name__": node_price, "node": "dc1-gpu-01", "pool": "onprem-l40s", "price_basis": "chargeback"}, 0.5),
+                   ({"__name__": node_price, "node": "gpu-b", "instance_type": "g6e.xlarge", "capacity_type": "spot",
+                     "price_basis": "spot"}, 0.75)),
+            expect("llm:model_gpu_cost_usd_per_hour", "30m", ({"__name__": "llm:model_gpu_cost_usd_per_hour", **ONPREM}, 1.0)),
+            expect("llm:model_unpriced_gpus", "30m", ({"__name__": "llm:model_unpriced_gpus", **ONPREM}, 2)),
+        ]}]}, sort_keys=False))
+    promtool = require_binary("promtool", "prometheus")
+    done = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
