@@ -100,7 +100,8 @@ class CheckedStack:
             pools[plan.pool.name] = None if shape is None or not plan.pool.capacity_source else serving.ModelPool(
                 name=f"{plan.pool.kind} '{plan.pool.name}'", instance=shape.instance,
                 capacity_source=plan.pool.capacity_source,
-                disk_throughput_mibps=_disk_throughput_mibps(self.settings, plan.pool.name))
+                disk_throughput_mibps=_disk_throughput_mibps(self.settings, plan.pool.name),
+                fast_image_pull=_fast_image_pull(self.settings, plan.pool.name))
         models = self.blueprint.served_models
         found: dict[str, tuple[ServedModel, serving.ModelPool]] = {}
         for workload in self.cluster.workloads:
@@ -247,6 +248,19 @@ def _lookup(raw: dict[str, Any], path: str) -> Any:
         if node is None:
             return None
     return node
+
+
+def _fast_image_pull(settings: Settings, pool_name: str) -> bool:
+    """Whether the program turns on nodeadm's ``FastImagePull`` for the pool's nodes: a managed group's own
+    setting, a Karpenter pool's EC2NodeClass's; never on Auto Mode (its NodeClass takes no user data)."""
+    for pool in settings.gpu_pools:
+        if pool.name == pool_name:
+            return pool.fast_image_pull
+    classes = {node_class.name: node_class for node_class in settings.karpenter.node_classes}
+    for node_pool in karpenter_node_pools(settings):
+        if node_pool.name == pool_name and node_pool.node_class in classes:
+            return classes[node_pool.node_class].fast_image_pull
+    return False
 
 
 def _disk_throughput_mibps(settings: Settings, pool_name: str) -> float:

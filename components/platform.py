@@ -196,6 +196,7 @@ class Platform(pulumi.ComponentResource):
                         disk_throughput_mibps=pool.disk_throughput_mibps,
                         disk_iops=pool.disk_iops,
                         nvme_ephemeral_storage=True,
+                        fast_image_pull=pool.fast_image_pull,
                     ),
                     accelerator=pool.accelerator,
                     gpu_memory_mib=pool.gpu_memory_mib,

@@ -271,6 +271,18 @@ KARPENTER_CRD = HelmChart(chart="karpenter-crd", version="1.14.1", repository="o
 #: standard-1.35-v20260930/image_id`` exists (the path Karpenter's ``pkg/providers/amifamily/al2023.go``
 #: resolves a pinned alias through); one release tag covers every variant, NVIDIA's included.
 KARPENTER_AMI_ALIAS = "al2023@v20260930"
+#: The first AL2023 EKS AMI release whose ``nodeadm`` takes the ``FastImagePull`` feature gate (SOCI snapshotter
+#: in parallel pull and unpack mode): awslabs/amazon-eks-ami v20250821 (the gate shipped as ``AggressiveImagePull``
+#: in v20250813 and was renamed before any other release; every AL2023 variant, NVIDIA's included, installs
+#: ``soci-snapshotter`` in ``templates/al2023/provisioners/install-worker.sh``). From v20251217 nodeadm also
+#: bind-mounts the SOCI store onto the instance-store RAID0 (PR #2548), where the program's GPU nodes keep
+#: containerd. Managed GPU groups get EKS's newest release for their minor, and every AL2023 release for 1.34
+#: and later postdates both; Karpenter's pinned alias is checked against it in tests.
+FAST_IMAGE_PULL_MIN_AL2023_RELEASE = "v20250821"
+#: Bottlerocket's first release with the SOCI snapshotter and its parallel-pull-unpack mode (settings
+#: ``container-runtime.snapshotter`` and ``container-runtime-plugins.soci-snapshotter``): v1.44.0
+#: (bottlerocket-os/bottlerocket release notes, 2025-08-04). The program emits no Bottlerocket node.
+FAST_IMAGE_PULL_MIN_BOTTLEROCKET_RELEASE = "v1.44.0"
 KARPENTER_LATEST_AMI_ALIAS = "al2023@latest"
 
 NVIDIA_GPU_OPERATOR = HelmChart(chart="gpu-operator", version="v26.7.0", repository="https://helm.ngc.nvidia.com/nvidia")

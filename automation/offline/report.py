@@ -21,7 +21,16 @@ from automation.offline.plan import Plan
 from components.contract import GPU_RESOURCE, POOL_LABEL, TIER_LABEL
 from components.specs.serving import KV_CACHE_TRIGGER
 from policies.capacity import kinds
-from policies.capacity.cold_start import GP3_BASELINE, WARM, Start, image_prepulled, root_volume_mibps, start, weight_loading
+from policies.capacity.cold_start import (
+    GP3_BASELINE,
+    WARM,
+    Start,
+    fast_image_pull,
+    image_prepulled,
+    root_volume_mibps,
+    start,
+    weight_loading,
+)
 from policies.capacity.cost import per_gpu_hourly_usd, reserved_split
 from policies.capacity.engine import cluster_from_resources, reservations_from_resources
 from policies.capacity.instances import InstanceCatalog
@@ -301,6 +310,7 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     # and per pool and image whether a DaemonSet pre-pulls it.
     shapes = {name: p.planning for name, p in plans.items()}
     volumes = {p.pool.key: _root_volume_mibps(plan, p.pool) for p in simulation.plans}
+    parallel_pulls = {p.pool.key: fast_image_pull(plan.resources, p.pool.key) for p in simulation.plans}
     prepulled: dict[tuple[str, str], bool] = {}
     templates = _server_templates(plan)
     starts: dict[str, ColdStartSummary] = {}
@@ -327,7 +337,8 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
             capacity_source=pool.capacity_source, image=image, disk_throughput_mibps=volumes[pool.key],
             startup_probe_period_seconds=float(probe["periodSeconds"]),
             startup_probe_failures=int(probe["failureThreshold"]),
-            loading=weight_loading(template.get("spec") or {}), image_prepulled=prepulled[pool.key, image])
+            loading=weight_loading(template.get("spec") or {}), image_prepulled=prepulled[pool.key, image],
+            fast_image_pull=parallel_pulls[pool.key])
         cold: Start = start_of(name, f"{pool.kind} '{pool.name}'")
         warm: Start = start_of(name, f"{pool.kind} '{pool.name}'", case=WARM)
         tier = ((template.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL, "")

@@ -20,7 +20,14 @@ from components import contract, versions
 from components.cluster.node_role import NodeRole, NodeRoleArgs
 from components.settings.reservations import CapacityReservation
 from components.specs import efa
-from components.specs.node_pools import group_instance_types, launch_reservation, reservation_subnets, reservation_tags
+from components.specs.node_pools import (
+    group_instance_types,
+    launch_reservation,
+    nodeadm_node_config,
+    nodeadm_user_data,
+    reservation_subnets,
+    reservation_tags,
+)
 from components.tags import NODE_TEMPLATE_PREFIX, cluster_autoscaler_tags, node_template_tags
 
 
@@ -45,32 +52,17 @@ class LaunchSettings:
     #: Stripe the instance's NVMe drives as RAID0 and put kubelet/containerd on them (AL2023 nodeadm),
     #: so ``emptyDir`` model caches live on local NVMe.
     nvme_ephemeral_storage: bool = False
+    #: nodeadm's ``FastImagePull`` gate: containerd pulls through the SOCI snapshotter, downloading and
+    #: unpacking layers in parallel (``GpuPool.fast_image_pull``).
+    fast_image_pull: bool = False
 
 
-def nodeadm_user_data(launch: LaunchSettings) -> str | None:
-    """MIME multipart user data that EKS merges with its own bootstrap for AL2023 nodes."""
-    if not launch.nvme_ephemeral_storage:
-        return None
-    document = "\n".join(
-        [
-            'MIME-Version: 1.0',
-            'Content-Type: multipart/mixed; boundary="==LLMPLATFORM=="',
-            "",
-            "--==LLMPLATFORM==",
-            "Content-Type: application/node.eks.aws",
-            "",
-            "apiVersion: node.eks.aws/v1alpha1",
-            "kind: NodeConfig",
-            "spec:",
-            "  instance:",
-            "    localStorage:",
-            "      strategy: RAID0",
-            "",
-            "--==LLMPLATFORM==--",
-            "",
-        ]
-    )
-    return base64.b64encode(document.encode()).decode()
+def launch_user_data(launch: LaunchSettings) -> str | None:
+    """The launch template's user data (base64): the NodeConfig EKS merges with its own bootstrap for AL2023
+    nodes (``components.specs.node_pools.nodeadm_user_data``)."""
+    document = nodeadm_user_data(nodeadm_node_config(local_storage_raid0=launch.nvme_ephemeral_storage,
+                                                     fast_image_pull=launch.fast_image_pull))
+    return base64.b64encode(document.encode()).decode() if document else None
 
 
 def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
@@ -146,7 +138,7 @@ class _ManagedNodePool(pulumi.ComponentResource):
                     ),
                 )
             ],
-            user_data=nodeadm_user_data(launch),
+            user_data=launch_user_data(launch),
             instance_type=reserved.get("instanceType"),
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market["marketType"])
             if market else None,

@@ -17,6 +17,14 @@ NAMESPACE = "llm-platform"
 #: volume's throughput, so GPU nodes get 500 MiB/s and 6000 IOPS over gp3's 125 MiB/s and 3000 baseline.
 GPU_ROOT_VOLUME_IOPS = 6000
 GPU_ROOT_VOLUME_THROUGHPUT_MIBPS = 500
+#: What ``fastImagePull`` does and costs, on the field of both kinds of GPU pool (managed groups, EC2NodeClasses).
+FAST_IMAGE_PULL_DESCRIPTION = (
+    "nodeadm's FastImagePull feature gate (AL2023 EKS AMI v20250821 or later): containerd pulls through the SOCI "
+    "snapshotter in parallel pull and unpack mode, downloading and unpacking an image's layers concurrently instead "
+    "of one layer at a time; no SOCI index or image rebuild is needed. Default true. It shortens the image step of a "
+    "cold start (docs/cold-start.md), not the weights, the load or the node's boot. nodeadm ignores it on instances "
+    "under 4 vCPUs or 7 GiB of memory. Turning it on or off changes the {what}."
+)
 _REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 #: Every AWS region the AWS provider knows (pulumi-aws 7.51.1's ``Region`` enum; a test compares the
 #: two, so a provider bump that adds regions shows here). A well-formed name that is not a region

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract, versions
 from components.settings._base import (
+    FAST_IMAGE_PULL_DESCRIPTION,
     GPU_ROOT_VOLUME_IOPS,
     GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
     _dns_name,
@@ -327,6 +328,10 @@ class KarpenterNodeClass(_Model):
         default_factory=list,
         description="Tag maps that select capacity reservations, for reservations bought later; each map 1-20 "
         "tags, '*' for any value (default none).",
+    )
+    fast_image_pull: bool = Field(
+        default=True,
+        description=FAST_IMAGE_PULL_DESCRIPTION.format(what="class's userData, so Karpenter drifts its nodes"),
     )
 
     _name = field_validator("name")(lambda v: _dns_name(v))

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract
 from components.settings._base import (
+    FAST_IMAGE_PULL_DESCRIPTION,
     GPU_ROOT_VOLUME_IOPS,
     GPU_ROOT_VOLUME_THROUGHPUT_MIBPS,
     _check_known_types,
@@ -121,6 +122,10 @@ class GpuPool(_Model):
         description="The capacity reservation the group launches into (docs/reserved-capacity.md): a Capacity Block "
         "with capacityType CAPACITY_BLOCK, or an On-Demand Capacity Reservation (type default) with ON_DEMAND. The "
         "group's launch template then targets it and its subnets are the reservation's zone (default none).",
+    )
+    fast_image_pull: bool = Field(
+        default=True,
+        description=FAST_IMAGE_PULL_DESCRIPTION.format(what="group's launch template, so its nodes roll"),
     )
 
     _labels = field_validator("labels")(_check_labels)

@@ -7,11 +7,13 @@ The same NodePool builder serves EKS Auto Mode, whose NodePools point at the bui
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from components import contract
 from components.specs.gpu_software import Provider, operator_node_labels
 from components.tags import karpenter_discovery_tag
+from policies.capacity.cold_start import FAST_IMAGE_PULL_GATE, NODEADM_CONTENT_TYPE
 from policies.capacity.cost import reservation_text
 
 if TYPE_CHECKING:
@@ -62,8 +64,9 @@ AUTO_MODE_LABELS = "eks.amazonaws.com"
 def ec2_node_class_manifest(
     node_class: KarpenterNodeClass, *, cluster_name: str, node_role: str, tags: dict[str, str]
 ) -> dict[str, Any]:
-    """An EC2NodeClass: pinned AL2023 alias, discovery-tag selectors, IMDSv2, encrypted gp3 root, and
-    the instance's NVMe drives striped as RAID0 ephemeral storage, where model caches (``emptyDir``) live."""
+    """An EC2NodeClass: pinned AL2023 alias, discovery-tag selectors, IMDSv2, encrypted gp3 root, the
+    instance's NVMe drives striped as RAID0 ephemeral storage, where model caches (``emptyDir``) live, and,
+    with ``fastImagePull``, user data that turns on nodeadm's SOCI parallel pull."""
     volume, kubelet = node_class.root_volume, node_class.kubelet
     discovery = karpenter_discovery_tag(cluster_name)
     reservations = node_class_reservations(node_class)
@@ -75,6 +78,9 @@ def ec2_node_class_manifest(
             **reservation_selector(node_class),
             "amiSelectorTerms": [{"alias": node_class.ami_alias}],
             "instanceStorePolicy": "RAID0",
+            # Karpenter writes the RAID0 NodeConfig itself (instanceStorePolicy); the class adds the gate.
+            **({"userData": user_data} if (user_data := nodeadm_user_data(
+                nodeadm_node_config(local_storage_raid0=False, fast_image_pull=node_class.fast_image_pull))) else {}),
             "role": node_role,
             "subnetSelectorTerms": [{"tags": discovery}],
             "securityGroupSelectorTerms": [{"tags": discovery}],
@@ -125,6 +131,44 @@ def node_class_reservations(node_class: KarpenterNodeClass) -> dict[str, str]:
     if not node_class.capacity_reservations:
         return {}
     return {contract.RESERVATIONS_KEY: reservation_text([r.record() for r in node_class.capacity_reservations])}
+
+
+#: The boundary of the program's MIME user data (the gate and part type: policies/capacity/cold_start.py).
+USER_DATA_BOUNDARY = "==LLMPLATFORM=="
+
+
+def nodeadm_node_config(*, local_storage_raid0: bool, fast_image_pull: bool) -> dict[str, Any] | None:
+    """The ``node.eks.aws/v1alpha1`` NodeConfig a GPU node adds to the bootstrap EKS or Karpenter writes
+    (nodeadm merges every NodeConfig of the user data): the instance's NVMe drives striped as RAID0 for
+    kubelet and containerd, and the ``FastImagePull`` gate. ``None`` when it would say nothing."""
+    spec: dict[str, Any] = {}
+    if fast_image_pull:
+        spec["featureGates"] = {FAST_IMAGE_PULL_GATE: True}
+    if local_storage_raid0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    if not spec:
+        return None
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+def nodeadm_user_data(node_config: dict[str, Any] | None) -> str | None:
+    """The NodeConfig as a MIME multipart document, the form both EKS (managed groups with a launch
+    template) and Karpenter (EC2NodeClass ``userData`` on AL2023) merge with their own part. The NodeConfig
+    is written as JSON, which nodeadm's decoder reads like YAML (``nodeadm/internal/api/bridge/decode.go``)."""
+    if node_config is None:
+        return None
+    return "\n".join([
+        "MIME-Version: 1.0",
+        f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
+        "",
+        f"--{USER_DATA_BOUNDARY}",
+        f"Content-Type: {NODEADM_CONTENT_TYPE}",
+        "",
+        json.dumps(node_config, sort_keys=True),
+        "",
+        f"--{USER_DATA_BOUNDARY}--",
+        "",
+    ])
 
 
 def launch_reservation(reservation: CapacityReservation | None) -> dict[str, Any]:

@@ -119,12 +119,14 @@ STARTUP_PROBE_FAILURES = 180
 class ModelPool:
     """What a model's start depends on in the pool it lands on: the pool (as the capacity simulation
     names it), the node type its autoscaler plans with, how its nodes arrive (a ``cold_start``
-    capacity source), and its nodes' root volume throughput."""
+    capacity source), its nodes' root volume throughput, and whether they pull images with SOCI parallel pull
+    (nodeadm's ``FastImagePull``)."""
 
     name: str
     instance: Instance
     capacity_source: str
     disk_throughput_mibps: float
+    fast_image_pull: bool = False
 
 
 def streams(model: ServedModel) -> bool:
@@ -152,7 +154,8 @@ def model_start(model: ServedModel, pool: ModelPool, case: str = COLD, *, image_
         instance=pool.instance,
         capacity_source=pool.capacity_source, image=str(versions.VLLM_IMAGE), disk_throughput_mibps=pool.disk_throughput_mibps,
         startup_probe_period_seconds=STARTUP_PROBE_PERIOD_SECONDS, startup_probe_failures=STARTUP_PROBE_FAILURES,
-        case=case, loading=weight_loading(model), image_prepulled=image_prepulled)
+        case=case, loading=weight_loading(model), image_prepulled=image_prepulled,
+        fast_image_pull=pool.fast_image_pull)
 
 
 def cold_start_bound(model: ServedModel, pool: ModelPool | None) -> AwaitBudget:

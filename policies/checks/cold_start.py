@@ -23,7 +23,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from capacity import bounded_json
-from capacity.cold_start import GP3_BASELINE, root_volume_mibps, server_container, start, weight_loading
+from capacity.cold_start import (
+    GP3_BASELINE,
+    fast_image_pull,
+    root_volume_mibps,
+    server_container,
+    start,
+    weight_loading,
+)
 from capacity.model import Workload
 from lib.kit import MANDATORY, Stack, stack_policy
 from lib.stack_config import NAMESPACE, StackConfigError, config_number, stack_config
@@ -85,6 +92,7 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
     # Per pool, worked out once: the type its autoscaler plans with, its nodes' root volume throughput.
     shapes = {name: plan.planning for name, plan in plans.items()}
     volumes: dict[str, float] = {}
+    parallel_pulls: dict[str, bool] = {}
     for workload in cluster.workloads:
         resource = stack.by_urn.get(workload.key)
         if resource is None or workload.kind != "Deployment" or workload.model is None:
@@ -96,6 +104,7 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
             continue  # capacity-simulation reports a model that lands nowhere
         if plan.pool.key not in volumes:
             volumes[plan.pool.key] = root_volume_mibps(stack.resources, plan.pool.key) or GP3_BASELINE.value
+            parallel_pulls[plan.pool.key] = fast_image_pull(stack.resources, plan.pool.key)
         pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
         server = server_container(pod) or {}
         probe = server.get("startupProbe") or {}
@@ -106,7 +115,7 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
             disk_throughput_mibps=volumes[plan.pool.key],
             startup_probe_period_seconds=float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT),
             startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT),
-            loading=weight_loading(pod))
+            loading=weight_loading(pod), fast_image_pull=parallel_pulls[plan.pool.key])
 
 
 def _probe_overrun(name: str, probe: dict[str, Any], cold: Any) -> str | None:

@@ -128,7 +128,7 @@ def test_gpu_nodes_put_ephemeral_storage_on_local_nvme(dev_plan):
     assert node_config == {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
-        "spec": {"instance": {"localStorage": {"strategy": "RAID0"}}},
+        "spec": {"featureGates": {"FastImagePull": True}, "instance": {"localStorage": {"strategy": "RAID0"}}},
     }
     assert "userData" not in launch_template_of(dev_plan, system_node_group(dev_plan)).inputs
     (node_class,) = dev_plan.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
