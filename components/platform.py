@@ -317,6 +317,7 @@ class Platform(pulumi.ComponentResource):
                     settings.serving.gateway.fallbacks() if settings.serving.gateway.enabled else {},
                     settings.serving.gateway.bedrock_region,
                 ),
+                cluster_autoscaler=bool(cluster_autoscaler_groups(settings)),
                 settings=settings.observability,
                 cluster_name=settings.cluster_name,
                 tags=tags,

@@ -17,6 +17,7 @@ from components import contract, versions
 from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.managed_pools.cluster_autoscaler_policy import AutoscalerScope, autoscaler_policy
+from components.specs import cluster_autoscaler as spec
 
 TYPE = "llm-platform:index:ClusterAutoscaler"
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -48,6 +49,10 @@ GPU_SCALING_FLAGS: dict[str, object] = {
     "enable-dynamic-resource-allocation": True,
     "leader-elect": True,
 }
+#: Flags for the platform's monitoring: per-group series, among them the backoff gauge that the
+#: ``ClusterAutoscalerCannotGrowNodeGroup`` alert reads (not registered without the flag; see
+#: :mod:`components.specs.cluster_autoscaler`).
+MONITORING_FLAGS: dict[str, object] = {spec.PER_NODEGROUP_METRICS_FLAG: True}
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class ClusterAutoscalerArgs:
     autoscaling_group_names: list[pulumi.Input[str]]
     pod_identity_agent: pulumi.Resource
     replicas: int = 1
-    namespace: str = "kube-system"
+    namespace: str = spec.NAMESPACE
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -105,7 +110,7 @@ def controller_values(cluster_name: str, region: str, kubernetes_version: str, r
                         "podAffinityTerm": {
                             "topologyKey": "kubernetes.io/hostname",
                             "labelSelector": {
-                                "matchLabels": {"app.kubernetes.io/name": "aws-cluster-autoscaler"}
+                                "matchLabels": {"app.kubernetes.io/name": spec.APP_NAME}
                             },
                         },
                     }
@@ -114,7 +119,7 @@ def controller_values(cluster_name: str, region: str, kubernetes_version: str, r
         },
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
         "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "600Mi"}},
-        "extraArgs": {"logtostderr": True, "stderrthreshold": "info", "v": 2, **GPU_SCALING_FLAGS},
+        "extraArgs": {"logtostderr": True, "stderrthreshold": "info", "v": 2, **GPU_SCALING_FLAGS, **MONITORING_FLAGS},
     }
 
 
@@ -154,7 +159,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         pinned_release(
             f"{name}-release",
             versions.CLUSTER_AUTOSCALER,
-            release_name="cluster-autoscaler",
+            release_name=spec.RELEASE,
             namespace=args.namespace,
             values=controller_values(args.cluster_name, args.region, args.kubernetes_version, args.replicas),
             create_namespace=False,

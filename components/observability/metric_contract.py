@@ -33,6 +33,7 @@ REQUESTS = "requests"
 TOKENS = "tokens"
 INFO = "info (value 1; the labels carry the data)"
 UNIX_SECONDS = "seconds since the Unix epoch"
+BOOLEAN = "boolean (1 or 0)"
 #: Grafana's unit id for each contract unit a panel can show as it is.
 GRAFANA_UNITS = {PERCENT: "percent", RATIO: "percentunit", WATT: "watt", SECONDS: "s"}
 
@@ -208,6 +209,28 @@ KUBE_STATE_METRICS = ExporterContract(
     ),
 )
 
+# --- Cluster Autoscaler -----------------------------------------------------------------------------
+#: 1 while the autoscaler has backed the group off after a failed scale-up, else 0; ``node_group`` is the
+#: Auto Scaling group's name (the AWS provider's NodeGroup ``Id()``), ``reason`` the backoff's error code
+#: (``placeholder-cannot-be-fulfilled``, ``timeout``, ``cloudProviderError``, ...; ``unknown`` when the
+#: cloud gave none). Registered only with ``--emit-per-nodegroup-metrics=true``.
+CA_NODE_GROUP_BACKOFF = "cluster_autoscaler_node_group_backoff_status"
+
+#: The release the program runs at the default Kubernetes minor (one image per minor; the 1.34 and 1.36
+#: releases define the same series, recorded beside it).
+CLUSTER_AUTOSCALER = ExporterContract(
+    exporter="cluster-autoscaler",
+    release="v1.35.2",
+    pinned_by="components/versions.py CLUSTER_AUTOSCALER_IMAGES[DEFAULT_KUBERNETES_VERSION].tag",
+    source=(
+        "github.com/kubernetes/autoscaler tag cluster-autoscaler-1.35.2: cluster-autoscaler/metrics/metrics.go "
+        "(name, labels, RegisterAll), config/flags/flags.go (emit-per-nodegroup-metrics), "
+        "processors/status/metrics_autoscaling_status_processor.go (reason values), "
+        "cloudprovider/aws/auto_scaling_groups.go and aws_cloud_provider.go (node_group, placeholder reason)"
+    ),
+    metrics=(Metric(CA_NODE_GROUP_BACKOFF, "gauge", BOOLEAN, ("node_group", "reason")),),
+)
+
 # --- Prometheus itself ------------------------------------------------------------------------------
 #: Series Prometheus writes, not an exporter: ``up`` per scrape target, ``ALERTS`` per alert.
 PROMETHEUS_UP = "up"
@@ -216,7 +239,7 @@ PROMETHEUS_SERIES = frozenset({PROMETHEUS_UP, "ALERTS", "ALERTS_FOR_STATE"})
 #: series, and the program's own ``tier`` (the vLLM PodMonitor copies the pod's tier label).
 TARGET_LABELS = frozenset({"namespace", "service", "pod", "container", "job", "instance", "endpoint", "tier"})
 
-EXPORTERS: tuple[ExporterContract, ...] = (DCGM_EXPORTER, VLLM, LITELLM, KEDA, KUBE_STATE_METRICS)
+EXPORTERS: tuple[ExporterContract, ...] = (DCGM_EXPORTER, VLLM, LITELLM, KEDA, KUBE_STATE_METRICS, CLUSTER_AUTOSCALER)
 
 
 def exporter_of(name: str) -> ExporterContract | None:

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import versions
+from components import contract, versions
 from components.config_files import yaml_text
 from components.helm import pinned_release
 from components.iam import pod_identity_role
 from components.observability.alertmanager import alertmanager_config, sns_publish_policy
 from components.observability.dashboards import dashboards
 from components.observability.metric_contract import (
+    CA_NODE_GROUP_BACKOFF,
     DCGM_FB_FREE,
     DCGM_FB_USED,
     DCGM_XID_ERRORS_COUNT,
@@ -38,6 +39,7 @@ from components.observability.token_cost import BedrockFallback, GpuPrice, PoolP
 from components.settings.observability import GPU_HOURS_WINDOW_DAYS
 from components.settings.observability import Observability as ObservabilitySettings
 from components.settings.serving import INTERACTIVE_TIER, TierScaling
+from components.specs import cluster_autoscaler as autoscaler_spec
 from components.specs.dcgm_counters import XID_COUNT_WINDOW_MS, hardware_xid_regex
 from components.specs.observability import (
     ALERTMANAGER_SECRET,
@@ -49,6 +51,7 @@ from components.specs.observability import (
     prometheus_stack_values,
     vllm_pod_monitor_spec,
 )
+from components.tags import NODE_TEMPLATE_PREFIX
 
 TYPE = "llm-platform:index:Observability"
 
@@ -240,6 +243,79 @@ def alert_rules(
     ]
 
 
+#: The autoscaler's scrape target: the chart's Service (``<release>-<name>``) in its namespace.
+CLUSTER_AUTOSCALER_UP = (
+    f'{PROMETHEUS_UP}{{namespace="{autoscaler_spec.NAMESPACE}",'
+    f'service="{autoscaler_spec.RELEASE}-{autoscaler_spec.APP_NAME}"}}'
+)
+
+
+def cluster_autoscaler_rules() -> dict[str, object]:
+    """Alerts for Cluster Autoscaler when a managed group cannot grow.
+
+    The engine's gauge is not the textbook's. ``cluster_autoscaler_node_group_backoff_status`` is 1
+    only while a backoff lasts: after every loop the autoscaler resets each reason of every group to 0
+    and sets 1 for the current backoff's error code only (kubernetes/autoscaler tag
+    cluster-autoscaler-1.35.2, ``processors/status/metrics_autoscaling_status_processor.go``
+    ``updateNodeGroupBackoffStatusMetrics``; ``metrics/metrics.go`` ``UpdateNodeGroupBackOffStatus``).
+    When the backoff ends (5 minutes, doubling to 30: ``utils/backoff/exponential_backoff.go``,
+    ``--initial-node-group-backoff-duration``, ``--max-node-group-backoff-duration``) the autoscaler
+    retries and the gauge reads 0 until the retry fails again: on AWS, desired nodes that never launch
+    become placeholders marked ``placeholder-cannot-be-fulfilled`` (``cloudprovider/aws/
+    auto_scaling_groups.go`` ``createPlaceholdersForDesiredNonStartedInstances``), reported with
+    ``OutOfResourcesErrorClass`` (``aws_cloud_provider.go`` ``Nodes``), and ``clusterstate/clusterstate.go``
+    backs the group off again. So ``gauge == 1`` held for 15 minutes never fires during the 5- and
+    10-minute backoffs, whatever happens; the alert reads the gauge's maximum over a window longer than
+    the retry gap (:data:`~components.specs.cluster_autoscaler.RETRY_GAP_WINDOW`), ``by`` group and reason
+    across replicas (only the leader sets the gauge).
+
+    Severity warning: the platform pages on what users feel (slow first tokens in the interactive
+    tier, an unscrapable gateway, GPU hardware faults) and a cold model's requests fall back to Bedrock
+    meanwhile. A group that cannot grow is a capacity decision (another pool, another capacity type,
+    the block's window), not something an on-call can fix at night; for a Capacity Block outside its
+    window it is the state the offline check warned of beforehand.
+    """
+    window, hold = autoscaler_spec.RETRY_GAP_WINDOW, autoscaler_spec.UNABLE_TO_GROW_FOR
+    pool_tag = f"{NODE_TEMPLATE_PREFIX}label/{contract.POOL_LABEL}"
+    deployment = f"deploy/{autoscaler_spec.RELEASE}-{autoscaler_spec.APP_NAME}"
+    return {
+        "name": "cluster-autoscaler",
+        "rules": [
+            _alert(
+                "ClusterAutoscalerCannotGrowNodeGroup",
+                f"max by (node_group, reason) "
+                f'(max_over_time({CA_NODE_GROUP_BACKOFF}{{reason!=""}}[{window}])) == 1',
+                hold, "warning",
+                "Cluster Autoscaler cannot grow node group {{ $labels.node_group }} ({{ $labels.reason }})",
+                f"Pods waiting for this managed node group stay Pending: its scale-ups have failed for {hold} "
+                "and the autoscaler backs the group off (5 minutes, doubling to 30) and retries while they wait. "
+                "node_group is the Auto Scaling group; EKS names it eks-<nodegroup>-<uuid>. Its pool: "
+                "aws autoscaling describe-tags --filters Name=auto-scaling-group,Values={{ $labels.node_group }} "
+                f"(tags eks:nodegroup-name and {pool_tag}); EC2's own reason: aws autoscaling "
+                "describe-scaling-activities --auto-scaling-group-name {{ $labels.node_group }}. By reason: "
+                "placeholder-cannot-be-fulfilled: EC2 launched none of the requested instances, capacity is not "
+                "available: a Capacity Block outside its window (before its start or after its end), Spot capacity "
+                "exhausted for every listed type, an ODCR fully used or expired. Move the pool's models to a pool with capacity, add instance types or "
+                "another capacity type, or wait for the block's window (docs/reserved-capacity.md). "
+                "timeout: instances launched but did not join within max-node-provision-time: check the nodes' "
+                "bootstrap (console output, nodeadm), the node role's access entry and the VPC CNI. "
+                "Any other reason (cloudProviderError, apiCallError, internalError, unknown): the autoscaler's own "
+                "calls failed: check "
+                f"kubectl -n {autoscaler_spec.NAMESPACE} logs {deployment} and its Pod Identity role. The "
+                f"autoscaler's own view: kubectl -n {autoscaler_spec.NAMESPACE} get configmap "
+                "cluster-autoscaler-status -o yaml.",
+            ),
+            _alert(
+                "ClusterAutoscalerMetricsMissing", f"absent({CLUSTER_AUTOSCALER_UP} == 1)", "10m", "warning",
+                "Prometheus cannot scrape Cluster Autoscaler",
+                "Without its metrics ClusterAutoscalerCannotGrowNodeGroup cannot fire. Check the autoscaler's pods "
+                f"(kubectl -n {autoscaler_spec.NAMESPACE} get pods -l app.kubernetes.io/name={autoscaler_spec.APP_NAME}), "
+                "the ServiceMonitor monitoring/cluster-autoscaler and the target in Prometheus (Status > Targets).",
+            ),
+        ],
+    }
+
+
 def cost_rules(gpu_hours_budget: int | None) -> dict[str, object]:
     """GPU hours as the cluster actually ran them (kube-state-metrics allocatable GPUs, sampled every
     5 minutes), and an alert when the last 30 days exceed the stack's monthly GPU-hour budget."""
@@ -265,9 +341,12 @@ def rule_groups(
     gpu_hours_budget: int | None, fb_free_min: float, gateway: bool, tiers: Sequence[tuple[str, TierScaling]] = (),
     gpu_prices: Sequence[GpuPrice] = (), bedrock_fallbacks: Sequence[BedrockFallback] = (),
     pool_prices: Sequence[PoolPrice] = (),
+    cluster_autoscaler: bool = False,
 ) -> list[dict[str, object]]:
-    """Every rule group of the platform's PrometheusRule."""
+    """Every rule group of the platform's PrometheusRule (the autoscaler's only when it is installed)."""
     groups = [g for g in alert_rules(fb_free_min, tiers) if gateway or g["name"] != "gateway"]
+    if cluster_autoscaler:
+        groups.append(cluster_autoscaler_rules())
     kv_targets = [*((name, scaling.kv_cache_usage) for name, scaling in tiers), (None, TierScaling().kv_cache_usage)]
     return [*groups, cost_rules(gpu_hours_budget), *token_cost_groups(gpu_prices, bedrock_fallbacks, kv_targets, pool_prices)]
 
@@ -281,7 +360,9 @@ class ObservabilityArgs:
     (without it every tier gets the default targets' thresholds); ``gpu_prices`` (per-GPU prices of the
     catalog in the stack's region) and ``bedrock_fallbacks`` (each model's first Bedrock fallback with its
     price) feed the token-cost rules (:mod:`components.observability.token_cost`), with ``pool_prices``
-    (each hybrid pool's chargeback rate) for GPUs no catalog prices."""
+    (each hybrid pool's chargeback rate) for GPUs no catalog prices; ``cluster_autoscaler``
+    (the stack runs Cluster Autoscaler) adds its ServiceMonitor and alerts, here because this component
+    installs the ServiceMonitor CRD and the autoscaler must not wait for Prometheus."""
 
     namespace: str = NAMESPACE
     gpu_hours_budget: int | None = None
@@ -291,6 +372,7 @@ class ObservabilityArgs:
     gpu_prices: tuple[GpuPrice, ...] = ()
     bedrock_fallbacks: tuple[BedrockFallback, ...] = ()
     pool_prices: tuple[PoolPrice, ...] = ()
+    cluster_autoscaler: bool = False
     settings: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     cluster_name: str = ""
     tags: dict[str, str] = field(default_factory=dict)
@@ -380,10 +462,20 @@ class Observability(pulumi.ComponentResource):
                     args.gpu_prices,
                     args.bedrock_fallbacks,
                     args.pool_prices,
+                    args.cluster_autoscaler,
                 )
             },
             opts=after_stack,
         )
+        if args.cluster_autoscaler:
+            k8s.apiextensions.CustomResource(
+                f"{name}-cluster-autoscaler",
+                api_version="monitoring.coreos.com/v1",
+                kind="ServiceMonitor",
+                metadata={"name": autoscaler_spec.RELEASE, "namespace": args.namespace},
+                spec=autoscaler_spec.service_monitor_spec(),
+                opts=after_stack,
+            )
         for dashboard in dashboards(args.gpu_hours_budget, any(f.priced for f in args.bedrock_fallbacks)):
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{dashboard['uid']}",

@@ -18,8 +18,8 @@ from tests.support.processes import descendants, running
 
 EXPECTED = {
     # stack: (resources, worst-case GPUs, monthly GPU cost as printed)
-    "dev": (184, 16, "$21,886/month"),
-    "prod": (236, 55, "$86,565/month"),
+    "dev": (185, 16, "$21,886/month"),
+    "prod": (237, 55, "$86,565/month"),
 }
 
 
@@ -235,7 +235,7 @@ def test_a_signal_mid_check_leaves_no_process_behind(tmp_path, signum, code):
     manifests = list((out / "manifests").glob("*.yaml"))
     if (out / "plan.json").exists():
         plan = json.loads((out / "plan.json").read_text())
-        assert len(plan["resources"]) == 1109
+        assert len(plan["resources"]) == 1110
     assert all(yaml.safe_load(path.read_text()) for path in manifests)
     assert not list(out.rglob("*.partial"))
 

@@ -132,6 +132,11 @@ def test_not_installed_when_no_managed_group_can_grow():
     plan = plan_with("dev", systemPool=system, gpuPools=[], serving=serving)
     assert not plan.of_type("llm-platform:index:ClusterAutoscaler")
     assert not plan.of_type("aws:autoscaling/tag:Tag")
+    # Prometheus still runs (the DCGM exporter is on), without the autoscaler's scrape and alerts.
+    (rule,) = [r.inputs for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")]
+    assert "cluster-autoscaler" not in [g["name"] for g in rule["spec"]["groups"]]
+    assert not [r for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+                if r.inputs["metadata"]["name"] == "cluster-autoscaler"]
 
 
 def template_nodes(plan) -> dict[str, tuple[dict[str, str], list[dict[str, str]], int]]:
@@ -175,3 +180,85 @@ def test_every_model_on_a_managed_pool_fits_exactly_its_groups_template(stack_pl
         assert fits == {groups[pool]}, (deployment.name, fits)
         checked += 1
     assert checked >= 1
+
+
+# --- Prometheus scrapes the autoscaler ------------------------------------------------------------
+
+SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+
+
+def autoscaler_monitor(plan) -> dict:
+    (monitor,) = [r for r in plan.of_type(SERVICE_MONITOR) if r.inputs["metadata"]["name"] == "cluster-autoscaler"]
+    return monitor
+
+
+def rendered_autoscaler(plan) -> list[dict]:
+    """The autoscaler's objects as Helm's engine renders the pinned chart with the plan's values."""
+    from tests.components.test_helm_render import rendered
+
+    return rendered(plan, versions.CLUSTER_AUTOSCALER)
+
+
+def test_the_rendered_autoscaler_emits_per_group_metrics(stack_plan):
+    """The chart passes ``extraArgs`` as ``--key=value``: the flag that registers the backoff gauge."""
+    (deployment,) = [o for o in rendered_autoscaler(stack_plan) if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--emit-per-nodegroup-metrics=true" in container["command"]
+
+
+def test_the_service_monitor_selects_the_service_the_chart_renders(stack_plan):
+    """Selector labels, namespace and port name of the ServiceMonitor against the Service Helm's engine
+    renders (and that Service against the autoscaler's pods and their metrics port)."""
+    objects = rendered_autoscaler(stack_plan)
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    spec = autoscaler_monitor(stack_plan).inputs["spec"]
+    assert service["metadata"]["namespace"] in spec["namespaceSelector"]["matchNames"]
+    assert spec["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    (endpoint,) = spec["endpoints"]
+    (port,) = [p for p in service["spec"]["ports"] if p["name"] == endpoint["port"]]
+    pod = deployment["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    (container,) = pod["spec"]["containers"]
+    assert port["targetPort"] in [p["containerPort"] for p in container["ports"]]
+    assert (port["targetPort"], endpoint["path"]) == (8085, "/metrics")
+    # The scrape target's ``service`` label, which the metrics-missing alert matches.
+    (missing_rule,) = [r for g in stack_plan_rule_groups(stack_plan) for r in g["rules"]
+                       if r.get("alert") == "ClusterAutoscalerMetricsMissing"]
+    assert f'service="{service["metadata"]["name"]}"' in missing_rule["expr"]
+    assert service["metadata"]["name"] == "cluster-autoscaler-aws-cluster-autoscaler"
+
+
+def stack_plan_rule_groups(plan) -> list[dict]:
+    (rule,) = [r.inputs for r in plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")]
+    return rule["spec"]["groups"]
+
+
+def test_the_service_monitor_fits_the_prometheus_operator_crd(stack_plan):
+    """Against the ServiceMonitor CRD kube-prometheus-stack ships (strict: a misspelt field is an error)."""
+    from tests.support import helm_render
+    from tests.support.needs import missing
+
+    reason = helm_render.missing_reason(versions.KUBE_PROMETHEUS_STACK)
+    if reason:
+        missing(reason)
+    schemas = helm_render.chart_crd_schemas(versions.KUBE_PROMETHEUS_STACK)
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", **autoscaler_monitor(stack_plan).inputs}
+    assert helm_render.custom_resource_errors(monitor, schemas) == []
+    (endpoint,) = monitor["spec"]["endpoints"]
+    misspelt = {**monitor, "spec": {**monitor["spec"], "endpoints": [{**endpoint, "portName": endpoint["port"]}]}}
+    assert any("portName" in e for e in helm_render.custom_resource_errors(misspelt, schemas))
+
+
+def test_prometheus_owns_the_service_monitor_and_the_autoscaler_does_not_wait_for_it(stack_plan):
+    """The ServiceMonitor needs the CRD kube-prometheus-stack installs; the autoscaler must grow groups
+    whether or not Prometheus is up."""
+    monitor = autoscaler_monitor(stack_plan)
+    (prometheus,) = [r for r in stack_plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
+    assert prometheus.urn in monitor.dependencies
+    assert monitor.parent.endswith("llm-platform:index:Observability::observability")
+    autoscaler = autoscaler_release(stack_plan)
+    assert prometheus.urn not in autoscaler.dependencies
+    assert not any("Observability" in d for d in autoscaler.dependencies)
+    groups = [g["name"] for g in stack_plan_rule_groups(stack_plan)]
+    assert "cluster-autoscaler" in groups
