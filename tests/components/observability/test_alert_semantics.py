@@ -7,6 +7,11 @@
 - KEDA's HPA: a tier's metric up to its scaling target (plus the HPA's 10% tolerance) is the
   autoscaler's business, so series inside a tier's targets fire nothing for that tier and the same
   series above them do, at the severity that tier routes on.
+- Cluster Autoscaler: the per-group backoff gauge is 1 only while a backoff lasts and 0 while the
+  autoscaler retries (kubernetes/autoscaler ``processors/status/metrics_autoscaling_status_processor.go``):
+  backoffs of 5, 10, 20, 30 minutes with a retry of a minute or two between them. The program's rule
+  fires at 15 minutes on that shape; the textbook rule (raw gauge at 1 for 15 minutes) is still pending
+  there.
 """
 
 from __future__ import annotations
@@ -226,3 +231,120 @@ def test_each_tiers_thresholds_sit_just_above_its_scaling_targets(prod_serving_r
 def test_the_plans_serving_alerts_use_each_tiers_thresholds(prod_plan, prod_serving_rules):
     (plan_vllm,) = [g for g in rule_groups(prod_plan) if g["name"] == "vllm"]
     assert plan_vllm == prod_serving_rules[0]
+
+
+# --- Cluster Autoscaler: a backoff gauge that drops to 0 while the autoscaler retries --------------
+
+#: A managed group's Auto Scaling group as EKS names it (``eks-<nodegroup>-<uuid>``).
+ASG = "eks-gpu-a10g-20cc4f5e-8d11-4c7e-b3f2-6a9d0e1f2b3c"
+CAPACITY = {"node_group": ASG, "reason": "placeholder-cannot-be-fulfilled"}
+#: What Prometheus reads from the autoscaler's Service (target labels the ServiceMonitor adds).
+CA_TARGET = {"namespace": "kube-system", "service": "cluster-autoscaler-aws-cluster-autoscaler",
+             "pod": "cluster-autoscaler-aws-cluster-autoscaler-0", "job": "cluster-autoscaler-aws-cluster-autoscaler"}
+#: The engine's shape, one sample a minute from t=0: backed off 5 minutes (0-4m), 0 for the retry
+#: (5m), backed off 10 minutes (6-15m), a slower retry (16-17m: the ASG refresh came a minute later),
+#: 20 minutes (18-37m), retry (38m), 30 minutes (39-68m). Before its first backoff a group reports
+#: reason "" at 0.
+STILL_FAILING = "1x4 0 1x9 0x1 1x19 0 1x29"
+#: Two failed scale-ups, then the retry at 16m launches the node: 0 from then on.
+RECOVERS = "1x4 0 1x9 0x40"
+#: One failed scale-up that its retry fixes (a brief Spot shortage).
+ONE_FAILURE = "1x4 0x60"
+
+
+def backoff_series(values: str, leader: str = "0") -> list[dict[str, str]]:
+    """The leader's series for the failing reason and its never-used empty reason; a second replica
+    (not the leader) sets no per-group series at all."""
+    target = {**CA_TARGET, "pod": f"cluster-autoscaler-aws-cluster-autoscaler-{leader}"}
+    return [
+        series("cluster_autoscaler_node_group_backoff_status", {**target, **CAPACITY}, values),
+        series("cluster_autoscaler_node_group_backoff_status", {**target, "node_group": ASG, "reason": ""}, "0x67"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def autoscaler_rules(tmp_path_factory):
+    """The program's rule, and beside it the textbook rule: the raw gauge at 1 for the same ``for:``."""
+    from components.observability.prometheus import cluster_autoscaler_rules
+
+    group = cluster_autoscaler_rules()
+    engine = rule_named([group], "ClusterAutoscalerCannotGrowNodeGroup")
+    textbook = {**engine, "alert": "TextbookNodeGroupBackedOff",
+                "expr": 'max by (node_group, reason) (cluster_autoscaler_node_group_backoff_status{reason!=""}) == 1'}
+    path = tmp_path_factory.mktemp("autoscaler") / "autoscaler.yaml"
+    path.write_text(yaml.safe_dump({"groups": [group, {"name": "textbook", "rules": [textbook]}]}, sort_keys=False))
+    return [group], engine, path
+
+
+def test_the_rule_reads_the_gauge_over_the_retry_gap_and_holds_fifteen_minutes(autoscaler_rules):
+    _, engine, _ = autoscaler_rules
+    assert engine["expr"] == ('max by (node_group, reason) '
+                              '(max_over_time(cluster_autoscaler_node_group_backoff_status{reason!=""}[5m])) == 1')
+    assert (engine["for"], engine["labels"]["severity"]) == ("15m", "warning")
+
+
+def test_a_group_still_failing_fires_where_the_textbook_rule_stays_pending(autoscaler_rules, tmp_path):
+    """The engine's gauge drops to 0 for each retry: ``gauge == 1`` for 15 minutes is pending through the
+    5- and 10-minute backoffs, fires only at 33m, 15 minutes into the third one, and resolves at the next
+    retry. The program's rule bridges each retry (a two-minute one too) and fires from 15m on."""
+    groups, _, path = autoscaler_rules
+    expected = [fired(groups, "ClusterAutoscalerCannotGrowNodeGroup", CAPACITY)]
+    expected_textbook = expected  # same labels and annotations, another name
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": backoff_series(STILL_FAILING),
+            "alert_rule_test": [
+                {"eval_time": "13m", "alertname": "ClusterAutoscalerCannotGrowNodeGroup", "exp_alerts": []},
+                {"eval_time": "20m", "alertname": "ClusterAutoscalerCannotGrowNodeGroup", "exp_alerts": expected},
+                {"eval_time": "20m", "alertname": "TextbookNodeGroupBackedOff", "exp_alerts": []},
+                {"eval_time": "35m", "alertname": "TextbookNodeGroupBackedOff", "exp_alerts": expected_textbook},
+                {"eval_time": "39m", "alertname": "ClusterAutoscalerCannotGrowNodeGroup", "exp_alerts": expected},
+                {"eval_time": "39m", "alertname": "TextbookNodeGroupBackedOff", "exp_alerts": []},
+            ],
+        }
+    ]
+    promtool_test(tmp_path, path, tests)
+
+
+def test_a_group_that_recovers_resolves_and_one_failure_stays_silent(autoscaler_rules, tmp_path):
+    """Failing twice (5 + 10 minutes) then launching: firing at 15m, resolved once the window has no 1
+    left (from 21m). One failure whose retry launches never fires."""
+    groups, _, path = autoscaler_rules
+    expected = [fired(groups, "ClusterAutoscalerCannotGrowNodeGroup", CAPACITY)]
+    name = "ClusterAutoscalerCannotGrowNodeGroup"
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": backoff_series(RECOVERS),
+            "alert_rule_test": [
+                {"eval_time": "18m", "alertname": name, "exp_alerts": expected},
+                {"eval_time": "23m", "alertname": name, "exp_alerts": []},
+                {"eval_time": "50m", "alertname": name, "exp_alerts": []},
+            ],
+        },
+        {
+            "interval": "1m",
+            "input_series": backoff_series(ONE_FAILURE),
+            "alert_rule_test": [{"eval_time": at, "alertname": name, "exp_alerts": []} for at in ("5m", "9m", "15m", "30m")],
+        },
+    ]
+    promtool_test(tmp_path, path, tests)
+
+
+def test_a_leader_change_keeps_one_alert_per_group_and_reason(autoscaler_rules, tmp_path):
+    """With two replicas only the leader sets the gauge; a new leader (another pod) continues the same
+    backoff: still one alert, by group and reason, not by pod."""
+    groups, _, path = autoscaler_rules
+    first, second = backoff_series("1x4 0 1x4 _x58", leader="0"), backoff_series("_x10 1x4 1x20", leader="1")
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [*first, *second],
+            "alert_rule_test": [
+                {"eval_time": "20m", "alertname": "ClusterAutoscalerCannotGrowNodeGroup",
+                 "exp_alerts": [fired(groups, "ClusterAutoscalerCannotGrowNodeGroup", CAPACITY)]},
+            ],
+        }
+    ]
+    promtool_test(tmp_path, path, tests)

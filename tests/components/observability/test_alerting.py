@@ -21,6 +21,10 @@ RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 A10G_MIB = 23028
 NODE = {"Hostname": "ip-10-0-1-1", "gpu": "0"}
 MODEL = {"namespace": "serving-interactive", "tier": "interactive", "model_name": "m"}
+#: The autoscaler's scrape target (the chart's Service in kube-system) and a group it backed off.
+AUTOSCALER = {"namespace": "kube-system", "service": "cluster-autoscaler-aws-cluster-autoscaler",
+              "job": "cluster-autoscaler-aws-cluster-autoscaler", "instance": "10.0.1.5:8085"}
+BACKED_OFF = {"node_group": "eks-gpu-a10g-20cc4f5e-8d11-4c7e-b3f2-6a9d0e1f2b3c", "reason": "placeholder-cannot-be-fulfilled"}
 
 
 def rule_groups(plan) -> list[dict]:
@@ -159,6 +163,19 @@ def unit_tests(plan) -> tuple[list[dict], list[dict], set[str]]:
             [series("up", {"namespace": "llm-gateway", "service": "llm-gateway", "job": "llm-gateway", "instance": "a"}, "1x30")],
             "20m",
             {"severity": "critical"},
+        ),
+        # The autoscaler's backoff gauge as the engine writes it: 1 while backed off, 0 for each retry.
+        "ClusterAutoscalerCannotGrowNodeGroup": (
+            [series("cluster_autoscaler_node_group_backoff_status", {**AUTOSCALER, **BACKED_OFF}, "1x4 0 1x9 0 1x19")],
+            [series("cluster_autoscaler_node_group_backoff_status", {**AUTOSCALER, **BACKED_OFF}, "0x30")],
+            "20m",
+            {**BACKED_OFF, "severity": "warning"},
+        ),
+        "ClusterAutoscalerMetricsMissing": (
+            [series("up", AUTOSCALER, "0x30")],
+            [series("up", AUTOSCALER, "1x30")],
+            "20m",
+            {"severity": "warning"},
         ),
     }
     if "LlmTierCostAboveBedrock" in alerts:
@@ -323,6 +340,14 @@ def test_prod_pages_on_critical_and_interactive_warnings(prod_plan, tmp_path):
     assert route_of(config, tmp_path, alertname="VllmKvCacheHigh", severity="warning", tier="interactive") == "oncall-pager"
     assert route_of(config, tmp_path, alertname="VllmKvCacheHigh", severity="warning", tier="batch") == "ml-platform-alerts"
     assert route_of(config, tmp_path, alertname="Watchdog", severity="none") == "null"
+
+
+def test_prod_sends_a_group_that_cannot_grow_to_the_team_not_the_pager(prod_plan, tmp_path):
+    """The autoscaler's alert carries no tier: it goes where warnings go, and pages nobody."""
+    config = alertmanager_yaml(prod_plan)
+    (rule,) = [r for g in rule_groups(prod_plan) for r in g["rules"] if r.get("alert") == "ClusterAutoscalerCannotGrowNodeGroup"]
+    labels = {**BACKED_OFF, **rule["labels"]}
+    assert route_of(config, tmp_path, alertname=rule["alert"], **labels) == "ml-platform-alerts"
 
 
 def test_every_receiver_kind_passes_amtool_and_routes_by_severity_and_tier(all_receivers_plan, tmp_path):

@@ -22,7 +22,9 @@ RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 #: Strings that look like PromQL over an exporter's series (used to prove no query is missed).
-EXPORTER_SERIES = re.compile(r"\b(?:DCGM_[A-Z_]+|vllm:[a-z_:]+|litellm_[a-z_]+|kube_[a-z_]+|keda_[a-z_]+)\b")
+EXPORTER_SERIES = re.compile(
+    r"\b(?:DCGM_[A-Z_]+|vllm:[a-z_:]+|litellm_[a-z_]+|kube_[a-z_]+|keda_[a-z_]+|cluster_autoscaler_[a-z_]+)\b"
+)
 #: A recording rule that writes a constant (a price generated from a catalog) reads no series by design.
 CONSTANT = re.compile(r"vector\([0-9.e+-]+\)")
 TEMPLATE_LABEL = re.compile(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)")
@@ -141,7 +143,7 @@ def test_the_queries_read_every_exporter_whose_series_they_use(emitted):
         for q in queries
         for m in reads(q.expr).metrics
     }
-    assert {"dcgm-exporter", "vllm", "litellm", "kube-state-metrics", "up"} <= by_exporter
+    assert {"dcgm-exporter", "vllm", "litellm", "kube-state-metrics", "cluster-autoscaler", "up"} <= by_exporter
     assert set(recorded) >= {"llm_platform:gpus_allocatable:sum", "llm_platform:gpu_hours:30d"}
     assert {q.source for q in queries} == {"PrometheusRule", "dashboard", "ScaledObject"}
 

@@ -5,8 +5,9 @@
 - DCGM exporter: the counters file the program ships (read from the plan) enables every field the
   contract uses, with its type and unit; the field exists in the pinned release's default counters
   (``metric_contract_data/dcgm-exporter.json``, read from the tag) with the same unit.
-- vLLM, KEDA, kube-state-metrics: names, types, labels and units as recorded from the pinned
-  releases' sources (``metric_contract_data/*.json``, each with its repository, tag and files).
+- vLLM, KEDA, kube-state-metrics, Cluster Autoscaler: names, types, labels and units as recorded from
+  the pinned releases' sources (``metric_contract_data/*.json``, each with its repository, tag and files);
+  the autoscaler's per-group series exist only with the flag the plan must set.
 - Bump guard: each contract's release equals the pin; moving a pin without re-checking fails naming
   the exporter.
 """
@@ -70,6 +71,7 @@ def pinned_releases() -> dict[str, tuple[str, ...]]:
         "litellm": (versions.LITELLM_IMAGE.tag, litellm_requirement()),
         "keda": (versions.KEDA.version,),
         "kube-state-metrics": (kube_state_metrics_release(archive),),
+        "cluster-autoscaler": (versions.CLUSTER_AUTOSCALER_IMAGES[versions.DEFAULT_KUBERNETES_VERSION].tag,),
     }
 
 
@@ -96,6 +98,7 @@ def test_the_pins_are_read_from_where_they_are_set():
         "litellm": ("v1.110.2", "v1.110.2"),
         "keda": ("2.20.2",),
         "kube-state-metrics": ("v2.20.0",),
+        "cluster-autoscaler": ("v1.35.2",),
     }
 
 
@@ -111,10 +114,12 @@ def test_a_bumped_gateway_requirement_alone_fails_too():
 
 
 def test_the_recorded_upstream_facts_are_of_the_contract_release():
-    for contract in (mc.DCGM_EXPORTER, mc.VLLM, mc.KEDA, mc.KUBE_STATE_METRICS):
+    for contract in (mc.DCGM_EXPORTER, mc.VLLM, mc.KEDA, mc.KUBE_STATE_METRICS, mc.CLUSTER_AUTOSCALER):
         data = recorded(contract.exporter)
         assert data["release"].lstrip("v") == contract.release.lstrip("v"), contract.exporter
-        assert data["source"]["tag"].lstrip("v") == contract.release.lstrip("v"), contract.exporter
+        # kubernetes/autoscaler tags each component's releases with its name
+        tag = data["source"]["tag"].removeprefix("cluster-autoscaler-")
+        assert tag.lstrip("v") == contract.release.lstrip("v"), contract.exporter
 
 
 # --- DCGM exporter ----------------------------------------------------------------------------------
@@ -341,3 +346,38 @@ def test_kube_state_metrics_label_spelling():
     """SanitizeLabelName: every character outside [a-zA-Z0-9_] becomes '_'."""
     assert mc.KSM_GPU_RESOURCE == "nvidia_com_gpu"
     assert mc.ksm_label("llm-platform.io/pool") == "label_llm_platform_io_pool"
+
+
+# --- Cluster Autoscaler -----------------------------------------------------------------------------
+
+
+def test_every_cluster_autoscaler_series_used_is_in_the_pinned_release():
+    data = recorded("cluster-autoscaler")
+    upstream = {m["name"]: m for m in data["metrics"]}
+    for metric in mc.CLUSTER_AUTOSCALER.metrics:
+        assert metric.name in upstream, f"{metric.name} is not in Cluster Autoscaler {data['release']}"
+        assert upstream[metric.name]["type"] == metric.kind, metric.name
+        assert set(metric.labels) <= set(upstream[metric.name]["labels"]), metric.name
+    assert mc.CLUSTER_AUTOSCALER.metric("cluster_autoscaler_node_group_backoff_status").unit == "boolean (1 or 0)"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_plan_turns_on_the_flag_that_registers_the_per_group_series(stack, request):
+    """Off by default in the release: without it the backoff gauge does not exist and its alert is dead."""
+    data = recorded("cluster-autoscaler")
+    flags = {m["registered_with_flag"] for m in data["metrics"] if m["name"] in mc.CLUSTER_AUTOSCALER.names}
+    assert flags == {"emit-per-nodegroup-metrics"} and data["flags"]["emit-per-nodegroup-metrics"] == "false"
+    plan = request.getfixturevalue(f"{stack}_plan")
+    (release,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "cluster-autoscaler"]
+    assert release.inputs["values"]["extraArgs"]["emit-per-nodegroup-metrics"] is True
+
+
+def test_the_alert_runbook_names_every_recorded_reason():
+    """The reasons the release backs a group off with, each with what to check in the runbook."""
+    from components.observability.prometheus import cluster_autoscaler_rules
+
+    (rule,) = [r for r in cluster_autoscaler_rules()["rules"] if r["alert"] == "ClusterAutoscalerCannotGrowNodeGroup"]
+    reasons = recorded("cluster-autoscaler")["reasons"]
+    assert reasons["aws_capacity"] == "placeholder-cannot-be-fulfilled"
+    for code in reasons.values():
+        assert re.search(rf"\b{re.escape(code)}\b", rule["annotations"]["description"]), code
