@@ -170,18 +170,18 @@ class HybridPool(_Model):
     adds any), ``nodes`` servers of ``gpusPerNode`` GPUs of ``gpuMemoryGib`` GiB each."""
 
     name: str = Field(
-        description="The pool label models select (pool); unique across every GPU pool. Required.",
+        description="The pool label models select (pool); unique across every GPU pool.",
     )
     purpose: contract.NodePoolPurpose = Field(
         default=contract.GPU_INFERENCE_PURPOSE,
         description="What the pool runs: inference or training workloads.",
     )
-    nodes: int = Field(ge=1, le=1000, description="How many servers the pool has. Required. Unit: nodes.")
-    gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each server. Required. Unit: GPUs.")
+    nodes: int = Field(ge=1, le=1000, description="How many servers the pool has. Unit: nodes.")
+    gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each server. Unit: GPUs.")
     accelerator: str = Field(
-        description="The GPU model as the pool's accelerator label carries it, such as nvidia-l40s. Required.",
+        description="The GPU model as the pool's accelerator label carries it, such as nvidia-l40s.",
     )
-    gpu_memory_gib: int = Field(ge=1, le=1024, description="Memory of one GPU. Required. Unit: GiB.")
+    gpu_memory_gib: int = Field(ge=1, le=1024, description="Memory of one GPU. Unit: GiB.")
     cpu: int = Field(
         default=32, ge=2, le=1024,
         description="vCPUs one server offers the kubelet before its reserves; the capacity check fits pods against "

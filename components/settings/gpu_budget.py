@@ -30,12 +30,12 @@ class GpuBudget(_Model):
     max_gpus: int = Field(
         ge=0, le=100_000,
         description="Most GPUs the stack may ever run at once, at its worst case (every pool at its maximum); the "
-        "pack's gpu-capacity-cap enforces the same number. Required. Unit: GPUs.",
+        "pack's gpu-capacity-cap enforces the same number. Unit: GPUs.",
     )
     monthly_budget_usd: float = Field(
         ge=0, le=1_000_000_000,
         description="The stack's monthly GPU budget: its worst case at on-demand prices over 730 hours may not "
-        "exceed it; the pack's gpu-monthly-budget enforces the same number. Required. Unit: USD per month.",
+        "exceed it; the pack's gpu-monthly-budget enforces the same number. Unit: USD per month.",
     )
 
     def by_key(self) -> dict[str, float]:

@@ -142,7 +142,7 @@ class DisruptionBudget(_Model):
 
     nodes: str = Field(
         description="Most of the pool's nodes disrupted at once: a count such as '2' or a percentage such as '10%'; "
-        "'0' allows no disruption while the budget is active. Required.",
+        "'0' allows no disruption while the budget is active.",
     )
     schedule: str | None = Field(
         default=None,
@@ -307,7 +307,7 @@ class KarpenterNodeClass(_Model):
     lists ``reserved`` needs at least one."""
 
     name: str = Field(
-        description="The class's name, which nodePools refer to: 2-32 lowercase letters, digits or '-'. Required.",
+        description="The class's name, which nodePools refer to: 2-32 lowercase letters, digits or '-'.",
     )
     ami: Literal["pinned", "latest"] = Field(
         default="pinned",
@@ -382,7 +382,7 @@ class KarpenterNodePool(_Model):
 
     name: str = Field(
         description="The pool label models select (pool), also the NodePool's name: 2-32 lowercase letters, digits "
-        "or '-', unique across every GPU pool. Required.",
+        "or '-', unique across every GPU pool.",
     )
     node_class: str | None = Field(
         default=None,
@@ -395,7 +395,7 @@ class KarpenterNodePool(_Model):
     )
     instance_families: list[str] = Field(
         min_length=1,
-        description="GPU instance families from the catalog, such as g5 or g6e, all of one GPU model. Required.",
+        description="GPU instance families from the catalog, such as g5 or g6e, all of one GPU model.",
     )
     instance_sizes: list[str] | None = Field(
         default=None, min_length=1,
@@ -411,7 +411,7 @@ class KarpenterNodePool(_Model):
     )
     gpu_limit: int = Field(
         ge=1, le=10000,
-        description="Most GPUs the pool's nodes may hold together (the NodePool's limit). Required. Unit: GPUs.",
+        description="Most GPUs the pool's nodes may hold together (the NodePool's limit). Unit: GPUs.",
     )
     consolidation: Consolidation = Field(
         default_factory=Consolidation,

@@ -24,13 +24,13 @@ from policies.capacity.instances import Instance, load_instances
 class Scaling(_Model):
     """Node counts of a managed node group: ``minSize <= desiredSize <= maxSize``."""
 
-    min_size: int = Field(ge=0, le=1000, description="Fewest nodes the group keeps. Required. Unit: nodes.")
+    min_size: int = Field(ge=0, le=1000, description="Fewest nodes the group keeps. Unit: nodes.")
     desired_size: int = Field(
         ge=0, le=1000,
-        description="Nodes the group starts with; Cluster Autoscaler moves it between minSize and maxSize. Required. "
+        description="Nodes the group starts with; Cluster Autoscaler moves it between minSize and maxSize. "
         "Unit: nodes.",
     )
-    max_size: int = Field(ge=1, le=1000, description="Most nodes the group may grow to. Required. Unit: nodes.")
+    max_size: int = Field(ge=1, le=1000, description="Most nodes the group may grow to. Unit: nodes.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Scaling:
@@ -48,14 +48,13 @@ class SystemPool(_Model):
 
     instance_types: list[str] = Field(
         min_length=1, max_length=20,
-        description="CPU instance types from the catalog (policies/capacity/instances.json), such as m7i.xlarge. "
-        "Required.",
+        description="CPU instance types from the catalog (policies/capacity/instances.json), such as m7i.xlarge.",
     )
     capacity_type: Literal[contract.ON_DEMAND] = Field(  # type: ignore[valid-type]
         default=contract.ON_DEMAND,
         description="On-demand only: the controllers must not lose their nodes to a Spot reclaim.",
     )
-    scaling: Scaling = Field(description="Node counts; minSize at least 2, in 2 zones. Required.")
+    scaling: Scaling = Field(description="Node counts; minSize at least 2, in 2 zones.")
     disk_size_gib: int = Field(default=50, ge=20, le=1000, description="Each node's root volume. Unit: GiB.")
     labels: dict[str, str] = Field(
         default_factory=dict,
@@ -87,12 +86,12 @@ class GpuPool(_Model):
 
     name: str = Field(
         description="The pool label models select (pool), also part of resource names: 2-32 lowercase letters, "
-        "digits or '-', unique across every GPU pool. Required.",
+        "digits or '-', unique across every GPU pool.",
     )
     instance_types: list[str] = Field(
         min_length=1, max_length=20,
         description="GPU instance types from the catalog, all of one GPU model (so the pool's labels stay true). "
-        "Cluster Autoscaler sizes an empty group by the first. Required.",
+        "Cluster Autoscaler sizes an empty group by the first.",
     )
     capacity_type: contract.CapacityType = Field(
         default=contract.ON_DEMAND,
@@ -100,7 +99,7 @@ class GpuPool(_Model):
         "capacity-block reservation).",
     )
     scaling: Scaling = Field(
-        description="Node counts; minSize 0 (the pool scales to zero), or at least 1 for gpu-dra. Required.",
+        description="Node counts; minSize 0 (the pool scales to zero), or at least 1 for gpu-dra.",
     )
     purpose: contract.GpuPurpose = Field(
         default=contract.GPU_INFERENCE_PURPOSE,

@@ -57,9 +57,9 @@ class SlackReceiver(_Credential):
 
     api_url: SecretStr = Field(
         description="The incoming-webhook URL (https://...); a secret: set it with `pulumi config set --secret "
-        "--path`. Required.",
+        "--path`.",
     )
-    channel: str = Field(description="The channel, such as #ml-platform-alerts (or @user). Required.")
+    channel: str = Field(description="The channel, such as #ml-platform-alerts (or @user).")
 
     @field_validator("channel")
     @classmethod
@@ -81,7 +81,7 @@ class PagerDutyReceiver(_Credential):
 
     routing_key: SecretStr = Field(
         description="The service's Events API v2 integration key (32 characters); a secret: set it with `pulumi "
-        "config set --secret --path`. Required.",
+        "config set --secret --path`.",
     )
 
     @field_validator("routing_key")
@@ -97,7 +97,7 @@ class WebhookReceiver(_Credential):
     """An HTTP endpoint that takes Alertmanager's webhook payload."""
 
     url: SecretStr = Field(
-        description="The endpoint's http(s) URL; a secret: set it with `pulumi config set --secret --path`. Required.",
+        description="The endpoint's http(s) URL; a secret: set it with `pulumi config set --secret --path`.",
     )
 
     @field_validator("url")
@@ -113,8 +113,7 @@ class SnsReceiver(_Model):
     this topic only), so no credential is stored."""
 
     topic_arn: str = Field(
-        description="The topic's ARN, in the stack's partition, such as arn:aws:sns:us-east-1:123456789012:llm-alerts. "
-        "Required.",
+        description="The topic's ARN, in the stack's partition, such as arn:aws:sns:us-east-1:123456789012:llm-alerts.",
     )
 
     @field_validator("topic_arn")
@@ -134,7 +133,7 @@ class Receiver(_Model):
 
     name: str = Field(
         description="The receiver's name, which routes and defaultReceiver refer to: lowercase letters, digits or "
-        "'-'. Required.",
+        "'-'.",
     )
     slack: SlackReceiver | None = Field(default=None, description="Send to a Slack channel.")
     pager_duty: PagerDutyReceiver | None = Field(default=None, description="Send to a PagerDuty service.")
@@ -164,7 +163,7 @@ class Route(_Model):
     """Alerts whose severity is in ``severities`` and (when given) whose tier is in ``tiers`` go to
     ``receiver``; the first matching route wins."""
 
-    receiver: str = Field(description="The receiver (its name) that gets the matching alerts. Required.")
+    receiver: str = Field(description="The receiver (its name) that gets the matching alerts.")
     severities: list[Severity] = Field(
         default_factory=lambda: _PAGED_SEVERITIES.copy(), min_length=1,
         description="The severities the route takes (default critical and warning).",

@@ -36,17 +36,17 @@ def zone_region(zone: str) -> str:
 class CapacityReservation(_Model):
     """One EC2 capacity reservation, with what it holds, so the check can count and date it."""
 
-    id: str = Field(description="The reservation's id: cr- and 17 lowercase hexadecimal digits. Required.")
+    id: str = Field(description="The reservation's id: cr- and 17 lowercase hexadecimal digits.")
     type: contract.ReservationType = Field(
         default=contract.RESERVATION_ODCR,
         description="`capacity-block` (a Capacity Block for ML) or `default` (an On-Demand Capacity Reservation).",
     )
     availability_zone: str = Field(
-        description="The Availability Zone name the reservation is in, such as us-east-1a. Required.",
+        description="The Availability Zone name the reservation is in, such as us-east-1a.",
     )
-    instance_type: str = Field(description="The instance type the reservation holds. Required.")
+    instance_type: str = Field(description="The instance type the reservation holds.")
     instance_count: int = Field(
-        ge=1, le=1000, description="How many instances the reservation holds. Required. Unit: instances.",
+        ge=1, le=1000, description="How many instances the reservation holds. Unit: instances.",
     )
     end_date: datetime | None = Field(
         default=None,

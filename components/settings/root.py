@@ -34,20 +34,21 @@ class Settings(_Model):
 
     environment: str = Field(
         description="The stack's name: 1-20 lowercase letters, digits or '-', starting with a letter. It names the "
-        "cluster (llm-platform-<environment>) and its AWS resources. Required.",
+        "cluster (llm-platform-<environment>) and its AWS resources.",
     )
     production: bool = Field(
         default=False,
-        description="Whether this is a production stack (default false). Production refuses a public endpoint open to "
-        "0.0.0.0/0, karpenter.allowLatestAmi, scale-to-zero models, Spot or fewer than 2 replicas for the "
-        "interactive tier, a single Prometheus replica, and serving without alert receivers; it also turns "
-        "deletionProtection on by default.",
+        description="Whether production's rules apply: no public endpoint open to 0.0.0.0/0, no "
+        "karpenter.allowLatestAmi, no scale-to-zero model, the interactive tier on 2 or more replicas without Spot, "
+        "2 Prometheus replicas, and alert receivers when serving. It also turns deletionProtection on by default.",
     )
-    region: str = Field(description="The AWS region the stack runs in, such as us-east-1. Required.")
+    region: str = Field(description="The AWS region the stack runs in, such as us-east-1.")
     kubernetes_version: str = Field(
         default=versions.DEFAULT_KUBERNETES_VERSION,
-        description="The cluster's Kubernetes minor, one this project pins and EKS still supports in standard "
-        "support. Warned from 60 days before standard support ends, refused after it.",
+        description="The cluster's Kubernetes minor: one this project pins ("
+        + ", ".join(versions.SUPPORTED_KUBERNETES_VERSIONS)
+        + f") that is in EKS standard support. Warned from {versions.SUPPORT_WARNING_DAYS} days before standard "
+        "support ends, refused after it.",
     )
     network: Network = Field(
         default_factory=Network,
@@ -76,12 +77,12 @@ class Settings(_Model):
     )
     deletion_protection: bool | None = Field(
         default=None,
-        description="EKS deletion protection on the cluster: DeleteCluster fails until it is turned off. Default "
-        "by environment: true when production is true, false otherwise (ephemeral environments and test stacks "
-        "must be destroyable). To tear down a production stack, set false, run up, then destroy.",
+        description="Whether EKS refuses to delete the cluster (DeleteCluster fails until it is turned off); default "
+        "true when production is true, false otherwise (ephemeral environments and test stacks must be "
+        "destroyable). To tear down a production stack, set false, run up, then destroy.",
     )
     system_pool: SystemPool = Field(
-        description="The untainted on-demand CPU node group for controllers and add-ons. Required.",
+        description="The untainted on-demand CPU node group for controllers and add-ons.",
     )
     gpu_pools: list[GpuPool] = Field(
         default_factory=list, max_length=10,

@@ -44,9 +44,9 @@ class Replicas(_Model):
     min: int = Field(
         ge=0, le=100,
         description="Fewest replicas KEDA keeps; 0 scales the model to zero when idle (refused in production). "
-        "Required. Unit: replicas.",
+        "Unit: replicas.",
     )
-    max: int = Field(ge=1, le=100, description="Most replicas KEDA scales to. Required. Unit: replicas.")
+    max: int = Field(ge=1, le=100, description="Most replicas KEDA scales to. Unit: replicas.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Replicas:
@@ -123,19 +123,19 @@ class ModelArchitecture(_Model):
     fields as a catalog entry, from the checkpoint's config.json)."""
 
     parameters: int = Field(
-        ge=1_000_000, le=10_000_000_000_000, description="Total parameters. Required. Unit: parameters.",
+        ge=1_000_000, le=10_000_000_000_000, description="Total parameters. Unit: parameters.",
     )
-    vocab_size: int = Field(ge=1, description="Vocabulary size (vocab_size). Required. Unit: tokens.")
-    hidden_size: int = Field(ge=1, description="Hidden size (hidden_size). Required.")
+    vocab_size: int = Field(ge=1, description="Vocabulary size (vocab_size). Unit: tokens.")
+    hidden_size: int = Field(ge=1, description="Hidden size (hidden_size).")
     tied_embeddings: bool = Field(
         default=False,
         description="Whether input and output embeddings share one matrix (tie_word_embeddings; default false).",
     )
-    layers: int = Field(ge=1, le=1000, description="Transformer layers (num_hidden_layers). Required.")
-    kv_heads: int = Field(ge=1, le=1024, description="Key/value heads (num_key_value_heads). Required.")
-    head_dim: int = Field(ge=1, le=1024, description="Size of one attention head (head_dim). Required.")
+    layers: int = Field(ge=1, le=1000, description="Transformer layers (num_hidden_layers).")
+    kv_heads: int = Field(ge=1, le=1024, description="Key/value heads (num_key_value_heads).")
+    head_dim: int = Field(ge=1, le=1024, description="Size of one attention head (head_dim).")
     quantization: Literal["bf16", "fp16", "fp8", "awq-int4", "gptq-int4"] = Field(
-        description="The checkpoint's precision. Required.",
+        description="The checkpoint's precision.",
     )
     max_position_embeddings: int | None = Field(
         default=None, ge=1,
@@ -172,15 +172,15 @@ class ServedModel(_Model):
 
     name: str = Field(
         description="The model's name, which clients ask the gateway for and which names its Deployment: 2-32 "
-        "lowercase letters, digits or '-', unique across tiers. Required.",
+        "lowercase letters, digits or '-', unique across tiers.",
     )
     kind: Literal["chat", "embedding"] = Field(
         default="chat",
         description="Which requests the model serves; decides which Bedrock models and fallbacks the gateway may "
         "send its traffic to.",
     )
-    source: ModelSource = Field(description="Where the weights come from. Required.")
-    pool: str = Field(description="The GPU pool (its name) the model runs on; an inference pool. Required.")
+    source: ModelSource = Field(description="Where the weights come from.")
+    pool: str = Field(description="The GPU pool (its name) the model runs on; an inference pool.")
     catalog: str | None = Field(
         default=None,
         description="A model of policies/capacity/model_catalog.json; exactly one of catalog or architecture.",
@@ -213,7 +213,7 @@ class ServedModel(_Model):
         default=0.9, ge=0.5, le=0.98,
         description="Share of each GPU's memory vLLM may take for weights and KV cache. Unit: fraction (0-1).",
     )
-    replicas: Replicas = Field(description="KEDA's replica bounds. Required.")
+    replicas: Replicas = Field(description="KEDA's replica bounds.")
     cpu: str = Field(
         default="4",
         description="CPU the model server's pod requests, a Kubernetes quantity such as '4' or '500m'. Unit: cores.",
@@ -415,14 +415,14 @@ class TierQuota(_Model):
     gpus: int = Field(
         ge=0, le=10000,
         description="GPUs the tier's pods may request together; must cover every model at max replicas plus one "
-        "rollout surge pod. Required. Unit: GPUs.",
+        "rollout surge pod. Unit: GPUs.",
     )
     cpu: str = Field(
-        description="CPU the tier's pods may request together, a Kubernetes quantity such as '64'. Required. Unit: "
+        description="CPU the tier's pods may request together, a Kubernetes quantity such as '64'. Unit: "
         "cores.",
     )
     memory: str = Field(
-        description="Memory the tier's pods may request together, a Kubernetes quantity such as '512Gi'. Required.",
+        description="Memory the tier's pods may request together, a Kubernetes quantity such as '512Gi'.",
     )
 
     @field_validator("cpu", "memory")
@@ -437,19 +437,18 @@ class ServingTier(_Model):
     """A tier: its namespace, PriorityClass, quota, models, and the cold start its models must fit."""
 
     name: str = Field(
-        description="The tier's name; its namespace is serving-<name>: 2-32 lowercase letters, digits or '-'. "
-        "Required.",
+        description="The tier's name; its namespace is serving-<name>: 2-32 lowercase letters, digits or '-'.",
     )
     priority: int = Field(
         ge=0, le=1_000_000_000,
         description="The tier's PriorityClass value: under GPU pressure a higher tier preempts a lower one; unique "
-        "per tier. Required.",
+        "per tier.",
     )
     preempt_lower: bool = Field(
         default=True,
         description="Whether the tier's pods may preempt lower tiers' pods (default true).",
     )
-    quota: TierQuota = Field(description="The tier's ResourceQuota, so one tier cannot starve another. Required.")
+    quota: TierQuota = Field(description="The tier's ResourceQuota, so one tier cannot starve another.")
     scaling: TierScaling = Field(
         default_factory=TierScaling,
         description="KEDA thresholds and pace for the tier's models.",
