@@ -7,7 +7,7 @@ STACK ?= dev
 GATEWAY_VENV := .venv-gateway
 GATEWAY_STAMP := $(GATEWAY_VENV)/.installed
 
-.PHONY: venv gateway-venv check typecheck test bench mutation clean
+.PHONY: venv gateway-venv check typecheck test bench mutation clean settings-doc
 
 $(STAMP): requirements.txt policies/requirements.txt tests/requirements-helm.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ gateway-venv: $(GATEWAY_STAMP)
 
 check: $(STAMP)
 	$(VENV)/bin/python -m automation check --stack $(STACK)
+
+# docs/settings.md and README's settings table, regenerated from the settings models' field descriptions
+# (`settings-doc check`, run by the tests, fails while either is stale).
+settings-doc: $(STAMP)
+	$(VENV)/bin/python -m automation settings-doc write
 
 # mypy (pyproject.toml [tool.mypy]) twice: the program (its `files`), then the policy pack, whose
 # modules import each other as the pack runs them (policies/ first on sys.path: `capacity`, `lib`,

@@ -10,7 +10,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from automation import errors, exit_codes
-from automation.commands import catalog, env, images, integration, pack_config, stack_ops, unlock, versions
+from automation.commands import (
+    catalog,
+    env,
+    images,
+    integration,
+    pack_config,
+    settings_doc,
+    stack_ops,
+    unlock,
+    versions,
+)
 from automation.console import err, stdout
 from automation.errors import UsageError
 
@@ -113,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     images.declare(verbs)
     catalog.declare(verbs)
     pack_config.declare(verbs)
+    settings_doc.declare(verbs)
     versions.declare(verbs)
     return parser
 
