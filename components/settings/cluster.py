@@ -201,8 +201,9 @@ class HybridPool(_Model):
     )
     cost_per_gpu_hour_usd: float | None = Field(
         default=None, ge=0, le=1000,
-        description="An internal chargeback rate shown beside cloud costs; it never enters the cloud GPU budget "
-        "(the servers are already paid for). Default unset: no cost shown. Unit: USD per GPU-hour.",
+        description="An internal chargeback rate, shown beside cloud costs and pricing the pool's GPUs in cost per "
+        "token (docs/cost-per-token.md); it never enters the cloud GPU budget (the servers are already paid for). "
+        "Default unset: the pool's GPUs stay unpriced. Unit: USD per GPU-hour.",
     )
     labels: dict[str, str] = Field(
         default_factory=dict,
