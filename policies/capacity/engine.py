@@ -2,8 +2,10 @@
 
 Works on any program's resources, so the pack judges stacks it did not build. Each resource is
 anything with ``type``, ``name``, ``urn``, ``parent`` and ``props`` (or ``inputs``) attributes.
-Values that are not plain data (unknowns during preview) are read as absent; the pack skips the
-check when the resources that decide it hold unknowns.
+Pools come from the one reader of pool resources (``node_pools.declared_pools``), which the pack's
+scheduling policies read too; this module adds the model's view (catalog types, bounds, capacity
+source). Values that are not plain data (unknowns during preview) are read as absent; the pack skips
+the check when the resources that decide it hold unknowns.
 
 Recognised capacity sources: Cluster Autoscaler (a Helm release of chart ``cluster-autoscaler``)
 for managed node groups, with node-template tags from ``aws:autoscaling/tag:Tag`` resources parented
@@ -25,27 +27,20 @@ from . import bounded_json
 from .charts import DEFAULT_ADDONS, addon_daemonset, release_daemonsets, release_deployments
 from .cold_start import flag_value
 from .cost import RESERVATION_KEY, Reservation, parse_reservations
-from .hybrid import HYBRID_KIND
-from .hybrid import read as read_hybrid_pool
 from .instances import Instance, InstanceCatalog, load_instances
 from .kinds import (
     ASG_TAG,
-    AWS_NODE_GROUP,
     CLUSTER_TYPES,
     CRONJOB,
     DAEMONSET,
     DEPLOYMENT,
     EC2NODECLASS,
     EKS_ADDON,
-    EKS_MANAGED_NODE_GROUP,
     HELM_TYPES,
-    HYBRID_NODE_POOL,
     INFERENCE_SERVICE,
     JOB,
     KSERVE_CONTAINER_FIELDS,
-    LAUNCH_TEMPLATE,
     LEADER_WORKER_SET,
-    NODEPOOL,
     POD_TEMPLATE_PATHS,
     RESOURCE_QUOTA,
     SCALED_OBJECT,
@@ -53,7 +48,6 @@ from .kinds import (
 )
 from .llm import architecture_from_json, by_hugging_face_id, model_catalog
 from .model import (
-    EKS_EFFECTS,
     GPU_RESOURCE,
     Cluster,
     DaemonSet,
@@ -63,14 +57,13 @@ from .model import (
     Rollout,
     ScaleFromZeroTemplate,
     Selection,
-    Taint,
     Workload,
     cpu_m,
     mib,
     pod_requests,
     quantity,
 )
-from .node_pools import admits, normalized, pool_resources
+from .node_pools import DeclaredGroup, DeclaredHybrid, DeclaredNodePool, DeclaredPool, admits, declared_pools, props_of
 
 #: Workload kinds the simulation places (kind, path of the pod template it models): Deployments,
 #: StatefulSets, Jobs, CronJobs and LeaderWorkerSets' workers; paths from the one table in ``kinds``.
@@ -100,13 +93,6 @@ def _get(value: Any, *path: str, default: Any = None) -> Any:
     return value
 
 
-def _props(resource: Any) -> dict[str, Any]:
-    props = getattr(resource, "props", None)
-    if props is None:
-        props = getattr(resource, "inputs", None)
-    return props if isinstance(props, dict) else {}
-
-
 def _int(value: Any, default: int | None = None) -> int | None:
     number = quantity(value)
     return default if number is None else int(number)
@@ -117,44 +103,13 @@ def _chart_name(props: dict[str, Any]) -> str:
     return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
 
 
-def _owner(resource: Any, by_urn: dict[str, Any]) -> str | None:
-    """The component that owns a node group: its nearest ancestor outside pulumi-eks' own types."""
-    parent = getattr(resource, "parent", None)
-    seen = set()
-    while parent and parent in by_urn and parent not in seen:
-        seen.add(parent)
-        node = by_urn[parent]
-        if not str(node.type).startswith(("eks:index:", "aws:")):
-            return parent
-        parent = getattr(node, "parent", None)
-    return parent or None
-
-
-def _launch_template_types(resources: list[Any]) -> dict[str, Any]:
-    """The ``instanceType`` of each launch template, by the component that parents it: where a Capacity
-    Block group names its type (EKS takes it from the template and refuses ``instanceTypes`` on the group).
-    A parent with more than one template is left out (which one a group uses is not known)."""
-    out: dict[str, Any] = {}
-    seen: set[str] = set()
-    for r in resources:
-        if r.type != LAUNCH_TEMPLATE:
-            continue
-        parent = getattr(r, "parent", None) or ""
-        if parent in seen:
-            out.pop(parent, None)
-            continue
-        seen.add(parent)
-        out[parent] = _props(r).get("instanceType")
-    return out
-
-
 def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     """Cluster Autoscaler node-template tags grouped by the component that parents them."""
     out: dict[str, ScaleFromZeroTemplate] = {}
     for r in resources:
         if r.type != ASG_TAG:
             continue
-        tag = _get(_props(r), "tag") or {}
+        tag = _get(props_of(r), "tag") or {}
         key, value = tag.get("key"), tag.get("value")
         if not isinstance(key, str) or not key.startswith(TEMPLATE_PREFIX) or not isinstance(value, str):
             continue
@@ -169,95 +124,92 @@ def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     return out
 
 
-def _pools(resources: list[Any], by_urn: dict[str, Any], catalog: InstanceCatalog) -> list[Pool]:
-    releases = {_chart_name(_props(r)) for r in resources if r.type in HELM_TYPES}
+def _pools(declared: list[DeclaredPool], resources: list[Any], catalog: InstanceCatalog) -> list[Pool]:
+    """The capacity model's view of each declared pool (``node_pools``): its catalog types, bounds and
+    who adds its nodes. Self-managed groups are not modelled (no capacity source is read for them)."""
+    releases = {_chart_name(props_of(r)) for r in resources if r.type in HELM_TYPES}
     autoscaler = "cluster-autoscaler" in releases
     karpenter = "karpenter" in releases
     templates = _templates(resources)
-    template_types = _launch_template_types(resources)
-    node_classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
-    pools = []
-    for r in pool_resources(resources):  # by type and parent: reading a resource's properties converts them
-        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP):
-            props = _props(r)
-            owner = _owner(r, by_urn)
-            template_type = template_types.get(owner or "")
-            types = [t for t in props.get("instanceTypes") or ([template_type] if template_type else ["t3.medium"])
-                     if isinstance(t, str)]
-            scaling = props.get("scalingConfig") or {}
-            low, high = _int(scaling.get("minSize"), 1), _int(scaling.get("maxSize"), 2)
-            taints = [Taint(str(t.get("key")), str(t.get("value") or ""), EKS_EFFECTS.get(t.get("effect"), str(t.get("effect"))))
-                      for t in props.get("taints") or [] if isinstance(t, dict)]
-            if autoscaler:
-                source = "Cluster Autoscaler"
-            elif low == high:
-                source = "fixed nodes"
-            else:
-                source = None
-            disk = quantity(props.get("diskSize"))  # GiB; a launch template's volumes are not judged
-            pools.append(Pool(
-                name=props.get("nodeGroupName") or r.name, kind="managed node group",
-                instances=[catalog.instances[t] for t in types if t in catalog.instances],
-                labels={str(k): str(v) for k, v in (props.get("labels") or {}).items()}, taints=taints,
-                min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=disk,
-                desired_nodes=_int(scaling.get("desiredSize"), low or 0),
-                template=templates.get(owner or "") if autoscaler else None,
-                flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=r.urn,
+    node_classes = {_get(props_of(r), "metadata", "name"): props_of(r) for r in resources if r.type == EC2NODECLASS}
+    out = []
+    for pool in declared:
+        if isinstance(pool, DeclaredGroup) and pool.managed:
+            out.append(_group_pool(pool, catalog, templates.get(pool.owner) if autoscaler else None, autoscaler=autoscaler))
+        elif isinstance(pool, DeclaredNodePool):
+            out.append(_nodepool_pool(pool, catalog, node_classes, karpenter=karpenter))
+        elif isinstance(pool, DeclaredHybrid):
+            hybrid = pool.hybrid
+            out.append(Pool(
+                name=hybrid.name, kind=pool.kind, instances=[hybrid.instance], labels=dict(hybrid.labels),
+                taints=list(pool.taints or ()), min_nodes=hybrid.nodes, max_nodes=hybrid.nodes,
+                static_nodes=hybrid.nodes, capacity_source="fixed nodes", max_pods=hybrid.instance.max_pods,
+                flexible={"kubernetes.io/hostname": None}, key=pool.resource.urn,
             ))
-        elif r.type == NODEPOOL:
-            props = _props(r)
-            spec = props.get("spec") or {}
-            template = _get(spec, "template", "spec") or {}
-            requirements = normalized(template.get("requirements") or [])
-            ref = template.get("nodeClassRef") or {}
-            auto_mode = ref.get("group") == "eks.amazonaws.com"
-            instances = [i for i in catalog.instances.values() if admits(i.labels(), requirements)]
-            limits = spec.get("limits") or {}
-            gpu_limit = quantity(limits.get(GPU_RESOURCE))
-            if gpu_limit is not None or any(i.gpus for i in instances):
-                gpu_only = [i for i in instances if i.gpus]
-                instances = gpu_only or instances
-            flexible: dict[str, frozenset[str] | None] = {"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}
-            labels = {str(k): str(v) for k, v in (_get(spec, "template", "metadata", "labels") or {}).items()}
-            for q in requirements:
-                key = q.get("key")
-                if not isinstance(key, str) or key in labels or key.startswith(
-                        ("karpenter.k8s.aws/", "eks.amazonaws.com/instance", "node.kubernetes.io/instance-type")):
-                    continue
-                if q.get("operator") == "In":
-                    flexible[key] = frozenset(str(v) for v in q.get("values") or [])
-                elif q.get("operator") == "Exists":
-                    flexible[key] = None
-            flexible.setdefault("karpenter.sh/capacity-type", frozenset({"on-demand"}))
-            name = _get(props, "metadata", "name") or r.name
-            labels["karpenter.sh/nodepool"] = str(name)
-            if auto_mode:
-                labels["eks.amazonaws.com/compute-type"] = "auto"
-            node_class = node_classes.get(ref.get("name")) or {}
-            static = _int(spec.get("replicas"))
-            source = "fixed nodes" if static is not None else "EKS Auto Mode" if auto_mode else "Karpenter" if karpenter else None
-            pools.append(Pool(
-                name=str(name), kind="Auto Mode NodePool" if auto_mode else "Karpenter NodePool", instances=instances,
-                labels=labels,
-                taints=[Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
-                        for t in template.get("taints") or [] if isinstance(t, dict)],
-                min_nodes=static or 0, gpu_limit=gpu_limit, node_limit=quantity(limits.get("nodes")),
-                static_nodes=static, flexible=flexible, capacity_source=source,
-                max_pods=_int(_get(node_class, "spec", "kubelet", "maxPods")), karpenter=not auto_mode, key=r.urn,
-                disk_gib=_root_volume_gib(node_class),
-            ))
-        elif r.type == HYBRID_NODE_POOL:
-            hybrid = read_hybrid_pool(_props(r))
-            if hybrid is None:
-                continue
-            pools.append(Pool(
-                name=hybrid.name, kind=HYBRID_KIND, instances=[hybrid.instance], labels=dict(hybrid.labels),
-                taints=[Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in hybrid.taints],
-                min_nodes=hybrid.nodes, max_nodes=hybrid.nodes, static_nodes=hybrid.nodes,
-                capacity_source="fixed nodes", max_pods=hybrid.instance.max_pods,
-                flexible={"kubernetes.io/hostname": None}, key=r.urn,
-            ))
-    return pools
+    return out
+
+
+def _labels(declared: DeclaredPool) -> dict[str, str]:
+    return {str(k): str(v) for k, v in declared.labels.items()} if isinstance(declared.labels, dict) else {}
+
+
+def _group_pool(declared: DeclaredGroup, catalog: InstanceCatalog, template: ScaleFromZeroTemplate | None, *,
+                autoscaler: bool) -> Pool:
+    low, high = _int(declared.min_size, 1), _int(declared.max_size, 2)
+    if autoscaler:
+        source: str | None = "Cluster Autoscaler"
+    elif low == high:
+        source = "fixed nodes"
+    else:
+        source = None
+    return Pool(
+        name=declared.group_name or declared.resource.name, kind=declared.kind,
+        instances=[catalog.instances[t] for t in declared.instance_types or () if t in catalog.instances],
+        labels=_labels(declared), taints=list(declared.taints or ()),
+        min_nodes=low or 0, max_nodes=high, capacity_source=source, disk_gib=quantity(declared.disk_size),
+        desired_nodes=_int(declared.desired_size, low or 0), template=template,
+        flexible={"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}, key=declared.resource.urn,
+    )
+
+
+def _nodepool_pool(declared: DeclaredNodePool, catalog: InstanceCatalog, node_classes: dict[Any, dict[str, Any]], *,
+                   karpenter: bool) -> Pool:
+    """A NodePool's room: the catalog types its requirements admit (only the GPU ones when it admits any or
+    has a GPU limit: the simulation places on what a GPU pool is for), the labels its nodes may take."""
+    requirements = declared.requirements or ()
+    instances = [i for i in catalog.instances.values() if admits(i.labels(), requirements)]
+    limits = declared.limits if isinstance(declared.limits, dict) else {}
+    gpu_limit = quantity(limits.get(GPU_RESOURCE))
+    if gpu_limit is not None or any(i.gpus for i in instances):
+        gpu_only = [i for i in instances if i.gpus]
+        instances = gpu_only or instances
+    flexible: dict[str, frozenset[str] | None] = {"topology.kubernetes.io/zone": None, "kubernetes.io/hostname": None}
+    labels = _labels(declared)
+    for q in requirements:
+        key = q.get("key")
+        if not isinstance(key, str) or key in labels or key.startswith(
+                ("karpenter.k8s.aws/", "eks.amazonaws.com/instance", "node.kubernetes.io/instance-type")):
+            continue
+        if q.get("operator") == "In":
+            flexible[key] = frozenset(str(v) for v in q.get("values") or [])
+        elif q.get("operator") == "Exists":
+            flexible[key] = None
+    flexible.setdefault("karpenter.sh/capacity-type", frozenset({"on-demand"}))
+    name = declared.pool_name or declared.resource.name
+    labels["karpenter.sh/nodepool"] = str(name)
+    if declared.auto_mode:
+        labels["eks.amazonaws.com/compute-type"] = "auto"
+    node_class = node_classes.get(declared.node_class) or {}
+    static = _int(declared.replicas)
+    source = ("fixed nodes" if static is not None else "EKS Auto Mode" if declared.auto_mode
+              else "Karpenter" if karpenter else None)
+    return Pool(
+        name=str(name), kind=declared.kind, instances=instances, labels=labels, taints=list(declared.taints or ()),
+        min_nodes=static or 0, gpu_limit=gpu_limit, node_limit=quantity(limits.get("nodes")),
+        static_nodes=static, flexible=flexible, capacity_source=source,
+        max_pods=_int(_get(node_class, "spec", "kubelet", "maxPods")), karpenter=not declared.auto_mode,
+        key=declared.resource.urn, disk_gib=_root_volume_gib(node_class),
+    )
 
 
 def _root_volume_gib(node_class: dict[str, Any]) -> float | None:
@@ -274,7 +226,7 @@ def _root_volume_gib(node_class: dict[str, Any]) -> float | None:
 
 def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
     out: list[DaemonSet] = []
-    addons = {_props(r).get("addonName") for r in resources if r.type == EKS_ADDON}
+    addons = {props_of(r).get("addonName") for r in resources if r.type == EKS_ADDON}
     if any(r.type in CLUSTER_TYPES for r in resources):
         addons |= set(DEFAULT_ADDONS)
     for name in sorted(a for a in addons if isinstance(a, str)):
@@ -283,11 +235,11 @@ def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
             out.append(ds)
     for r in resources:  # the type first, as in _pools
         if r.type in HELM_TYPES:
-            props = _props(r)
+            props = props_of(r)
             values = props.get("values") if isinstance(props.get("values"), dict) else {}
             out.extend(release_daemonsets(_chart_name(props), str(props.get("version") or ""), values) or [])
         elif r.type == DAEMONSET:
-            props = _props(r)
+            props = props_of(r)
             pod = _get(props, "spec", "template", "spec") or {}
             requests, _ = pod_requests(pod)
             out.append(DaemonSet(
@@ -390,7 +342,7 @@ def _predictor(resource: Any) -> Workload | None:
     model (or framework) field a container beside ``containers`` (kserve/kserve
     pkg/apis/serving/v1beta1/predictor.go, component.go). Replicas: ``minReplicas`` (KServe's default is 1;
     0 only with scale to zero) up to ``maxReplicas`` (0 or unset: no more than the minimum is assumed)."""
-    props = _props(resource)
+    props = props_of(resource)
     predictor = _get(props, "spec", "predictor")
     if not isinstance(predictor, dict):
         return None
@@ -414,7 +366,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
     scalers: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in resources:
         if r.type == SCALED_OBJECT:
-            props = _props(r)
+            props = props_of(r)
             ref = _get(props, "spec", "scaleTargetRef") or {}
             key = (str(_get(props, "metadata", "namespace") or "default"), str(ref.get("kind") or "Deployment"), str(ref.get("name")))
             scalers[key] = props.get("spec") or {}
@@ -423,7 +375,7 @@ def _workloads(resources: list[Any], self_prefixes: tuple[str, ...]) -> list[Wor
         if r.type not in WORKLOADS:
             continue
         kind, path = WORKLOADS[r.type]
-        props = _props(r)
+        props = props_of(r)
         template = _get(props, *path) or {}
         pod = template.get("spec") or {}
         if not isinstance(pod, dict):
@@ -501,7 +453,7 @@ def _chart_workloads(resources: list[Any]) -> list[Any]:
     for r in resources:
         if r.type not in HELM_TYPES:
             continue
-        props = _props(r)
+        props = props_of(r)
         release, namespace = props.get("name"), props.get("namespace")
         if not isinstance(release, str) or not isinstance(namespace, str):
             continue
@@ -518,7 +470,7 @@ def _quotas(resources: list[Any]) -> list[Quota]:
     for r in resources:
         if r.type != RESOURCE_QUOTA:
             continue
-        props = _props(r)
+        props = props_of(r)
         hard = {}
         for key, value in (_get(props, "spec", "hard") or {}).items():
             if key in ("cpu", "requests.cpu", "limits.cpu"):
@@ -540,9 +492,8 @@ def cluster_from_resources(resources: Iterable[Any], *, self_prefixes: tuple[str
                            catalog: InstanceCatalog | None = None) -> Cluster:
     resources = list(resources)
     catalog = catalog or load_instances()
-    by_urn = {r.urn: r for r in resources}
     return Cluster(
-        pools=_pools(resources, by_urn, catalog),
+        pools=_pools(declared_pools(resources), resources, catalog),
         daemonsets=_daemonsets(resources),
         workloads=_workloads(resources, self_prefixes),
         quotas=_quotas(resources),
@@ -559,26 +510,22 @@ def reservations_from_resources(resources: Iterable[Any], *, catalog: InstanceCa
     carries; a reservation of a type the catalog does not know is left out."""
     resources = list(resources)
     catalog = catalog or load_instances()
-    by_urn = {r.urn: r for r in resources}
-    keys = {p.key for p in _pools(resources, by_urn, catalog)}
-    classes = {_get(_props(r), "metadata", "name"): _props(r) for r in resources if r.type == EC2NODECLASS}
+    declared = declared_pools(resources)
+    modelled = {p.key for p in _pools(declared, resources, catalog)}
+    classes = {_get(props_of(r), "metadata", "name"): props_of(r) for r in resources if r.type == EC2NODECLASS}
     out = []
-    for r in resources:
-        if r.urn not in keys:
+    for pool in declared:
+        if pool.resource.urn not in modelled:
             continue
-        props = _props(r)
-        if r.type in (EKS_MANAGED_NODE_GROUP, AWS_NODE_GROUP):
-            text = _get(props, "tags", RESERVATION_KEY)
-        elif r.type == NODEPOOL:
-            template = _get(props, "spec", "template", "spec") or {}
-            capacity = next((q for q in template.get("requirements") or []
-                             if isinstance(q, dict) and q.get("key") == "karpenter.sh/capacity-type"), {})
+        if isinstance(pool, DeclaredGroup):
+            text = _get(pool.tags, RESERVATION_KEY)
+        elif isinstance(pool, DeclaredNodePool):
+            capacity = next((q for q in pool.requirements or () if q.get("key") == "karpenter.sh/capacity-type"), {})
             if capacity.get("operator") != "In" or "reserved" not in (capacity.get("values") or []):
                 continue
-            node_class = classes.get(_get(template, "nodeClassRef", "name")) or {}
-            text = _get(node_class, "metadata", "annotations", RESERVATION_KEY)
+            text = _get(classes.get(pool.node_class) or {}, "metadata", "annotations", RESERVATION_KEY)
         else:
             continue
-        out += [(r.urn, reservation, catalog.instances[reservation.instance_type])
+        out += [(pool.resource.urn, reservation, catalog.instances[reservation.instance_type])
                 for reservation in parse_reservations(text) if reservation.instance_type in catalog.instances]
     return out

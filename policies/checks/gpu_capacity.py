@@ -26,10 +26,11 @@ from typing import Any
 from capacity.cost import WorstCase, node_group_worst_case, nodepool_worst_case
 from capacity.instances import Instance, UnpricedInstanceError
 from capacity.model import counts_priority
+from capacity.node_pools import DeclaredGroup, DeclaredNodePool, nodepool_is_gpu, read_nodepool
 from lib.catalog import load_catalog
 from lib.contract_config import OTHER_GPU_RESOURCES
 from lib.kit import ADVISORY, MANDATORY, Stack, resource_policy, stack_policy, stack_workloads
-from lib.pools import Pool, gpu_limit, node_group_scaling, nodepool_is_gpu, stack_pools
+from lib.pools import Pool, gpu_limit, stack_pools
 from lib.resources import NODEPOOL, RESOURCE_QUOTA, Resource
 from lib.values import UNKNOWN, as_dict, as_int, contains_unknown, fmt, quantity
 
@@ -38,9 +39,10 @@ from checks.gpu_workloads import asks_for_gpu, gpu_resource_names
 
 def _check_nodepool_limit(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     gpu = config["gpuResource"]
-    if nodepool_is_gpu(resource, gpu) is not True or resource.get("spec", "replicas") is not None:
+    pool = read_nodepool(resource)
+    if nodepool_is_gpu(pool, gpu) is not True or pool.replicas is not None:
         return
-    limit = gpu_limit(resource, gpu)
+    limit = gpu_limit(pool, gpu)
     if limit is None:
         yield (
             f"{resource.label} selects GPU capacity but has no spec.limits['{gpu}'], so Karpenter may buy GPU "
@@ -88,24 +90,24 @@ def capacity_items(stack: Stack, gpu_resource: str) -> list[Item]:
             continue
         if pool.instance_types is None:
             continue
-        if not pool.karpenter:
-            max_size = as_int(node_group_scaling(pool.resource).get("maxSize"))
+        declared = pool.declared
+        if isinstance(declared, DeclaredGroup):
+            max_size = as_int(declared.max_size)
             if max_size is None:
                 continue
             label = pool.label
             items.append(_priced(pool, hours, functools.partial(node_group_worst_case, label, max_size), pool.instance_types))
-            continue
-        items.append(_nodepool_item(pool, gpu_resource, hours))
+        elif isinstance(declared, DeclaredNodePool):
+            items.append(_nodepool_item(pool, declared, gpu_resource, hours))
     return [i for i in items if i is not None]
 
 
-def _nodepool_item(pool: Pool, gpu_resource: str, hours: float) -> Item | None:
+def _nodepool_item(pool: Pool, declared: DeclaredNodePool, gpu_resource: str, hours: float) -> Item | None:
     catalog = load_catalog()
-    resource = pool.resource
     types = pool.instance_types or [t for t in catalog.instances.values() if t.gpus]
-    replicas = resource.get("spec", "replicas")
-    limit = gpu_limit(resource, gpu_resource)
-    limits = resource.get("spec", "limits", default={})
+    replicas = declared.replicas
+    limit = gpu_limit(declared, gpu_resource)
+    limits = declared.limits
     if UNKNOWN in (replicas, limit) or limits is UNKNOWN:
         return None
     def worst_case(priced: Sequence[Instance]) -> WorstCase | None:

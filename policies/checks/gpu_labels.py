@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from capacity.node_pools import DeclaredGroup
 from lib.kit import MANDATORY, resource_policy
-from lib.pools import Pool, node_group_capacity_type, node_group_pool, nodepool_pool
+from lib.pools import Pool, resource_pool
 from lib.resources import NODE_GROUP_TYPES, NODEPOOL, Resource
 from lib.values import UNKNOWN
 
@@ -34,12 +35,12 @@ def _capacity(pool: Pool) -> Any:
             return UNKNOWN
         values = offered.candidates()
         return next(iter(values)) if values and len(values) == 1 else None
-    capacity = node_group_capacity_type(pool.resource)
+    capacity = pool.declared.capacity_type if isinstance(pool.declared, DeclaredGroup) else UNKNOWN
     return capacity if capacity is UNKNOWN else CAPACITY_LABEL_VALUES.get(capacity)
 
 
 def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
-    pool = nodepool_pool(resource) if resource.type == NODEPOOL else node_group_pool(resource)
+    pool = resource_pool(resource)
     if pool.is_gpu is not True:
         return
     keys = [config[k] for k in ("purposeLabel", "acceleratorLabel", "gpuMemoryLabel", "capacityTypeLabel")]

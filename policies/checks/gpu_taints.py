@@ -12,19 +12,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from capacity.model import EKS_EFFECTS
+from capacity.node_pools import NVIDIA_AMI_MARKERS, DeclaredGroup, nodepool_is_gpu, read_group, read_nodepool
 from lib.kit import MANDATORY, resource_policy
-from lib.pools import node_group_instance_types, node_group_is_gpu, nodepool_is_gpu
 from lib.resources import EKS_SELF_MANAGED_NODE_GROUPS, NODE_GROUP_TYPES, NODEPOOL, Resource
 from lib.values import UNKNOWN, as_list, contains_unknown
 
 
-def _why_gpu(resource: Resource) -> str:
-    ami_type = resource.get("amiType")
-    if isinstance(ami_type, str) and ("NVIDIA" in ami_type or "GPU" in ami_type):
-        return f"amiType {ami_type}"
-    if resource.get("gpu") is True:
+def _why_gpu(group: DeclaredGroup) -> str:
+    """Which declaration makes the group GPU capacity (``capacity.node_pools.group_is_gpu``)."""
+    if isinstance(group.ami_type, str) and any(marker in group.ami_type for marker in NVIDIA_AMI_MARKERS):
+        return f"amiType {group.ami_type}"
+    if group.gpu_flag is True:
         return "gpu: true"
-    return f"instance types {', '.join(node_group_instance_types(resource) or [])}"
+    return f"instance types {', '.join(group.instance_types or ())}"
 
 
 def _taint_problem(taints: list[Any], key: str, want_effect: str, spelling: str) -> str | None:
@@ -45,7 +45,7 @@ def _taint_problem(taints: list[Any], key: str, want_effect: str, spelling: str)
 def _check_gpu_taint(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     key = config["gpuTaintKey"]
     if resource.type == NODEPOOL:
-        if nodepool_is_gpu(resource, config["gpuResource"]) is not True:
+        if nodepool_is_gpu(read_nodepool(resource), config["gpuResource"]) is not True:
             return
         taints = resource.get("spec", "template", "spec", "taints", default=[])
         if taints is UNKNOWN:
@@ -58,7 +58,8 @@ def _check_gpu_taint(resource: Resource, config: dict[str, Any]) -> Iterator[str
                 f"that tolerate it (GPU workloads and agents) land on its nodes."
             )
         return
-    if node_group_is_gpu(resource) is not True:
+    group = read_group(resource)
+    if group.is_gpu is not True:
         return
     raw = resource.get("taints", default=[])
     if raw is UNKNOWN:
@@ -72,7 +73,7 @@ def _check_gpu_taint(resource: Resource, config: dict[str, Any]) -> Iterator[str
     problem = _taint_problem(taints, key, want, spelling)
     if problem:
         yield (
-            f"{resource.label} is GPU capacity ({_why_gpu(resource)}) but {problem}. Set taints: {example} "
+            f"{resource.label} is GPU capacity ({_why_gpu(group)}) but {problem}. Set taints: {example} "
             f"so CPU pods cannot take its GPU nodes."
         )
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from capacity.node_pools import read_group
 from lib.kit import MANDATORY, resource_policy
 from lib.placement import HARD_EFFECTS
-from lib.pools import node_group_capacity_type, node_group_scaling, node_group_taints
 from lib.resources import NODE_GROUP_TYPES, Resource
 from lib.values import UNKNOWN, as_int, fmt
 
@@ -21,7 +21,8 @@ def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     labels = resource.get("labels", default={})
     if not isinstance(labels, dict) or labels.get(config["purposeLabel"]) != config["systemPurpose"]:
         return
-    capacity = node_group_capacity_type(resource)
+    group = read_group(resource)
+    capacity = group.capacity_type
     if capacity not in (UNKNOWN, "ON_DEMAND"):
         yield (f"{resource.label} is the system pool but runs {capacity} capacity, so an interruption can take "
                f"every controller down at once. Set capacityType: ON_DEMAND.")
@@ -29,13 +30,12 @@ def _check(resource: Resource, config: dict[str, Any]) -> Iterator[str]:
     if isinstance(label, str) and capacity == "ON_DEMAND" and label != "on-demand":
         yield (f"{resource.label} labels itself {config['capacityTypeLabel']}={label} but runs on-demand "
                f"capacity. Set the label to on-demand.")
-    min_size = node_group_scaling(resource).get("minSize")
+    min_size = group.min_size
     if min_size is not UNKNOWN and (as_int(min_size) or 0) < config["minSize"]:
         yield (f"{resource.label} is the system pool with minSize {fmt(min_size)}; it needs at least "
                f"{fmt(config['minSize'])} nodes (spread over two AZs) to survive a node loss. Raise "
                f"scalingConfig.minSize to {fmt(config['minSize'])}.")
-    taints = node_group_taints(resource)
-    hard = [t for t in taints or [] if t.effect in HARD_EFFECTS]
+    hard = [t for t in group.taints or () if t.effect in HARD_EFFECTS]
     if hard:
         yield (f"{resource.label} is the system pool but carries taint {', '.join(map(str, hard))}, so "
                f"controllers that select it cannot schedule. Remove the taint.")

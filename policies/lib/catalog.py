@@ -3,13 +3,12 @@
 The pack reads ``instance_catalog.json`` beside this file, so a published pack carries its own copy,
 priced for the stack's region (``llm-platform:region`` in ``PULUMI_CONFIG``): a type without a price
 there is a finding naming the refresh command, never another region's price.
-GPU families outside the catalog are still recognised by name (``g*``/``gr*``/``p*`` + generation),
+GPU families outside the catalog are still recognised by name (``capacity.node_pools.is_gpu_instance_type``),
 but counts and prices come only from the table.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,10 +26,6 @@ from capacity.node_pools import admits
 from lib.placement import requirement_constraint
 from lib.stack_config import stack_region
 
-GPU_FAMILY = re.compile(r"^(g|gr|p)\d")
-GPU_INSTANCE_CATEGORIES = frozenset({"g", "p"})
-
-
 
 @dataclass(frozen=True)
 class Catalog(InstanceCatalog):
@@ -45,20 +40,6 @@ class Catalog(InstanceCatalog):
             return None
         return [instance for instance in self.instances.values() if admits(instance.labels(), requirements)]
 
-
-
-def is_gpu_instance_type(name: Any) -> bool:
-    """GPU instance types by family name (``g5.xlarge``, ``p4d.24xlarge``), catalog or not."""
-    if not isinstance(name, str):
-        return False
-    instance = load_catalog().get(name)
-    if instance is not None:
-        return instance.gpus > 0
-    return bool(GPU_FAMILY.match(name.split(".", 1)[0]))
-
-
-def is_gpu_family(family: Any) -> bool:
-    return isinstance(family, str) and bool(GPU_FAMILY.match(family))
 
 
 def load_catalog(path: Path = CATALOG_PATH, region: str | None = None) -> Catalog:

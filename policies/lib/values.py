@@ -8,11 +8,16 @@ so a policy can say "can't judge" per field instead of losing the whole check to
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capacity.model import quantity as _model_quantity
+from capacity.values import UNKNOWN as UNKNOWN
+from capacity.values import as_dict as as_dict
+from capacity.values import as_int as as_int
+from capacity.values import as_list as as_list
+from capacity.values import contains_unknown as contains_unknown
+from capacity.values import dig as dig
 from pulumi_policy.proxy import UnknownValueError
 
 #: Sentinels of the engine's unknown values (sdk/go/common/resource/plugin/rpc.go).
@@ -27,26 +32,6 @@ UNKNOWN_SENTINELS = frozenset(
         "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
     }
 )
-
-
-class _Unknown:
-    """A value the engine does not know yet; policies treat it as "can't judge"."""
-
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<unknown>"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNKNOWN: Any = _Unknown()
 
 
 def plain(value: Any) -> Any:
@@ -71,70 +56,6 @@ def plain(value: Any) -> Any:
                 items.append(UNKNOWN)
         return items
     return value
-
-
-def dig(value: Any, *path: str | int, default: Any = None) -> Any:
-    """``value[path[0]][path[1]]...``; :data:`UNKNOWN` if any hop is unknown, ``default`` if absent."""
-    for step in path:
-        if value is UNKNOWN:
-            return UNKNOWN
-        if isinstance(step, int):
-            if not isinstance(value, list) or not -len(value) <= step < len(value):
-                return default
-            value = value[step]
-        else:
-            if not isinstance(value, dict) or step not in value:
-                return default
-            value = value[step]
-        if value is None:
-            return default
-    return value
-
-
-def as_list(value: Any) -> list[Any]:
-    """A list input, ``[]`` when absent; unknown stays :data:`UNKNOWN`."""
-    if value is UNKNOWN:
-        return UNKNOWN
-    return value if isinstance(value, list) else []
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    if value is UNKNOWN:
-        return UNKNOWN
-    return value if isinstance(value, dict) else {}
-
-
-def contains_unknown(value: Any) -> bool:
-    """Whether :data:`UNKNOWN` is ``value`` or anywhere inside it (dicts and lists)."""
-    if value is UNKNOWN:
-        return True
-    items: Iterable[Any]
-    if isinstance(value, dict):
-        items = value.values()
-    elif isinstance(value, list):
-        items = value
-    else:
-        return False
-    for item in items:  # a loop, not any() over a generator: the capacity check walks every workload
-        if item is UNKNOWN:
-            return True
-        kind = type(item)
-        if kind is str or kind is float or kind is int or kind is bool or item is None:
-            continue
-        if contains_unknown(item):
-            return True
-    return False
-
-
-def as_int(value: Any) -> int | None:
-    """Integers from engine numbers (doubles) or numeric strings; ``None`` if not an integer."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value) if float(value).is_integer() else None
-    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
-        return int(value)
-    return None
 
 
 def is_true(value: Any) -> bool:
