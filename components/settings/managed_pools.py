@@ -48,7 +48,7 @@ class SystemPool(_Model):
 
     instance_types: list[str] = Field(
         min_length=1, max_length=20,
-        description="CPU instance types from the catalog (policies/capacity/instances.json), such as m7i.xlarge.",
+        description="CPU instance types from the instance catalog (policies/instance_catalog.json), such as m7i.xlarge.",
     )
     capacity_type: Literal[contract.ON_DEMAND] = Field(  # type: ignore[valid-type]
         default=contract.ON_DEMAND,
