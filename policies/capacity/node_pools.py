@@ -17,7 +17,7 @@ from typing import Any
 
 from .hybrid import HYBRID_KIND, HybridPool
 from .hybrid import read as read_hybrid
-from .instances import AUTO_MODE_PREFIX, KARPENTER_PREFIX, InstanceCatalog, load_instances
+from .instances import AUTO_MODE_PREFIX, KARPENTER_PREFIX, load_instances
 from .kinds import (
     AWS_NODE_GROUP,
     EKS_MANAGED_NODE_GROUP,
@@ -138,11 +138,12 @@ def is_gpu_family(family: Any) -> bool:
     return isinstance(family, str) and bool(GPU_FAMILY.match(family))
 
 
-def is_gpu_instance_type(name: Any, catalog: InstanceCatalog | None = None) -> bool:
-    """GPU instance types by the catalog's GPU count, else by family name (``g5.xlarge``, ``p4d.24xlarge``)."""
+def is_gpu_instance_type(name: Any) -> bool:
+    """GPU instance types by the catalog's GPU count (the same in every region), else by family name
+    (``g5.xlarge``, ``p4d.24xlarge``)."""
     if not isinstance(name, str):
         return False
-    instance = (catalog or load_instances()).get(name)
+    instance = load_instances().get(name)
     if instance is not None:
         return instance.gpus > 0
     return is_gpu_family(name.split(".", 1)[0])
