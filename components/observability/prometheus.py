@@ -243,10 +243,10 @@ def alert_rules(
     ]
 
 
-#: The autoscaler's scrape target: the chart's Service (``<release>-<name>``) in its namespace.
+#: The autoscaler's scrape target: the chart's Service in its namespace.
 CLUSTER_AUTOSCALER_UP = (
     f'{PROMETHEUS_UP}{{namespace="{autoscaler_spec.NAMESPACE}",'
-    f'service="{autoscaler_spec.RELEASE}-{autoscaler_spec.APP_NAME}"}}'
+    f'service="{autoscaler_spec.FULLNAME}"}}'
 )
 
 
@@ -277,7 +277,7 @@ def cluster_autoscaler_rules() -> dict[str, object]:
     """
     window, hold = autoscaler_spec.RETRY_GAP_WINDOW, autoscaler_spec.UNABLE_TO_GROW_FOR
     pool_tag = f"{NODE_TEMPLATE_PREFIX}label/{contract.POOL_LABEL}"
-    deployment = f"deploy/{autoscaler_spec.RELEASE}-{autoscaler_spec.APP_NAME}"
+    deployment = f"deploy/{autoscaler_spec.FULLNAME}"
     return {
         "name": "cluster-autoscaler",
         "rules": [

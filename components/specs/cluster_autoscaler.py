@@ -20,6 +20,8 @@ RELEASE = "cluster-autoscaler"
 NAMESPACE = "kube-system"
 #: ``cluster-autoscaler.name`` for ``cloudProvider: aws`` (the chart's ``_helpers.tpl``).
 APP_NAME = "aws-cluster-autoscaler"
+#: ``cluster-autoscaler.fullname``: the release, then the name (its Service and Deployment are named so).
+FULLNAME = f"{RELEASE}-{APP_NAME}"
 #: The labels the chart puts on its pods and its Service (and selects its pods by).
 SELECTOR_LABELS = {"app.kubernetes.io/name": APP_NAME, "app.kubernetes.io/instance": RELEASE}
 #: The Service's port name (chart value ``service.portName``; the program leaves the default).

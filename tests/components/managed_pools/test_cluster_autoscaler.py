@@ -226,7 +226,7 @@ def test_the_service_monitor_selects_the_service_the_chart_renders(stack_plan):
     (missing_rule,) = [r for g in stack_plan_rule_groups(stack_plan) for r in g["rules"]
                        if r.get("alert") == "ClusterAutoscalerMetricsMissing"]
     assert f'service="{service["metadata"]["name"]}"' in missing_rule["expr"]
-    assert service["metadata"]["name"] == "cluster-autoscaler-aws-cluster-autoscaler"
+    assert service["metadata"]["name"] == deployment["metadata"]["name"] == "cluster-autoscaler-aws-cluster-autoscaler"
 
 
 def stack_plan_rule_groups(plan) -> list[dict]:
