@@ -59,7 +59,7 @@ def test_requests_hold_the_only_copy_of_the_inputs_but_providers(prod_plan):
     analyzed = [runner.analyze_async(r, by_urn.get(provider_urn(r)), structs=structs).request for r in resources]
     runner.analyze_stack_async(resources, by_urn, structs=structs)
     (request,) = runner.fake.stack_requests
-    assert len(request.resources) == len(resources) == 236
+    assert len(request.resources) == len(resources) == 237
     assert request.resources[7].properties == analyzed[7].properties == to_struct(resources[7]["inputs"])
     assert len(providers) == 2 and {urn for urn in by_urn if urn in structs} == providers
 
