@@ -270,10 +270,10 @@ def cluster_autoscaler_rules() -> dict[str, object]:
     across replicas (only the leader sets the gauge).
 
     Severity warning: the platform pages on what users feel (slow first tokens in the interactive
-    tier, an unscrapable gateway, GPU hardware faults) and a cold model's requests fall back to Bedrock
-    meanwhile. A group that cannot grow is a capacity decision (another pool, another capacity type,
-    the block's window), not something an on-call can fix at night; for a Capacity Block outside its
-    window it is the state the offline check warned of beforehand.
+    tier, an unscrapable gateway, GPU hardware faults), and where the gateway has a Bedrock fallback a
+    cold model's requests go there meanwhile. A group that cannot grow is a capacity decision (another
+    pool, another capacity type, the block's window), not something an on-call can fix at night; for a
+    Capacity Block past its end it is the state the offline check warned of beforehand.
     """
     window, hold = autoscaler_spec.RETRY_GAP_WINDOW, autoscaler_spec.UNABLE_TO_GROW_FOR
     pool_tag = f"{NODE_TEMPLATE_PREFIX}label/{contract.POOL_LABEL}"
