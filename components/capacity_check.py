@@ -22,7 +22,7 @@ from components.settings.rules import keyed
 from components.settings.stack import read_settings
 from components.specs import serving
 from components.specs.blueprint import Blueprint, blueprint, karpenter_node_pools, selects_reserved
-from policies.capacity.cold_start import GP3_BASELINE
+from policies.capacity.cold_start import GP3_BASELINE, gpu_software_path
 from policies.capacity.engine import cluster_from_resources, reservations_from_resources
 from policies.capacity.instances import InstanceCatalog, UnpricedInstanceError, load_instances
 from policies.capacity.model import Cluster
@@ -101,7 +101,11 @@ class CheckedStack:
                 name=f"{plan.pool.kind} '{plan.pool.name}'", instance=shape.instance,
                 capacity_source=plan.pool.capacity_source,
                 disk_throughput_mibps=_disk_throughput_mibps(self.settings, plan.pool.name),
-                fast_image_pull=_fast_image_pull(self.settings, plan.pool.name))
+                fast_image_pull=_fast_image_pull(self.settings, plan.pool.name),
+                gpu_software=gpu_software_path(
+                    self.settings.gpu_software.provider, capacity_source=plan.pool.capacity_source,
+                    dra=any(p.name == plan.pool.name and p.purpose == contract.GPU_DRA_PURPOSE
+                            for p in self.settings.gpu_pools)))
         models = self.blueprint.served_models
         found: dict[str, tuple[ServedModel, serving.ModelPool]] = {}
         for workload in self.cluster.workloads:

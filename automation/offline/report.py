@@ -26,6 +26,7 @@ from policies.capacity.cold_start import (
     WARM,
     Start,
     fast_image_pull,
+    gpu_software_of,
     image_prepulled,
     root_volume_mibps,
     start,
@@ -311,6 +312,7 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
     shapes = {name: p.planning for name, p in plans.items()}
     volumes = {p.pool.key: _root_volume_mibps(plan, p.pool) for p in simulation.plans}
     parallel_pulls = {p.pool.key: fast_image_pull(plan.resources, p.pool.key) for p in simulation.plans}
+    paths = {p.pool.key: gpu_software_of(plan.resources, p.pool) for p in simulation.plans}
     prepulled: dict[tuple[str, str], bool] = {}
     templates = _server_templates(plan)
     starts: dict[str, ColdStartSummary] = {}
@@ -338,7 +340,7 @@ def _cold_starts(plan: Plan, cluster: Cluster, simulation: Simulation) -> dict[s
             startup_probe_period_seconds=float(probe["periodSeconds"]),
             startup_probe_failures=int(probe["failureThreshold"]),
             loading=weight_loading(template.get("spec") or {}), image_prepulled=prepulled[pool.key, image],
-            fast_image_pull=parallel_pulls[pool.key])
+            fast_image_pull=parallel_pulls[pool.key], gpu_software=paths[pool.key])
         cold: Start = start_of(name, f"{pool.kind} '{pool.name}'")
         warm: Start = start_of(name, f"{pool.kind} '{pool.name}'", case=WARM)
         tier = ((template.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL, "")

@@ -19,6 +19,7 @@ from components import contract, versions
 from components.specs.gateway import DEMAND_WINDOW_SECONDS, demand_query
 from policies.capacity.cold_start import (
     COLD,
+    DEVICE_PLUGIN_PATH,
     DISTRIBUTED_KEY,
     DOWNLOAD,
     IMAGE_BOUND,
@@ -120,13 +121,14 @@ class ModelPool:
     """What a model's start depends on in the pool it lands on: the pool (as the capacity simulation
     names it), the node type its autoscaler plans with, how its nodes arrive (a ``cold_start``
     capacity source), its nodes' root volume throughput, and whether they pull images with SOCI parallel pull
-    (nodeadm's ``FastImagePull``)."""
+    (nodeadm's ``FastImagePull``), and what advertises their GPUs (a ``cold_start`` GPU software path)."""
 
     name: str
     instance: Instance
     capacity_source: str
     disk_throughput_mibps: float
     fast_image_pull: bool = False
+    gpu_software: str = DEVICE_PLUGIN_PATH
 
 
 def streams(model: ServedModel) -> bool:
@@ -155,7 +157,7 @@ def model_start(model: ServedModel, pool: ModelPool, case: str = COLD, *, image_
         capacity_source=pool.capacity_source, image=str(versions.VLLM_IMAGE), disk_throughput_mibps=pool.disk_throughput_mibps,
         startup_probe_period_seconds=STARTUP_PROBE_PERIOD_SECONDS, startup_probe_failures=STARTUP_PROBE_FAILURES,
         case=case, loading=weight_loading(model), image_prepulled=image_prepulled,
-        fast_image_pull=pool.fast_image_pull)
+        fast_image_pull=pool.fast_image_pull, gpu_software=pool.gpu_software)
 
 
 def cold_start_bound(model: ServedModel, pool: ModelPool | None) -> AwaitBudget:

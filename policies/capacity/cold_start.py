@@ -38,7 +38,7 @@ from typing import Any
 
 from . import bounded_json
 from .instances import Instance
-from .kinds import DAEMONSET, EC2NODECLASS, LAUNCH_TEMPLATE, NODEPOOL
+from .kinds import DAEMONSET, EC2NODECLASS, HELM_TYPES, LAUNCH_TEMPLATE, NODEPOOL, helm_chart_name
 from .model import Pool, Selection, quantity, untolerated
 
 IMAGES_PATH = Path(__file__).resolve().parent / "images.json"
@@ -113,10 +113,40 @@ INSTANCE_LAUNCH_AND_JOIN = Figure(
     "estimate: RunInstances/CreateFleet to a Ready kubelet on the EKS AL2023 NVIDIA AMI (boot, nodeadm, "
     "VPC CNI); no published figure for GPU AMIs; consistent with the 3-5 minutes docs/first-deploy.md "
     "gives for a node with its GPUs advertised")
-GPU_ADVERTISED = Figure(
-    "device plugin advertises nvidia.com/gpu", 30, "s",
-    "estimate: the NVIDIA device plugin (or GPU Operator operands) DaemonSet starts on the new node and "
-    "registers its GPUs with the kubelet; the scheduler binds the pod only then")
+# What advertises a new node's GPUs, per GPU software path. The scheduler binds a GPU pod only once the node
+# shows them: ``nvidia.com/gpu`` in the Node's allocatable (a device plugin, through the kubelet) or DRA
+# ResourceSlices. No path has a published timing; the figures below are either read from the components' source
+# (poll intervals, the order of the steps) or estimates that say so.
+DEVICE_PLUGIN_START = Figure(
+    "device plugin pod start and kubelet registration", 20, "s",
+    "estimate: the DaemonSet pod is placed when the node is Ready, pulls its image and starts; the plugin then "
+    "serves its socket and registers with the kubelet with no wait in between beyond 5 s dial timeouts "
+    "(NVIDIA/k8s-device-plugin v0.20.0 internal/plugin/server.go Start, Serve, Register)")
+KUBELET_NODE_STATUS = Figure(
+    "kubelet node status update", 10, "s",
+    "Kubernetes kubelet configuration reference: nodeStatusUpdateFrequency defaults to 10s; a registered device "
+    "plugin's GPUs reach the Node's allocatable, which the scheduler reads, at the kubelet's next status update "
+    "(counted whole: the worst case of one period)")
+NFD_GPU_LABEL = Figure(
+    "NFD labels the node as a GPU node", 15, "s",
+    "estimate; the order is source: the GPU Operator deploys its operands only on nodes carrying NFD's "
+    "feature.node.kubernetes.io/pci-10de.present (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go "
+    "gpuNodeLabels, hasGPULabels), so the nfd-worker pod must start on the new node and label it first")
+OPERATOR_VALIDATIONS = Figure(
+    "GPU Operator driver and toolkit validations", 15, "s",
+    "estimate; the order is source: the nvidia-operator-validator pod's init containers run driver-validation "
+    "then toolkit-validation (NVIDIA/gpu-operator v26.7.0 assets/state-operator-validation/0500_daemonset.yaml), "
+    "each one nvidia-smi run that passes at once where the AMI ships the driver (cmd/nvidia-validator/main.go "
+    "retries every 5 s only on failure); the validator image is pulled first")
+TOOLKIT_READY_POLL = Figure(
+    "operator's device plugin waits for toolkit-ready", 5, "s",
+    "NVIDIA/gpu-operator v26.7.0 assets/state-device-plugin/0500_daemonset.yaml: the device plugin's init "
+    "container toolkit-validation checks /run/nvidia/validations/toolkit-ready every 5 s (sleep 5; counted whole)")
+DRA_PLUGIN_START = Figure(
+    "DRA kubelet plugin start and ResourceSlice publication", 20, "s",
+    "estimate, as the device plugin's start: the kubelet plugin publishes the node's GPUs as ResourceSlices "
+    "through the API server, which the scheduler watches; no kubelet node-status period in between (Kubernetes "
+    "docs, Dynamic Resource Allocation: ResourceSlices)")
 NODE_BOUND = Figure(
     "node planning bound", 600, "s",
     "planning bound, about twice the typical time (the await budget's node figure since issue 28)")
@@ -185,6 +215,44 @@ GP3_BASELINE = Figure(
     "AWS, Amazon EBS volume types: a gp3 volume delivers 125 MiB/s unless provisioned higher (up to 1000 MiB/s)")
 
 
+#: GPU software paths: the standalone NVIDIA device plugin, the GPU Operator (its device plugin behind its
+#: validator), EKS Auto Mode's own device plugin, a DRA kubelet plugin.
+DEVICE_PLUGIN_PATH, GPU_OPERATOR_PATH, AUTO_MODE_PLUGIN_PATH, DRA_PATH = (
+    "device-plugin", "gpu-operator", "auto-mode-device-plugin", "dra")
+GPU_SOFTWARE_PATHS = (DEVICE_PLUGIN_PATH, GPU_OPERATOR_PATH, AUTO_MODE_PLUGIN_PATH, DRA_PATH)
+#: The chart whose release puts the GPU Operator's operands on the stack's GPU nodes.
+GPU_OPERATOR_CHART = "gpu-operator"
+
+
+def gpus_advertised(path: str) -> tuple[Figure, ...]:
+    """The figures from a Ready node to GPUs the scheduler can bind to, in the order they happen.
+
+    The GPU Operator gates its device plugin on the validator's driver and toolkit steps only (the plugin's
+    init container waits for ``toolkit-ready``). Its cuda-validation (a workload pod, polled every 5 s) and
+    plugin-validation (which polls the node's allocatable for ``nvidia.com/gpu`` every 5 s, so it can only
+    pass once the GPUs are advertised) run after and gate nothing a model's pod waits for
+    (NVIDIA/gpu-operator v26.7.0 cmd/nvidia-validator/main.go, podCreationSleepIntervalSeconds and
+    gpuResourceDiscoveryIntervalSeconds)."""
+    if path in (DEVICE_PLUGIN_PATH, AUTO_MODE_PLUGIN_PATH):
+        return (DEVICE_PLUGIN_START, KUBELET_NODE_STATUS)
+    if path == GPU_OPERATOR_PATH:
+        return (NFD_GPU_LABEL, OPERATOR_VALIDATIONS, TOOLKIT_READY_POLL, DEVICE_PLUGIN_START, KUBELET_NODE_STATUS)
+    if path == DRA_PATH:
+        return (DRA_PLUGIN_START,)
+    raise ValueError(f"no GPU software path {path!r}; expected one of {', '.join(GPU_SOFTWARE_PATHS)}")
+
+
+def gpu_software_path(provider: str, *, capacity_source: str | None, dra: bool = False) -> str:
+    """The path a pool's nodes take: EKS's own plugin on Auto Mode whatever the stack installs (the program
+    keeps the operator's plugin off Auto Mode nodes), a DRA kubelet plugin on a DRA pool, else the stack's
+    ``gpuSoftware.provider`` (``none``: whatever the AMI brings, counted as a device plugin)."""
+    if capacity_source == AUTO_MODE:
+        return AUTO_MODE_PLUGIN_PATH
+    if dra:
+        return DRA_PATH
+    return GPU_OPERATOR_PATH if provider == GPU_OPERATOR_PATH else DEVICE_PLUGIN_PATH
+
+
 # --- steps ------------------------------------------------------------------------------------
 
 
@@ -237,20 +305,23 @@ def _disk_figure(disk_throughput_mibps: float) -> Figure:
                   "group's launch template); gp3's 125 MiB/s baseline when it sets none")
 
 
-def node_provisioning(capacity_source: str | None) -> Step:
-    """A node of the pool, from the pending pod to GPUs the scheduler can bind to."""
+def node_provisioning(capacity_source: str | None, gpu_software: str = DEVICE_PLUGIN_PATH) -> Step:
+    """A node of the pool, from the pending pod to GPUs the scheduler can bind to: the capacity source's
+    launch, then what the GPU software path (:func:`gpus_advertised`) needs before the GPUs show."""
     if capacity_source == FIXED_NODES:
         return Step("node", 0.0, 0.0, (), "fixed nodes: already up")
     figures: tuple[Figure, ...]
     if capacity_source == KARPENTER:
-        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN)
     elif capacity_source == CLUSTER_AUTOSCALER:
-        figures = (CLUSTER_AUTOSCALER_SCAN, ASG_SCALE_OUT, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+        figures = (CLUSTER_AUTOSCALER_SCAN, ASG_SCALE_OUT, INSTANCE_LAUNCH_AND_JOIN)
     elif capacity_source == AUTO_MODE:
-        # Auto Mode is Karpenter run by EKS: the same batching and launch; its GPU AMI runs the device plugin.
-        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN, GPU_ADVERTISED)
+        # Auto Mode is Karpenter run by EKS: the same batching and launch; its GPU AMI runs EKS's device plugin.
+        figures = (KARPENTER_BATCH_IDLE, INSTANCE_LAUNCH_AND_JOIN)
+        gpu_software = AUTO_MODE_PLUGIN_PATH
     else:
         raise ValueError(f"no capacity source {capacity_source!r}; expected one of {', '.join(CAPACITY_SOURCES)}")
+    figures += gpus_advertised(gpu_software)
     seconds = float(sum(f.value for f in figures))
     return Step("node", seconds, NODE_BOUND.value, (*figures, NODE_BOUND),
                 f"{capacity_source}: " + " + ".join(f"{f.name} {f.value:g} s" for f in figures))
@@ -471,7 +542,8 @@ class Start:
 def start(model: str, pool: str, *, weight_bytes: float, instance: Instance, capacity_source: str | None, image: str,
           disk_throughput_mibps: float, startup_probe_period_seconds: float, startup_probe_failures: int,
           case: str = COLD, weights_cached: bool = False, loading: WeightLoading | None = None,
-          image_prepulled: bool = True, fast_image_pull: bool = False) -> Start:
+          image_prepulled: bool = True, fast_image_pull: bool = False,
+          gpu_software: str = DEVICE_PLUGIN_PATH) -> Start:
     """The model's start. ``cold``: a new node (provisioned, image pulled, nothing cached). ``warm``: a pod
     rescheduled or scaled out onto a node that is up; the image is there when ``image_prepulled`` (a
     pre-pull DaemonSet covers the pool, or the caller knows the node ran the server before), else it is
@@ -480,13 +552,14 @@ def start(model: str, pool: str, *, weight_bytes: float, instance: Instance, cap
 
     A pre-pull does not shorten ``cold``: on a node that has just joined, the pre-pull DaemonSet's pod and
     the model's pod start together and the image arrives no sooner for either. ``fast_image_pull``: the
-    pool's nodes pull with SOCI parallel pull (:func:`image_pull`); it changes the image step only."""
+    pool's nodes pull with SOCI parallel pull (:func:`image_pull`); it changes the image step only.
+    ``gpu_software``: the pool's GPU software path (:func:`gpu_software_path`), part of the node step."""
     if case not in (COLD, WARM):
         raise ValueError(f"case must be {COLD!r} or {WARM!r}, not {case!r}")
     cold = case == COLD
     streamed = loading is not None and loading.streamed
     steps = (
-        node_provisioning(capacity_source) if cold else Step("node", 0.0, 0.0, (), "node already up"),
+        node_provisioning(capacity_source, gpu_software) if cold else Step("node", 0.0, 0.0, (), "node already up"),
         image_pull(image, instance, disk_throughput_mibps, present=not cold and image_prepulled,
                    fast_image_pull=fast_image_pull),
         weight_fetch(weight_bytes, instance, disk_throughput_mibps, cached=weights_cached and not cold, streamed=streamed),
@@ -693,6 +766,15 @@ def fast_image_pull(resources: Any, pool_key: str) -> bool:
         if isinstance(gates, dict) and FAST_IMAGE_PULL_GATE in gates:
             enabled = gates[FAST_IMAGE_PULL_GATE] is True
     return enabled
+
+
+def gpu_software_of(resources: Any, pool: Pool) -> str:
+    """The GPU software path of ``pool`` as the emitted objects show it: EKS's plugin on an Auto Mode pool,
+    the GPU Operator's when the stack releases its chart, the standalone device plugin otherwise. DRA pools
+    advertise no ``nvidia.com/gpu``, so no model server (which requests it) ever starts on one."""
+    operator = any(r.type in HELM_TYPES and helm_chart_name(_props(r)) == GPU_OPERATOR_CHART for r in resources)
+    return gpu_software_path(GPU_OPERATOR_PATH if operator else DEVICE_PLUGIN_PATH,
+                             capacity_source=pool.capacity_source)
 
 
 def image_prepulled(resources: Any, image: str, pool: Pool) -> bool:

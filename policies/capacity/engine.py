@@ -45,6 +45,7 @@ from .kinds import (
     RESOURCE_QUOTA,
     SCALED_OBJECT,
     STATEFULSET,
+    helm_chart_name,
 )
 from .llm import architecture_from_json, by_hugging_face_id, model_catalog
 from .model import (
@@ -98,11 +99,6 @@ def _int(value: Any, default: int | None = None) -> int | None:
     return default if number is None else int(number)
 
 
-def _chart_name(props: dict[str, Any]) -> str:
-    chart = props.get("chart")
-    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
-
-
 def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
     """Cluster Autoscaler node-template tags grouped by the component that parents them."""
     out: dict[str, ScaleFromZeroTemplate] = {}
@@ -127,7 +123,7 @@ def _templates(resources: list[Any]) -> dict[str, ScaleFromZeroTemplate]:
 def _pools(declared: list[DeclaredPool], resources: list[Any], catalog: InstanceCatalog) -> list[Pool]:
     """The capacity model's view of each declared pool (``node_pools``): its catalog types, bounds and
     who adds its nodes. Self-managed groups are not modelled (no capacity source is read for them)."""
-    releases = {_chart_name(props_of(r)) for r in resources if r.type in HELM_TYPES}
+    releases = {helm_chart_name(props_of(r)) for r in resources if r.type in HELM_TYPES}
     autoscaler = "cluster-autoscaler" in releases
     karpenter = "karpenter" in releases
     templates = _templates(resources)
@@ -237,7 +233,7 @@ def _daemonsets(resources: list[Any]) -> list[DaemonSet]:
         if r.type in HELM_TYPES:
             props = props_of(r)
             values = props.get("values") if isinstance(props.get("values"), dict) else {}
-            out.extend(release_daemonsets(_chart_name(props), str(props.get("version") or ""), values) or [])
+            out.extend(release_daemonsets(helm_chart_name(props), str(props.get("version") or ""), values) or [])
         elif r.type == DAEMONSET:
             props = props_of(r)
             pod = _get(props, "spec", "template", "spec") or {}
@@ -458,7 +454,7 @@ def _chart_workloads(resources: list[Any]) -> list[Any]:
         if not isinstance(release, str) or not isinstance(namespace, str):
             continue
         values = props.get("values") if isinstance(props.get("values"), dict) else {}
-        for deployment in release_deployments(_chart_name(props), str(props.get("version") or ""), values,
+        for deployment in release_deployments(helm_chart_name(props), str(props.get("version") or ""), values,
                                               release=release, namespace=namespace) or []:
             out.append(SimpleNamespace(type=DEPLOYMENT, name=deployment["metadata"]["name"], parent=r.urn,
                                        urn=f"{r.urn}/{deployment['metadata']['name']}", props=deployment))

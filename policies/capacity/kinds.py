@@ -7,6 +7,8 @@ as ``policies.capacity`` and so imports nothing outside itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 EKS_MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 AWS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 EKS_SELF_MANAGED_NODE_GROUPS = frozenset({"eks:index:NodeGroup", "eks:index:NodeGroupV2"})
@@ -83,3 +85,10 @@ POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
 #: A set of on-prem servers joined as EKS Hybrid Nodes, as the program describes it (its component's
 #: inputs and registered outputs carry the same description: ``capacity.hybrid``).
 HYBRID_NODE_POOL = "llm-platform:index:HybridNodePool"
+
+
+def helm_chart_name(props: dict[str, Any]) -> str:
+    """The chart a Helm release or chart resource installs: its ``chart`` input without a repository or
+    ``oci://`` prefix."""
+    chart = props.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""

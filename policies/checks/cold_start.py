@@ -26,6 +26,7 @@ from capacity import bounded_json
 from capacity.cold_start import (
     GP3_BASELINE,
     fast_image_pull,
+    gpu_software_of,
     root_volume_mibps,
     server_container,
     start,
@@ -93,6 +94,7 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
     shapes = {name: plan.planning for name, plan in plans.items()}
     volumes: dict[str, float] = {}
     parallel_pulls: dict[str, bool] = {}
+    paths: dict[str, str] = {}
     for workload in cluster.workloads:
         resource = stack.by_urn.get(workload.key)
         if resource is None or workload.kind != "Deployment" or workload.model is None:
@@ -105,6 +107,7 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
         if plan.pool.key not in volumes:
             volumes[plan.pool.key] = root_volume_mibps(stack.resources, plan.pool.key) or GP3_BASELINE.value
             parallel_pulls[plan.pool.key] = fast_image_pull(stack.resources, plan.pool.key)
+            paths[plan.pool.key] = gpu_software_of(stack.resources, plan.pool)
         pod = ((resource.props.get("spec") or {}).get("template") or {}).get("spec") or {}
         server = server_container(pod) or {}
         probe = server.get("startupProbe") or {}
@@ -115,7 +118,8 @@ def model_cold_starts(stack: Stack) -> Iterator[tuple[Workload, str, dict[str, A
             disk_throughput_mibps=volumes[plan.pool.key],
             startup_probe_period_seconds=float(probe.get("periodSeconds") or PROBE_PERIOD_DEFAULT),
             startup_probe_failures=int(probe.get("failureThreshold") or PROBE_FAILURES_DEFAULT),
-            loading=weight_loading(pod), fast_image_pull=parallel_pulls[plan.pool.key])
+            loading=weight_loading(pod), fast_image_pull=parallel_pulls[plan.pool.key],
+            gpu_software=paths[plan.pool.key])
 
 
 def _probe_overrun(name: str, probe: dict[str, Any], cold: Any) -> str | None:

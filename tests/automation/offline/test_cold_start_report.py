@@ -6,7 +6,10 @@ compressed (downloaded at the lesser of the node's network and its root volume) 
 load from the root volume; compile is 60 + 30 s; readiness one 10 s probe period. Cold adds a node
 (Karpenter 1 + 90 + 30 = 121 s; Cluster Autoscaler 10 + 30 + 90 + 30 = 160 s) and the image; warm has both.
 Every GPU pool of both stacks pulls with SOCI parallel pull (fastImagePull, on by default): the image takes
-0.532 of the serial pull, e.g. on a 500 MiB/s volume (24.11 + 181.83) x 0.532 = 109.56 s.
+0.532 of the serial pull, e.g. on a 500 MiB/s volume (24.11 + 181.83) x 0.532 = 109.56 s. Dev's GPUs are
+advertised by the standalone device plugin (20 + 10 = 30 s of the node step), prod's by the GPU Operator
+(NFD 15 + validator 15 + toolkit-ready poll 5 + device plugin 20 + kubelet status 10 = 65 s): Karpenter
+1 + 90 + 65 = 156 s, Cluster Autoscaler 10 + 30 + 90 + 65 = 195 s in prod.
 """
 
 from __future__ import annotations
@@ -47,17 +50,17 @@ def test_prod_models_start_cold_and_warm_by_step(prod_plan):
     figures = _figures(summarize(prod_plan))
     # The 70B AWQ model on a new g5.12xlarge (40 Gbps) streams its 39.80 GB of weights straight to the GPUs
     # with 32 S3 connections at 85 MB/s each (2.72 GB/s, below the network): no copy step, a 14.6 s load; the
-    # image (16.07 + 181.83) x 0.532 = 105.29 s with SOCI: 121 + 105.29 + 14.63 + 90 + 10 = 340.9 s cold.
-    assert figures["llama-3-1-70b-instruct-awq"] == ("gpu-interactive", "g5.12xlarge", 340.9, 114.6, "node", [
-        ("node", 121.0, 0.0), ("image", 105.3, 0.0), ("weights", 0.0, 0.0), ("load", 14.6, 14.6),
+    # image (16.07 + 181.83) x 0.532 = 105.29 s with SOCI: 156 + 105.29 + 14.63 + 90 + 10 = 375.9 s cold.
+    assert figures["llama-3-1-70b-instruct-awq"] == ("gpu-interactive", "g5.12xlarge", 375.9, 114.6, "node", [
+        ("node", 156.0, 0.0), ("image", 105.3, 0.0), ("weights", 0.0, 0.0), ("load", 14.6, 14.6),
         ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)])
     # Textbook: weights arrive at the disk's speed. The engine's answer on a g6e.xlarge: its 2.5 Gbps
     # network (298 MiB/s) is slower than the 500 MiB/s root volume, so the S3 copy takes 62 s, the load 37 s.
-    # Image (40.45 + 181.83) x 0.532 = 118.25 s: 160 + 118.25 + 61.9 + 36.9 + 90 + 10 = 477.0 s cold.
-    assert figures["qwen2-5-32b-instruct"][2:4] == (477.0, 198.8)
+    # Image (40.45 + 181.83) x 0.532 = 118.25 s: 195 + 118.25 + 61.9 + 36.9 + 90 + 10 = 512.0 s cold.
+    assert figures["qwen2-5-32b-instruct"][2:4] == (512.0, 198.8)
     assert figures["qwen2-5-32b-instruct"][5][2:4] == [("weights", 61.9, 61.9), ("load", 36.9, 36.9)]
-    # 160 + 109.56 + 2.17 + 2.17 + 90 + 10 = 373.9
-    assert figures["bge-m3"][:5] == ("inference-a10g", "g5.2xlarge", 373.9, 104.3, "node")
+    # 195 + 109.56 + 2.17 + 2.17 + 90 + 10 = 408.9
+    assert figures["bge-m3"][:5] == ("inference-a10g", "g5.2xlarge", 408.9, 104.3, "node")
 
 
 def test_the_summary_renders_a_cold_start_section(prod_plan):
@@ -66,7 +69,7 @@ def test_the_summary_renders_a_cold_start_section(prod_plan):
     text = out.getvalue()
     assert "Cold start (predicted, docs/cold-start.md)" in text
     row = next(line for line in text.splitlines() if "llama-3-1-70b-instruct-awq" in line and "g5.12xlarge" in line)
-    assert "341 s" in row and "115 s" in row and "node 121 / 0 s" in row and row.rstrip(" │").endswith("node")
+    assert "376 s" in row and "115 s" in row and "node 156 / 0 s" in row and row.rstrip(" │").endswith("node")
     assert "image 105 / 0 s" in text
 
 
