@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components import contract
 from components.settings._base import _REGION_RE, _dns_name, _Model, keyed, repeated
-from policies.capacity.cold_start import STREAM, WEIGHT_LOADINGS
+from policies.capacity.cold_start import DOWNLOAD, STREAM, WEIGHT_LOADINGS
 from policies.capacity.llm import MIB, Architecture, MemoryFit, architecture_from_json, memory_fit, model_catalog
 from policies.capacity.model import quantity
 
@@ -55,8 +55,20 @@ class Replicas(_Model):
         return self
 
 
+#: A checkpoint's file formats at its source. The one vLLM's Run:ai model streamer reads is safetensors:
+#: ``RunaiModelStreamerLoader`` lists ``*.safetensors`` under the model's path and fails the start with
+#: "Cannot find any safetensors model weights" when there are none (vllm-project/vllm,
+#: vllm/model_executor/model_loader/runai_streamer_loader.py ``_prepare_weights``, and the class docstring
+#: "can load safetensors files from local FS, S3, GCS, or Azure Blob Storage" at docs.vllm.ai v0.24.0, the newest
+#: release read here, not the pinned tag itself; docs.vllm.ai models/extensions/runai_model_streamer: "vLLM
+#: supports loading weights in Safetensors format").
+CHECKPOINT_FORMATS = ("safetensors", "pytorch")
+STREAMABLE_FORMAT = CHECKPOINT_FORMATS[0]
+
+
 class ModelSource(_Model):
-    """Where weights come from: exactly one of ``s3`` or ``huggingFace``."""
+    """Where weights come from: exactly one of ``s3`` or ``huggingFace``; ``format`` says what the files are,
+    which decides whether they are streamed or downloaded by default."""
 
     s3: str | None = Field(
         default=None,
@@ -66,6 +78,12 @@ class ModelSource(_Model):
     hugging_face: str | None = Field(
         default=None,
         description="A Hugging Face repo id such as meta-llama/Llama-3.1-8B-Instruct; needs huggingFaceToken.",
+    )
+    format: Literal[CHECKPOINT_FORMATS] = Field(  # type: ignore[valid-type]
+        default=STREAMABLE_FORMAT,
+        description="The checkpoint's file format at the source: safetensors (default; *.safetensors files) or "
+        "pytorch (*.bin/*.pt files). vLLM's Run:ai model streamer reads safetensors only, so a pytorch checkpoint "
+        "is downloaded.",
     )
 
     @field_validator("s3")
@@ -103,7 +121,7 @@ WeightLoadingMode = Literal[WEIGHT_LOADINGS]  # type: ignore[valid-type]
 
 
 class WeightStreaming(_Model):
-    """vLLM's Run:ai model streamer, for ``weights: stream`` (run-ai/runai-model-streamer docs/src/env-vars.md).
+    """vLLM's Run:ai model streamer, for streamed weights (run-ai/runai-model-streamer docs/src/env-vars.md).
     Every tensor-parallel rank runs its own streamer, so the pod may hold ``gpusPerReplica`` buffers."""
 
     concurrency: int = Field(
@@ -227,16 +245,17 @@ class ServedModel(_Model):
         description="Size limit of the node-local volume the weights are downloaded to (weights: download). Unit: "
         "GiB.",
     )
-    weights: WeightLoadingMode = Field(
-        default=WEIGHT_LOADINGS[0],
-        description="`download`: an init container copies the S3 weights to the node's disk and vLLM loads them from "
-        "there. `stream`: vLLM reads the s3:// prefix straight into GPU memory with the Run:ai model streamer "
-        "(--load-format runai_streamer): no copy step, no disk; needs an s3 source of safetensors files. "
+    weights: WeightLoadingMode | None = Field(
+        default=None,
+        description="How the weights reach the GPUs. `stream`: vLLM reads the s3:// prefix straight into GPU memory "
+        "with the Run:ai model streamer (--load-format runai_streamer): no copy step, no disk. `download`: an init "
+        "container copies the S3 weights to the node's disk and vLLM loads them from there. Default (unset): "
+        "`stream` for an s3 source in safetensors, `download` for a huggingFace source or source.format pytorch. "
         "docs/cold-start.md compares the two.",
     )
     streaming: WeightStreaming = Field(
         default_factory=WeightStreaming,
-        description="The Run:ai streamer's readers and buffer; read only with weights: stream.",
+        description="The Run:ai streamer's readers and buffer; read only when the weights are streamed.",
     )
     rollout: contract.Rollout = Field(
         default="surge",
@@ -315,21 +334,37 @@ class ServedModel(_Model):
         Streamer"); a Hugging Face source would be downloaded to disk by vLLM first, which is not streaming.
         Its CPU buffers (one per tensor-parallel rank) must leave the container at least half its memory
         for vLLM itself (the tokenizer, CUDA contexts, the engine's host-side state)."""
-        if self.weights != STREAM:
+        if self.weight_loading != STREAM:
             if "streaming" in self.model_fields_set:
-                raise keyed(f"is read only with weights: stream, and this model's weights are {self.weights}; remove "
-                            "streaming, or set weights: stream", "streaming")
+                raise keyed("is read only when the weights are streamed, and this model's are downloaded (weights: "
+                            "download, a huggingFace source or source.format pytorch); remove streaming", "streaming")
             return self
         if self.source.s3 is None:
             raise keyed("weights: stream reads the model from S3 with vLLM's Run:ai model streamer; this model's "
                         "source is huggingFace. Set source.s3 (an s3:// prefix of safetensors files) or weights: "
                         "download", "weights")
+        if self.source.format != STREAMABLE_FORMAT:
+            raise keyed(f"vLLM's Run:ai model streamer reads safetensors only, and this model's source.format is "
+                        f"{self.source.format}; convert the checkpoint to safetensors or set weights: download", "weights")
         buffers_mib = self.gpus_per_replica * self.streaming.memory_limit_gib * 1024
         if buffers_mib * 2 > _memory_mib(self.memory):
+            fixes = ("lower streaming.memoryLimitGib or raise memory" if self.weights == STREAM else
+                     "streamed by default as an s3 source in safetensors; lower streaming.memoryLimitGib, raise "
+                     "memory or set weights: download")
             raise keyed(f"{self.gpus_per_replica} streamer buffers of {self.streaming.memory_limit_gib} GiB (one per "
                         f"tensor-parallel rank) would take more than half of the container's memory {self.memory}; "
-                        "lower streaming.memoryLimitGib or raise memory", "streaming", "memoryLimitGib")
+                        f"{fixes}", "streaming", "memoryLimitGib")
         return self
+
+    @property
+    def weight_loading(self) -> str:
+        """How the weights reach the GPUs (``cold_start.WEIGHT_LOADINGS``): ``weights`` when set, else
+        ``stream`` for an ``s3`` source in safetensors (what the streamer reads, from object storage, with no
+        copy step) and ``download`` for anything else: a Hugging Face source (vLLM would download it to disk
+        before streaming it) or a format the streamer cannot read."""
+        if self.weights is not None:
+            return str(self.weights)
+        return STREAM if self.source.s3 is not None and self.source.format == STREAMABLE_FORMAT else DOWNLOAD
 
     def resolved_architecture(self) -> Architecture:
         """The architecture vLLM will load: catalog entry or override, with the quantization override."""

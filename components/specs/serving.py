@@ -132,9 +132,9 @@ class ModelPool:
 
 
 def streams(model: ServedModel) -> bool:
-    """Whether vLLM streams the model's weights from S3 (``weights: stream``; settings refuse it without
-    an ``s3`` source)."""
-    return model.weights == STREAM and bool(model.source.s3)
+    """Whether vLLM streams the model's weights from S3 (:attr:`ServedModel.weight_loading`: ``weights``, or
+    by default an ``s3`` source in safetensors; settings refuse streaming anything else)."""
+    return model.weight_loading == STREAM and bool(model.source.s3)
 
 
 def weight_loading(model: ServedModel) -> WeightLoading:

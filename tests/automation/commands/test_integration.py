@@ -104,8 +104,8 @@ def test_healthy_run_checks_the_cluster_then_destroys_it(rig: Rig):
                   "allocatable nvidia.com/gpu", "nvidia-smi on pool inference"):
         assert has_row(result.out, "PASS", check), result.out
     # Dev's models sit at zero after the update: one request through the gateway each, then Ready within the
-    # cold-start bound (node 600 + image 600 + weights at 100 MiB/s + the startup probe's 1800 s).
-    for model, bound in (("llama-3-1-8b-instruct", 3154), ("qwen2-5-7b-instruct", 3146)):
+    # cold-start bound (node 600 + image 600 + weights 0, streamed: no copy step + the startup probe's 1800 s).
+    for model, bound in (("llama-3-1-8b-instruct", 3000), ("qwen2-5-7b-instruct", 3000)):
         assert has_row(result.out, "PASS", f"model {model} wake",
                        f"woken by one request through the gateway; Ready within its cold-start bound of {bound} s"), result.out
         entries = rig.calls.entries()

@@ -2,8 +2,9 @@
 
 Expected figures are worked out by hand from docs/cold-start.md's figures: the vLLM image is 12.64 GB
 compressed (downloaded at the lesser of the node's network and its root volume) and 28.60 GB unpacked
-(at 150 MiB/s); weights come from S3 at the lesser of 10 x 85 MB/s, the network and the root volume, and
-load from the root volume; compile is 60 + 30 s; readiness one 10 s probe period. Cold adds a node
+(at 150 MiB/s); downloaded weights come from S3 at the lesser of 10 x 85 MB/s, the network and the root
+volume, and load from the root volume; streamed ones (the default for s3 safetensors) have no weights step and
+load at the lesser of the streamer's readers x 85 MB/s, the network and 25 GB/s host-to-GPU; compile is 60 + 30 s; readiness one 10 s probe period. Cold adds a node
 (Karpenter 1 + 90 + 30 = 121 s; Cluster Autoscaler 10 + 30 + 90 + 30 = 160 s) and the image; warm has both.
 Every GPU pool of both stacks pulls with SOCI parallel pull (fastImagePull, on by default): the image takes
 0.532 of the serial pull, e.g. on a 500 MiB/s volume (24.11 + 181.83) x 0.532 = 109.56 s. Dev's GPUs are
@@ -33,15 +34,17 @@ def _figures(summary) -> dict:
 
 def test_dev_models_start_cold_and_warm_by_step(dev_plan):
     assert _figures(summarize(dev_plan)) == {
-        # a Cluster Autoscaler group's g5.2xlarge (5 Gbps, 500 MiB/s root volume), 16.06 GB of weights
-        # 160 + 109.56 + 30.63 + 30.63 + 90 + 10 = 430.8
-        "llama-3-1-8b-instruct": ("inference", "g5.2xlarge", 430.8, 161.3, "node", [
-            ("node", 160.0, 0.0), ("image", 109.6, 0.0), ("weights", 30.6, 30.6), ("load", 30.6, 30.6),
+        # a Cluster Autoscaler group's g5.2xlarge (5 Gbps, 500 MiB/s root volume), 16,060,522,496 B of weights
+        # streamed at the network's 625 MB/s (16 x 85 MB/s = 1.36 GB/s is more): 25.70 s; the image 205.94 s
+        # serially x 0.532 (SOCI) = 109.56 s; cold 160 + 109.56 + 0 + 25.70 + 90 + 10 = 395.26, warm 25.70 + 100 =
+        # 125.70 (downloaded: 430.8 and 161.3)
+        "llama-3-1-8b-instruct": ("inference", "g5.2xlarge", 395.3, 125.7, "node", [
+            ("node", 160.0, 0.0), ("image", 109.6, 0.0), ("weights", 0.0, 0.0), ("load", 25.7, 25.7),
             ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)]),
-        # Karpenter's cheapest fitting type, g5.4xlarge, 15.23 GB of weights
-        # 121 + 109.56 + 29.05 + 29.05 + 90 + 10 = 388.7
-        "qwen2-5-7b-instruct": ("gpu-inference", "g5.4xlarge", 388.7, 158.1, "node", [
-            ("node", 121.0, 0.0), ("image", 109.6, 0.0), ("weights", 29.1, 29.1), ("load", 29.1, 29.1),
+        # Karpenter's cheapest fitting type, g5.4xlarge (10 Gbps), 15,231,233,024 B streamed at 1.25 GB/s: 12.18 s;
+        # cold 121 + 109.56 + 12.18 + 100 = 342.75, warm 112.18 (downloaded: 388.7 and 158.1)
+        "qwen2-5-7b-instruct": ("gpu-inference", "g5.4xlarge", 342.7, 112.2, "node", [
+            ("node", 121.0, 0.0), ("image", 109.6, 0.0), ("weights", 0.0, 0.0), ("load", 12.2, 12.2),
             ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)]),
     }
 
@@ -54,11 +57,14 @@ def test_prod_models_start_cold_and_warm_by_step(prod_plan):
     assert figures["llama-3-1-70b-instruct-awq"] == ("gpu-interactive", "g5.12xlarge", 375.9, 114.6, "node", [
         ("node", 156.0, 0.0), ("image", 105.3, 0.0), ("weights", 0.0, 0.0), ("load", 14.6, 14.6),
         ("compile", 90.0, 90.0), ("readiness", 10.0, 10.0)])
-    # Textbook: weights arrive at the disk's speed. The engine's answer on a g6e.xlarge: its 2.5 Gbps
-    # network (298 MiB/s) is slower than the 500 MiB/s root volume, so the S3 copy takes 62 s, the load 37 s.
-    # Image (40.45 + 181.83) x 0.532 = 118.25 s: 195 + 118.25 + 61.9 + 36.9 + 90 + 10 = 512.0 s cold.
-    assert figures["qwen2-5-32b-instruct"][2:4] == (512.0, 198.8)
-    assert figures["qwen2-5-32b-instruct"][5][2:4] == [("weights", 61.9, 61.9), ("load", 36.9, 36.9)]
+    # Textbook: a stream arrives at its readers' rate, 16 x 85 MB/s = 1.36 GB/s, so 19,341,776,035.84 B
+    # (32.76e9 parameters: 31.21e9 at 4.16 bits + 1.56e9 embeddings at 16) would load in 14.2 s. The answer on
+    # a g6e.xlarge: its 2.5 Gbps network (312.5 MB/s) is the limit, 61.89 s. Image (40.45 + 181.83) x 0.532 =
+    # 118.25 s: 195 + 118.25 + 0 + 61.89 + 90 + 10 = 475.1 s cold, 161.9 s warm (downloaded: 512.0 and 198.8,
+    # a 61.9 s copy at the network's rate and a 36.9 s read from the 500 MiB/s disk).
+    assert figures["qwen2-5-32b-instruct"][2:4] == (475.1, 161.9)
+    assert figures["qwen2-5-32b-instruct"][5][2:4] == [("weights", 0.0, 0.0), ("load", 61.9, 61.9)]
+    # bge-m3 is a pytorch checkpoint (source.format): downloaded, as before.
     # 195 + 109.56 + 2.17 + 2.17 + 90 + 10 = 408.9
     assert figures["bge-m3"][:5] == ("inference-a10g", "g5.2xlarge", 408.9, 104.3, "node")
 
@@ -82,7 +88,7 @@ def test_check_json_carries_cold_start_per_model(tmp_path):
     cold_start = json.loads(done.stdout)["summary"]["cold_start"]
     assert sorted(cold_start) == ["llama-3-1-8b-instruct", "qwen2-5-7b-instruct"]
     llama = cold_start["llama-3-1-8b-instruct"]
-    assert (llama["cold_seconds"], llama["warm_seconds"], llama["dominant_step"]) == (430.8, 161.3, "node")
+    assert (llama["cold_seconds"], llama["warm_seconds"], llama["dominant_step"]) == (395.3, 125.7, "node")
     assert llama["steps"][1] == {
         "step": "image", "cold_seconds": 109.6, "warm_seconds": 0.0,
         "detail": "vllm/vllm-openai:v0.33.0: 12.64 GB at 500 MiB/s, 28.60 GB unpacked at 150 MiB/s, "

@@ -216,7 +216,9 @@ def test_remote_networks_overlapping_each_other_are_refused():
 
 
 def test_a_model_wider_than_the_servers_is_refused():
-    found = problems(hybrid_config(model={**ONPREM_MODEL, "gpusPerReplica": 8, "catalog": "llama-3.1-70b-instruct"}))
+    # 96Gi: the eight streamer buffers of 4 GiB (its s3 safetensors stream by default) fit in half of it.
+    found = problems(hybrid_config(model={**ONPREM_MODEL, "gpusPerReplica": 8, "catalog": "llama-3.1-70b-instruct",
+                                          "memory": "96Gi"}))
     assert "llm-platform:serving.tiers[onprem].models[llama-onprem].gpusPerReplica: got 8: 'onprem-l40s' nodes have " \
            "at most 4 GPUs; tensor parallelism stays within one node" in found
 

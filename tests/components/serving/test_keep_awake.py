@@ -5,15 +5,20 @@ pkg/scaling/executor/scale_scaledobjects.go): the cooldown counts from the last 
 request, not from readiness. The demand signal is the emitted query answered by a real Prometheus over
 one request; KEDA's decisions come from tests/support/keda_model.py fed with those answers.
 
-Dev's two min-0 models (tier scaling: pollingSeconds 15, cooldownSeconds 300, servingWindowSeconds 300):
-- llama-3-1-8b-instruct, cold start 430.8 s on a g5.2xlarge (Cluster Autoscaler; the image 205.94 s serially
-  x 0.532 with SOCI parallel pull = 109.56 s): cooldownPeriod = 15 + 430.8 + 300 - 105 = 640.8 -> 641 s;
-- qwen2-5-7b-instruct, cold start 388.7 s on a g5.4xlarge (Karpenter): 15 + 388.7 + 300 - 105 = 598.7 -> 599 s.
+Dev's two min-0 models (tier scaling: pollingSeconds 15, cooldownSeconds 300, servingWindowSeconds 300), their
+s3 safetensors streamed by default (docs/cold-start.md), the image 205.94 s serially x 0.532 with SOCI parallel
+pull = 109.56 s:
+- llama-3-1-8b-instruct, cold start 395.3 s on a g5.2xlarge (Cluster Autoscaler): node 160 + image 109.56 +
+  load 16,060,522,496 B at the network's 625 MB/s = 25.70 + compile 90 + readiness 10 = 395.26;
+  cooldownPeriod = 15 + 395.26 + 300 - 105 = 605.26 -> 606 s;
+- qwen2-5-7b-instruct, cold start 342.7 s on a g5.4xlarge (Karpenter): node 121 + image 109.56 + load
+  15,231,233,024 B at the network's 1.25 GB/s = 12.18 + 90 + 10 = 342.75; 15 + 342.75 + 300 - 105 = 552.75 -> 553 s.
 Prod has no min-0 model. The request arrives 1 s before a poll (t = -1, created then); the demand query reads
 it at polls 0..105 (t + 1 < 120), so KEDA wakes the model at 0 and scales it in at the first poll after
-105 + cooldown: 105 + 641 = 746 -> 750 s for the 8B (ready at 431 s: 319 s of serving), 105 + 599 = 704 -> 705 s
-for the 7B (ready at 389 s).
-With the tier's 300 s cooldown both would be scaled in at 420 s: the 8B before it is ready, the 7B 31 s after.
+105 + cooldown: 105 + 606 = 711 -> 720 s for the 8B (ready at 395 s: 325 s of serving), 105 + 553 = 658 -> 660 s
+for the 7B (ready at 343 s: 317 s).
+With the tier's 300 s cooldown both would be scaled in at 420 s: 25 s and 77 s after they are ready, short of
+the serving window.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ def min_zero_scalers(plan) -> dict[str, dict]:
 
 def test_every_min_zero_model_gets_a_cooldown_that_outlasts_its_cold_start(dev_plan, prod_plan):
     assert {name: spec["cooldownPeriod"] for name, spec in min_zero_scalers(dev_plan).items()} == {
-        "llama-3-1-8b-instruct": 641, "qwen2-5-7b-instruct": 599}
+        "llama-3-1-8b-instruct": 606, "qwen2-5-7b-instruct": 553}
     assert min_zero_scalers(prod_plan) == {}
     for spec in min_zero_scalers(dev_plan).values():
         behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
@@ -76,8 +81,8 @@ def timeline(server: PrometheusServer, spec: dict, at: float) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("model, cold, scaled_in_at, textbook_deletes_before_ready", [
-    ("llama-3-1-8b-instruct", 431, 750, True),
-    ("qwen2-5-7b-instruct", 389, 705, False),
+    ("llama-3-1-8b-instruct", 395, 720, False),
+    ("qwen2-5-7b-instruct", 343, 660, False),
 ])
 def test_one_request_keeps_the_model_through_its_cold_start_and_a_serving_window(one_request, dev_plan, model, cold,
                                                                                    scaled_in_at,
@@ -91,7 +96,8 @@ def test_one_request_keeps_the_model_through_its_cold_start_and_a_serving_window
     assert all(replicas[t] == 1 for t in range(0, scaled_in_at, 15))
     assert scaled_in_at - cold >= 300, "it serves at least the tier's servingWindowSeconds"
     # The textbook reading would accept the tier's 300 s cooldown; KEDA, with the same answers, deletes the
-    # replica at 420 s: before the 8B is ready (431 s), 31 s after the 7B is (389 s), short of the serving window.
+    # replica at 420 s: 25 s after the 8B is ready (395 s), 77 s after the 7B is (343 s), short of the serving
+    # window. (Downloaded, the 8B was ready at 431 s: KEDA deleted it before it served.)
     before = timeline(server, {**spec, "cooldownPeriod": 300}, start + REQUEST_AT)
     assert min(t for t, n in before.items() if t > 0 and n == 0) == 420
     assert 420 - cold < 300 and (420 < cold) == textbook_deletes_before_ready

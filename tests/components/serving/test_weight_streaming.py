@@ -51,14 +51,33 @@ def test_the_streamed_deployment_as_emitted(prod_plan):
     assert emitted["spec"]["progressDeadlineSeconds"] == 3000
 
 
-def test_downloaded_models_keep_their_init_container_and_cache(prod_plan, dev_plan):
-    for plan, name in ((prod_plan, "qwen2-5-32b-instruct"), (dev_plan, "llama-3-1-8b-instruct")):
+def test_every_s3_safetensors_model_streams_by_default(prod_plan, dev_plan):
+    """No stack sets weights on these: an s3 source in safetensors streams (one rank each, so no distributed
+    flag), with the streamer's default 16 readers and the stack's region for S3."""
+    for plan, name, source, region in (
+            (prod_plan, "qwen2-5-32b-instruct", "s3://llm-platform-models-prod/Qwen/Qwen2.5-32B-Instruct-AWQ/", "us-east-1"),
+            (dev_plan, "llama-3-1-8b-instruct", "s3://llm-platform-models-dev/meta-llama/Llama-3.1-8B-Instruct/",
+             "us-east-1"),
+            (dev_plan, "qwen2-5-7b-instruct", "s3://llm-platform-models-dev/Qwen/Qwen2.5-7B-Instruct/", "us-east-1")):
         pod = deployment(plan, name)["spec"]["template"]["spec"]
-        assert [c["name"] for c in pod["initContainers"]] == ["fetch-weights"], name
-        assert "model-cache" in {v["name"] for v in pod["volumes"]}, name
+        assert pod["initContainers"] == [], name
+        assert "model-cache" not in {v["name"] for v in pod["volumes"]}, name
         (vllm,) = pod["containers"]
-        assert vllm["args"][0] == f"/models/{name}" and "--load-format" not in vllm["args"], name
-        assert not {"RUNAI_STREAMER_CONCURRENCY", "AWS_REGION"} & {e["name"] for e in vllm["env"]}, name
+        assert vllm["args"][0] == source, name
+        assert vllm["args"][vllm["args"].index("--load-format") + 1] == "runai_streamer", name
+        assert "--model-loader-extra-config" not in vllm["args"], name
+        env = {e["name"]: e.get("value") for e in vllm["env"]}
+        assert (env["RUNAI_STREAMER_CONCURRENCY"], env["AWS_REGION"]) == ("16", region), name
+
+
+def test_a_checkpoint_the_streamer_cannot_read_keeps_its_init_container_and_cache(prod_plan):
+    """Prod's bge-m3 is declared source.format pytorch (BAAI publishes pytorch_model.bin): downloaded."""
+    pod = deployment(prod_plan, "bge-m3")["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == ["fetch-weights"]
+    assert "model-cache" in {v["name"] for v in pod["volumes"]}
+    (vllm,) = pod["containers"]
+    assert vllm["args"][0] == "/models/bge-m3" and "--load-format" not in vllm["args"]
+    assert not {"RUNAI_STREAMER_CONCURRENCY", "AWS_REGION"} & {e["name"] for e in vllm["env"]}
 
 
 def test_a_replacement_pod_copies_nothing_to_the_node_it_streams(prod_plan):

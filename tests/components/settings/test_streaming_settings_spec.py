@@ -49,8 +49,19 @@ def test_memory_under_a_gibibyte_is_refused(memory):
 
 
 def test_a_streaming_block_beside_downloaded_weights_is_refused():
-    assert errors(weights="download") == [
-        (("streaming",), "is read only with weights: stream, and this model's weights are download; remove "
-                         "streaming, or set weights: stream")]
+    downloaded = ("is read only when the weights are streamed, and this model's are downloaded (weights: download, a "
+                  "huggingFace source or source.format pytorch); remove streaming")
+    assert errors(weights="download") == [(("streaming",), downloaded)]
+    # Downloaded by default: a pytorch checkpoint, which the streamer cannot read.
+    assert errors(weights=None, source={**MODEL["source"], "format": "pytorch"}) == [(("streaming",), downloaded)]
     without = {k: v for k, v in MODEL.items() if k != "streaming"}
     ServedModel.model_validate({**without, "weights": "download"})  # no streaming block: nothing to say
+
+
+def test_a_default_streamed_model_is_told_its_buffers_come_with_the_default():
+    """``weights`` unset: the model streams because its source is s3 in safetensors, so the refusal says so and
+    offers the opt-out. 4 ranks x 8 GiB = 32 GiB against 63Gi (at most 31.5 GiB allowed)."""
+    assert errors(weights=None, memory="63Gi") == [(("streaming", "memoryLimitGib"), (
+        "4 streamer buffers of 8 GiB (one per tensor-parallel rank) would take more than half of the container's "
+        "memory 63Gi; streamed by default as an s3 source in safetensors; lower streaming.memoryLimitGib, raise memory "
+        "or set weights: download"))]

@@ -22,7 +22,26 @@ def llama() -> ServedModel:
     })
 
 
-def test_a_vllm_deployment_on_an_inference_pool(llama):
+@pytest.fixture()
+def downloaded(llama) -> ServedModel:
+    """The same model with its weights copied to the node first (``weights: download``, the opt-out)."""
+    return ServedModel.model_validate({**llama.model_dump(by_alias=True, exclude_unset=True), "weights": "download"})
+
+
+def test_an_s3_safetensors_model_streams_by_default(llama):
+    """``weights`` unset with an ``s3`` source (format ``safetensors`` by default): vLLM's Run:ai streamer reads
+    the prefix (``--load-format runai_streamer``), one rank so no distributed flag, no init container."""
+    pod = serving.pod_spec(llama, pool_purpose="gpu-inference", priority_class="llm-interactive")
+    [vllm] = pod["containers"]
+    assert vllm["args"] == ["s3://my-models/llama-3.1-8b-instruct/", "--served-model-name", "llama-8b",
+                            "--tensor-parallel-size", "1", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192",
+                            "--load-format", "runai_streamer", "--port", "8000"]
+    assert pod["initContainers"] == []
+    assert {"name": "RUNAI_STREAMER_CONCURRENCY", "value": "16"} in vllm["env"]
+
+
+def test_a_vllm_deployment_on_an_inference_pool(downloaded):
+    llama = downloaded
     described = serving.deployment(llama, namespace="serving-interactive", tier="interactive",
                                    pool_purpose="gpu-inference", priority_class="llm-interactive",
                                    api_key_secret="model-api-key")
@@ -45,8 +64,8 @@ def test_a_vllm_deployment_on_an_inference_pool(llama):
     assert fetch["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 
 
-def test_a_training_pool_model_tolerates_the_workload_taint_too(llama):
-    pod = serving.pod_spec(llama, pool_purpose="gpu-training", priority_class="llm-batch")
+def test_a_training_pool_model_tolerates_the_workload_taint_too(downloaded):
+    pod = serving.pod_spec(downloaded, pool_purpose="gpu-training", priority_class="llm-batch")
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "llm-platform.io/workload", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
@@ -105,7 +124,7 @@ def test_the_await_bound_is_the_cold_start_models_on_the_models_pool():
     assert described["spec"]["progressDeadlineSeconds"] == 3000
 
 
-def test_a_fixed_node_pool_has_no_node_step_in_its_await_bound(llama):
+def test_a_fixed_node_pool_has_no_node_step_in_its_await_bound(downloaded):
     """Textbook: every cold start waits for a node. The cold-start model: a pool of fixed nodes has them up
     already, so the bound drops the 600 s node step (llama-3.1-8b: 16.06 GB at 100 MiB/s is 154 s)."""
     from policies.capacity.instances import load_instances
@@ -113,9 +132,9 @@ def test_a_fixed_node_pool_has_no_node_step_in_its_await_bound(llama):
     instance = load_instances().instances["g5.2xlarge"]
     fixed = serving.ModelPool("managed node group 'fixed'", instance, "fixed nodes", 500)
     growing = serving.ModelPool("managed node group 'grows'", instance, "Cluster Autoscaler", 500)
-    assert serving.cold_start_bound(llama, fixed).total == 0 + 600 + 154 + 1800
-    assert serving.cold_start_bound(llama, growing).total == 600 + 600 + 154 + 1800
-    assert serving.cold_start_bound(llama, None).total == 600 + 600 + 154 + 1800
-    described = serving.deployment(llama, namespace="serving-interactive", tier="interactive",
+    assert serving.cold_start_bound(downloaded, fixed).total == 0 + 600 + 154 + 1800
+    assert serving.cold_start_bound(downloaded, growing).total == 600 + 600 + 154 + 1800
+    assert serving.cold_start_bound(downloaded, None).total == 600 + 600 + 154 + 1800
+    described = serving.deployment(downloaded, namespace="serving-interactive", tier="interactive",
                                    pool_purpose="gpu-inference", priority_class="llm-interactive", pool=fixed)
     assert described["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "2554"}

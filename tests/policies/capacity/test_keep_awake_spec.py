@@ -2,8 +2,9 @@
 
 Figures: the gateway's demand query holds one request for 120 s (``[120s]``), KEDA polls every 15 s, so the
 first poll (15 s) wakes the model and the last poll inside the window is at 105 s (``LastActiveTime``). With
-a cooldownPeriod of 300 s KEDA scales to zero at the first poll after 405 s: 420 s. Dev's Llama-3.1-8B is
-predicted to start cold in 527 s on a g5.2xlarge of a Cluster Autoscaler group, so it would be ready at
+a cooldownPeriod of 300 s KEDA scales to zero at the first poll after 405 s: 420 s. Dev's Llama-3.1-8B with
+its weights downloaded was predicted to start cold in 527 s on a g5.2xlarge of a Cluster Autoscaler group
+(491.6 s now that it streams; the rule is the same), so it would be ready at
 15 + 527 = 542 s: KEDA deletes it 122 s before it serves. The textbook, counting the cooldown from readiness,
 would keep it until the first poll after 542 + 300 = 842 s: 855 s.
 """
