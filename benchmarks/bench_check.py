@@ -75,11 +75,12 @@ print(json.dumps(loaded))
 #: Run in a fresh interpreter: record a stack's program alone, nothing else.
 _RECORD_ALONE = """
 import sys
+from pathlib import Path
 sys.path.insert(0, {root!r})
 from automation.offline.plan import record_plan
 from automation.stacks import load_stack
 from components.settings import config_strings
-config, settings = load_stack({stack!r}, path={path!r})
+config, settings = load_stack({stack!r}, path=Path({path!r}))
 record_plan({stack!r}, config_strings(config), region=settings.region)
 """
 
@@ -275,7 +276,8 @@ def main() -> None:
     text = f"offline check, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{table}\n\n" + "\n".join(ratios)
     print(text)
     (OUT / "check.md").write_text(text + "\n")
-    (OUT / "check-models.json").write_text(json.dumps({"prod_seconds": prod.median, "scaling": scaling, "targets": TARGETS},
+    (OUT / "check-models.json").write_text(json.dumps({"prod_seconds": prod.median, "scaling": scaling, "targets": TARGETS,
+                                                           "recording_alone_mib": memory[1] if memory else None},
                                                           indent=2))
     plot = BENCH_VENV / "bin" / "python"
     if scaling and plot.exists():
