@@ -665,6 +665,23 @@ def _ebs_throughput(ebs: Any) -> float | None:
     return number if number else None
 
 
+def _node_class(resources: list[Any], nodepool: Any, types: tuple[str, ...]) -> Any | None:
+    """The node class (of one of ``types``) a NodePool's ``nodeClassRef`` names, if the stack has it."""
+    spec = ((_props(nodepool).get("spec") or {}).get("template") or {}).get("spec") or {}
+    name = (spec.get("nodeClassRef") or {}).get("name")
+    return next((c for c in resources if c.type in types and (_props(c).get("metadata") or {}).get("name") == name), None)
+
+
+def _group_launch_templates(resources: list[Any], by_urn: dict[str, Any], group: Any) -> list[Any]:
+    """The launch templates a managed group boots from: children of its parent or of any ancestor."""
+    owners: set[str] = set()
+    parent = getattr(group, "parent", None)
+    while parent and parent not in owners:
+        owners.add(parent)
+        parent = getattr(by_urn.get(parent), "parent", None)
+    return [t for t in resources if t.type == LAUNCH_TEMPLATE and getattr(t, "parent", None) in owners]
+
+
 def root_volume_mibps(resources: Any, pool_key: str) -> float | None:
     """The root volume throughput (MiB/s) the pool's nodes get, ``None`` when the stack sets none (the
     caller then takes :data:`GP3_BASELINE`). ``pool_key`` is the pool's resource URN
@@ -677,29 +694,19 @@ def root_volume_mibps(resources: Any, pool_key: str) -> float | None:
     if resource is None:
         return None
     if resource.type == NODEPOOL:
-        spec = ((_props(resource).get("spec") or {}).get("template") or {}).get("spec") or {}
-        ref = spec.get("nodeClassRef") or {}
-        for node_class in (r for r in resources if r.type in (EC2NODECLASS, AUTO_MODE_NODECLASS)):
-            props = _props(node_class)
-            if (props.get("metadata") or {}).get("name") != ref.get("name"):
-                continue
-            class_spec = props.get("spec") or {}
-            if node_class.type == AUTO_MODE_NODECLASS:
-                return _ebs_throughput(class_spec.get("ephemeralStorage"))
-            mappings = [m for m in class_spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
-            root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
-            return _ebs_throughput((root or {}).get("ebs"))
-        return None
-    owners: set[str] = set()
-    parent = getattr(resource, "parent", None)
-    while parent and parent not in owners:
-        owners.add(parent)
-        parent = getattr(by_urn.get(parent), "parent", None)
-    for template in (r for r in resources if r.type == LAUNCH_TEMPLATE):
-        if getattr(template, "parent", None) in owners:
-            for mapping in _props(template).get("blockDeviceMappings") or []:
-                if isinstance(mapping, dict) and (found := _ebs_throughput(mapping.get("ebs"))):
-                    return found
+        node_class = _node_class(resources, resource, (EC2NODECLASS, AUTO_MODE_NODECLASS))
+        if node_class is None:
+            return None
+        class_spec = _props(node_class).get("spec") or {}
+        if node_class.type == AUTO_MODE_NODECLASS:
+            return _ebs_throughput(class_spec.get("ephemeralStorage"))
+        mappings = [m for m in class_spec.get("blockDeviceMappings") or [] if isinstance(m, dict)]
+        root = next((m for m in mappings if m.get("rootVolume")), mappings[0] if mappings else None)
+        return _ebs_throughput((root or {}).get("ebs"))
+    for template in _group_launch_templates(resources, by_urn, resource):
+        for mapping in _props(template).get("blockDeviceMappings") or []:
+            if isinstance(mapping, dict) and (found := _ebs_throughput(mapping.get("ebs"))):
+                return found
     return None
 
 
@@ -730,22 +737,12 @@ def _user_data(resources: list[Any], by_urn: dict[str, Any], pool_key: str) -> s
     if resource is None:
         return None
     if resource.type == NODEPOOL:
-        spec = ((_props(resource).get("spec") or {}).get("template") or {}).get("spec") or {}
-        name = (spec.get("nodeClassRef") or {}).get("name")
-        for node_class in (r for r in resources if r.type == EC2NODECLASS):
-            props = _props(node_class)
-            if (props.get("metadata") or {}).get("name") == name:
-                data = (props.get("spec") or {}).get("userData")
-                return data if isinstance(data, str) else None
-        return None
-    owners: set[str] = set()
-    parent = getattr(resource, "parent", None)
-    while parent and parent not in owners:
-        owners.add(parent)
-        parent = getattr(by_urn.get(parent), "parent", None)
-    for template in (r for r in resources if r.type == LAUNCH_TEMPLATE):
+        node_class = _node_class(resources, resource, (EC2NODECLASS,))
+        data = (_props(node_class).get("spec") or {}).get("userData") if node_class is not None else None
+        return data if isinstance(data, str) else None
+    for template in _group_launch_templates(resources, by_urn, resource):
         data = _props(template).get("userData")
-        if getattr(template, "parent", None) in owners and isinstance(data, str):
+        if isinstance(data, str):
             try:
                 return base64.b64decode(data, validate=True).decode()
             except (ValueError, UnicodeDecodeError):
