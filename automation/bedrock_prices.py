@@ -22,6 +22,7 @@ from automation import exit_codes
 from automation.errors import DriverError
 from components import versions
 from components.observability.token_cost import BEDROCK_PRICES_PATH
+from policies.capacity import bounded_json
 
 #: The table beside the instance catalog, where the token-cost rules read it.
 PRICES_PATH = BEDROCK_PRICES_PATH
@@ -60,7 +61,7 @@ def fetch_cost_map(url: str = COST_MAP_URL, timeout: float = 60.0) -> dict[str, 
     if len(body) > MAX_COST_MAP_BYTES:
         raise BedrockPriceError(f"the Bedrock price source {url[:200]} answered more than {MAX_COST_MAP_BYTES} bytes")
     try:
-        answer = json.loads(body)
+        answer = bounded_json.loads(body)
     except ValueError:
         raise BedrockPriceError(f"the Bedrock price source {url[:200]} did not answer JSON") from None
     if not isinstance(answer, dict):

@@ -206,7 +206,9 @@ def test_refresh_prices_the_bedrock_fallbacks_of_the_named_regions(rig, catalog_
 
 
 @pytest.mark.parametrize("body, says", [(b"<html>rate limited</html>", "did not answer JSON"),
-                                        (b"[1, 2, 3]", "did not answer a JSON object of models")])
+                                        (b"[1, 2, 3]", "did not answer a JSON object of models"),
+                                        # Deeper than json's C scanner recurses: refused, not a RecursionError.
+                                        (b"[" * 200_000, "did not answer JSON")])
 def test_a_bad_cost_map_is_one_line_and_writes_nothing(rig, catalog_file, bedrock_file, body, says):
     before = (catalog_file.read_text(), bedrock_file.read_text())
     server = CostMap(body)
